@@ -1,0 +1,56 @@
+# Context Relay Workbook. Two commands set everything up:
+#   make lab    create .venv, install, build the data, start JupyterLab on notebooks/ (loopback)
+#   make test   the same install with dev extras, then lint, the output-strip check and every test
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+LAB_PORT ?= 8888
+
+.PHONY: lab test install install-dev data lint format check-notebooks strip clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP) $@
+
+install: $(STAMP)
+install-dev: $(DEV_STAMP)
+
+data: $(STAMP)
+	$(BIN)/workbook build-data
+
+lab: install data
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+		--ServerApp.root_dir=notebooks
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(DEV_STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+check-notebooks: $(DEV_STAMP)
+	@nbs=$$(find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*'); \
+	if [ -n "$$nbs" ]; then $(BIN)/nbstripout --verify $$nbs || \
+		{ echo "notebooks hold outputs: run 'make strip'"; exit 1; }; fi
+
+strip: $(DEV_STAMP)
+	find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -exec $(BIN)/nbstripout {} +
+
+test: $(DEV_STAMP) lint check-notebooks
+	$(BIN)/workbook build-data
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks --nbval-lax --nbval-current-env
+
+clean:
+	rm -rf $(VENV) var build .pytest_cache .ruff_cache

@@ -1,0 +1,124 @@
+"""Prompt cases: Markdown files with YAML frontmatter, as in the reference design (seed 000).
+
+The body is the prompt. The frontmatter says what a good run looks like and, under
+``offline_plan``, how the offline reference model carries the prompt out::
+
+    ---
+    id: case1
+    tool_calls:
+      - tool_name: yt_transcribe
+        opaque_id_result: true
+      - tool_name: deep_check
+        opaque_id_input: true
+    offline_plan:
+      - call: yt_transcribe
+        args: {video_id: "123"}
+      - call: deep_check
+        args: {text: {result: 1}}
+      - answer: "{result2}"
+    ---
+    Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check.
+
+Frontmatter is parsed with python-frontmatter (PyYAML underneath). A malformed file raises
+:class:`CaseError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from glob import glob
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import yaml
+
+from helpers.offline import Plan, PlanError, check_plan
+from helpers.paths import CASES_DIR
+
+KNOWN_KEYS = {
+    "id",
+    "description",
+    "tool_calls",
+    "forbidden_tools",
+    "strategies",
+    "answer_contains",
+    "sink_exact",
+    "offline_plan",
+}
+
+
+class CaseError(ValueError):
+    """A prompt-case file that cannot be used; the message names the file and the key."""
+
+
+@dataclass
+class Case:
+    """One prompt case: its prompt, its expectations, and the offline model's plan."""
+
+    id: str
+    path: Path
+    prompt: str
+    description: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    forbidden_tools: list[str] = field(default_factory=list)
+    strategies: list[str] | None = None
+    answer_contains: list[str] = field(default_factory=list)
+    sink_exact: list[dict[str, Any]] = field(default_factory=list)
+    offline_plan: Plan | None = None
+
+
+def load_case(path: str | Path) -> Case:
+    """Parse one case file.
+
+    Raises:
+        CaseError: unreadable file, bad YAML, unknown key, missing ``id`` or prompt, or a bad
+            ``offline_plan``.
+    """
+    path = Path(path)
+    try:
+        post = frontmatter.load(str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(f"{path}: cannot read: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise CaseError(f"{path}: bad YAML frontmatter: {exc}") from exc
+    meta = dict(post.metadata)
+    unknown = sorted(set(meta) - KNOWN_KEYS)
+    if unknown:
+        raise CaseError(
+            f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
+        )
+    if not meta.get("id"):
+        raise CaseError(f"{path}: missing key 'id'")
+    prompt = post.content.strip()
+    if not prompt:
+        raise CaseError(f"{path}: the prompt (the Markdown body after the frontmatter) is empty")
+    plan = meta.get("offline_plan")
+    if plan is not None:
+        try:
+            plan = check_plan(plan)
+        except PlanError as exc:
+            raise CaseError(f"{path}: key 'offline_plan': {exc}") from exc
+    return Case(
+        id=str(meta["id"]),
+        path=path,
+        prompt=prompt,
+        description=str(meta.get("description") or ""),
+        tool_calls=list(meta.get("tool_calls") or []),
+        forbidden_tools=list(meta.get("forbidden_tools") or []),
+        strategies=meta.get("strategies"),
+        answer_contains=[str(s) for s in meta.get("answer_contains") or []],
+        sink_exact=list(meta.get("sink_exact") or []),
+        offline_plan=plan,
+    )
+
+
+def load_cases(pattern: str | Path | None = None) -> list[Case]:
+    """Every case matching a glob (default ``data/cases/*.md``), sorted by path."""
+    pattern = str(pattern or CASES_DIR / "*.md")
+    return [load_case(p) for p in sorted(glob(pattern))]
+
+
+def load_plan_book(pattern: str | Path | None = None) -> dict[str, Plan]:
+    """``{prompt: offline_plan}`` of every case that has a plan (the offline model's book)."""
+    return {case.prompt: case.offline_plan for case in load_cases(pattern) if case.offline_plan}

@@ -1,0 +1,582 @@
+"""The offline reference model: a deterministic stand-in for an LLM that speaks the OpenAI wire
+protocol, so the real ``openai`` client drives every notebook and test with no network and no key.
+
+**What it is for.** It tests the client (the agent loop, previews, boxing, unboxing, the store),
+not a model's judgement. For each known prompt it follows a short plan written at the level of
+intent ("transcribe video 123", "pass result 1 to deep_check", "answer the number at the end of
+result 1") and carries out each intent the way an ideal model would, using only what it sees in
+the messages:
+
+- an inline value is copied;
+- a truncated preview is fetched with ``fetch_tool_output`` when the needed part is not in it;
+- an opaque reference (or resource link) is passed through unchanged, and inspected with
+  ``internal_resource_read_slice`` / ``_grep`` / ``_read`` only when a detail is needed.
+
+So one plan runs under every strategy and the token costs compare honestly. An unknown prompt
+gets a plain answer saying that no plan exists and how to configure a real model.
+
+**How it answers.** It is stateless, like a real endpoint: for each request it replays its plan
+from the last user message, feeding each earlier tool result back in, until it reaches the first
+step not yet taken, and sends that step as the next assistant message. ``usage`` is counted with
+o200k_base (:mod:`helpers.tokens`).
+
+**Plans** come from the ``offline_plan`` key of the prompt cases in ``data/cases/*.md``. A plan
+is a list of steps:
+
+- ``{call: TOOL, args: {...}}``: a tool call; an argument ``{result: N}`` means "pass result N"
+  (results are numbered by call step, from 1);
+- ``{tail: N, chars: K, as: NAME}``: note the last K characters of result N;
+- ``{find: N, pattern: REGEX, window: W, as: NAME}``: note the lines of result N that match;
+- ``{read: N, as: NAME}``: note all of result N;
+- ``{answer: TEXT}``: the final answer; ``{resultN}`` and ``{NAME}`` insert a result (read in
+  full if it is not inline) or a note; ``{NAME|last_number}``, ``{NAME|count}`` and
+  ``{resultN|rows}`` (rows of a ``run_sql`` result) transform them.
+
+**Plugging it in.** :func:`offline_client` gives an ``openai.OpenAI`` whose ``httpx2`` client
+has a ``MockTransport`` calling :meth:`OfflineModel.handle`; :class:`OfflineServer` serves the
+same model over loopback HTTP with the standard library, for the real network path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx2
+import openai
+
+from helpers.boxing import SCHEME
+from helpers.preview import parse_preview
+from helpers.tokens import count_chat_tokens, count_tokens
+
+OFFLINE_MODEL_NAME = "offline-reference"
+OFFLINE_BASE_URL = "http://offline.invalid/v1"
+
+NO_PLAN_ANSWER = (
+    "I am the offline reference model, and I have no plan for this prompt: I only know the "
+    "prompts of the workbook's cases (data/cases/*.md). To ask anything else, configure a real "
+    "model in .env (see .env.example: an OpenAI or OpenRouter key, or a local OpenAI-compatible "
+    "server) and choose it with --profile or WORKBOOK_PROFILE."
+)
+
+Plan = list[dict[str, Any]]
+
+
+class PlanError(ValueError):
+    """A plan step is malformed (unknown intent, missing key, result number out of range)."""
+
+
+def normalize_prompt(text: str) -> str:
+    """Whitespace-insensitive key for matching a prompt to its plan."""
+    return " ".join(text.split())
+
+
+# -- what the model sees ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One tool result as the model sees it: ``kind`` is inline, preview, reference or error."""
+
+    call_id: str
+    content: str
+    kind: str
+    uri: str | None = None
+
+
+def classify(call_id: str, content: str) -> Seen:
+    """Read a ``tool`` message the way an ideal model would."""
+    stripped = content.strip()
+    if stripped.startswith(SCHEME) and len(stripped) < 100 and " " not in stripped:
+        return Seen(call_id, content, "reference", stripped)
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            if data.get("type") == "resource_link" and str(data.get("uri", "")).startswith(SCHEME):
+                return Seen(call_id, content, "reference", data["uri"])
+            if set(data) == {"error"}:
+                return Seen(call_id, content, "error")
+    if parse_preview(content) is not None:
+        return Seen(call_id, content, "preview")
+    return Seen(call_id, content, "inline")
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the plan wants to make next."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+class _Stop(Exception):
+    """The plan cannot go on (a tool failed); carries the answer to give instead."""
+
+    def __init__(self, answer: str):
+        super().__init__(answer)
+        self.answer = answer
+
+
+# -- the plan interpreter -----------------------------------------------------------------------
+
+Step = Generator[Call, Seen, Any]
+
+
+def _check_error(seen: Seen, name: str) -> Seen:
+    if seen.kind == "error":
+        message = json.loads(seen.content)["error"]
+        raise _Stop(f"I could not finish: the call to {name} returned an error: {message}")
+    return seen
+
+
+#: Full values the model already has in its context this turn (fetched or read), by call id:
+#: an ideal model does not fetch the same output twice.
+Memory = dict[str, str]
+
+
+def _fetch_full(seen: Seen, memory: Memory) -> Step:
+    if seen.call_id in memory:
+        return memory[seen.call_id]
+    preview = parse_preview(seen.content)
+    assert preview is not None
+    fetched = yield Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id})
+    data = json.loads(_check_error(fetched, "fetch_tool_output").content)
+    memory[seen.call_id] = data["tool_output"]
+    return data["tool_output"]
+
+
+def _pass_on(seen: Seen, memory: Memory) -> Step:
+    """The value to put in another tool's argument: copy, fetch, or pass the reference."""
+    if seen.kind == "reference":
+        return seen.uri
+    if seen.kind == "preview":
+        return (yield from _fetch_full(seen, memory))
+    return seen.content
+
+
+def _read(seen: Seen, memory: Memory) -> Step:
+    """The full value, for the model to read."""
+    if seen.call_id in memory:
+        return memory[seen.call_id]
+    if seen.kind == "reference":
+        got = yield Call("internal_resource_read", {"opaque_reference": seen.uri})
+        memory[seen.call_id] = _check_error(got, "internal_resource_read").content
+        return memory[seen.call_id]
+    if seen.kind == "preview":
+        return (yield from _fetch_full(seen, memory))
+    return seen.content
+
+
+def _tail(seen: Seen, chars: int, memory: Memory) -> Step:
+    if seen.call_id in memory:
+        return memory[seen.call_id][-chars:]
+    if seen.kind == "reference":
+        got = yield Call(
+            "internal_resource_read_slice",
+            {"opaque_reference": seen.uri, "start_index": -chars, "length": chars},
+        )
+        return _check_error(got, "internal_resource_read_slice").content
+    if seen.kind == "preview":
+        return (yield from _fetch_full(seen, memory))[-chars:]
+    return seen.content[-chars:]
+
+
+_GREP_LINE_RE = re.compile(r"^\d+: (.*)$")
+
+
+def _find(seen: Seen, pattern: str, window: int, memory: Memory) -> Step:
+    """Lines matching ``pattern`` (with context when window > 0)."""
+    if seen.kind == "reference" and seen.call_id not in memory:
+        got = yield Call(
+            "internal_resource_grep",
+            {"opaque_reference": seen.uri, "pattern": pattern, "window": window},
+        )
+        text = _check_error(got, "internal_resource_grep").content
+        return [m[1] for line in text.splitlines() if (m := _GREP_LINE_RE.match(line))]
+    # a preview may hide further matches: finding *all* of them needs the full value
+    if seen.call_id in memory:
+        value = memory[seen.call_id]
+    elif seen.kind == "preview":
+        value = yield from _fetch_full(seen, memory)
+    else:
+        value = seen.content
+    lines = value.splitlines()
+    regex = re.compile(pattern)
+    keep: set[int] = set()
+    for i, line in enumerate(lines):
+        if regex.search(line):
+            keep.update(range(max(0, i - window), min(len(lines), i + window + 1)))
+    return [lines[i] for i in sorted(keep)]
+
+
+def _rows(value: str) -> str:
+    data = json.loads(value)
+    if "error" in data:
+        return f"(the query failed: {data['error']})"
+    lines = [" | ".join(data["columns"])]
+    lines += [" | ".join("" if v is None else str(v) for v in row) for row in data["rows"]]
+    return "\n".join(lines)
+
+
+def _last_number(value: Any) -> str:
+    text = "\n".join(value) if isinstance(value, list) else str(value)
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
+    return numbers[-1] if numbers else "(no number found)"
+
+
+_PLACEHOLDER_RE = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
+
+
+def _render_answer(
+    template: str, results: list[Seen], notes: dict[str, Any], memory: Memory
+) -> Step:
+    parts: list[str] = []
+    pos = 0
+    for match in _PLACEHOLDER_RE.finditer(template):
+        parts.append(template[pos : match.start()])
+        pos = match.end()
+        name, transform = match[1], match[2]
+        if name.startswith("result") and name[6:].isdigit():
+            value: Any = yield from _read(_result(results, int(name[6:])), memory)
+        elif name in notes:
+            value = notes[name]
+        else:
+            raise PlanError(f"answer refers to {{{name}}}, which no step produced")
+        if transform == "last_number":
+            value = _last_number(value)
+        elif transform == "count":
+            value = str(len(value) if isinstance(value, list) else len(str(value).splitlines()))
+        elif transform == "rows":
+            value = _rows(value)
+        elif transform is not None:
+            raise PlanError(f"unknown transform |{transform} in answer")
+        parts.append("\n".join(value) if isinstance(value, list) else str(value))
+    parts.append(template[pos:])
+    return "".join(parts)
+
+
+def _result(results: list[Seen], number: Any) -> Seen:
+    if not isinstance(number, int) or not 1 <= number <= len(results):
+        raise PlanError(f"result {number!r} does not exist yet (results so far: {len(results)})")
+    return results[number - 1]
+
+
+def _resolve_args(args: Any, results: list[Seen], memory: Memory) -> Step:
+    if isinstance(args, dict) and set(args) == {"result"}:
+        return (yield from _pass_on(_result(results, args["result"]), memory))
+    if isinstance(args, dict):
+        out = {}
+        for key, value in args.items():
+            out[key] = yield from _resolve_args(value, results, memory)
+        return out
+    if isinstance(args, list):
+        items = []
+        for value in args:
+            items.append((yield from _resolve_args(value, results, memory)))
+        return items
+    return args
+
+
+def interpret(plan: Plan) -> Step:
+    """Carry out ``plan``: yields each tool :class:`Call`, receives what the model saw of its
+    result, and returns the final answer text."""
+    results: list[Seen] = []
+    notes: dict[str, Any] = {}
+    memory: Memory = {}
+    try:
+        for step in plan:
+            if "call" in step:
+                args = yield from _resolve_args(step.get("args", {}), results, memory)
+                seen = yield Call(step["call"], args)
+                results.append(_check_error(seen, step["call"]))
+            elif "tail" in step:
+                seen = _result(results, step["tail"])
+                notes[step["as"]] = yield from _tail(seen, int(step.get("chars", 200)), memory)
+            elif "find" in step:
+                seen = _result(results, step["find"])
+                notes[step["as"]] = yield from _find(
+                    seen, step["pattern"], int(step.get("window", 0)), memory
+                )
+            elif "read" in step:
+                notes[step["as"]] = yield from _read(_result(results, step["read"]), memory)
+            elif "answer" in step:
+                return (yield from _render_answer(step["answer"], results, notes, memory))
+            else:
+                raise PlanError(f"unknown plan step {step!r}")
+    except _Stop as stop:
+        return stop.answer
+    raise PlanError("the plan ends without an answer step")
+
+
+def check_plan(plan: Any) -> Plan:
+    """``plan`` if it is a list of known steps with their keys; else raise :class:`PlanError`."""
+    required = {
+        "call": (),
+        "tail": ("as",),
+        "find": ("pattern", "as"),
+        "read": ("as",),
+        "answer": (),
+    }
+    if not isinstance(plan, list) or not plan:
+        raise PlanError("offline_plan must be a non-empty list of steps")
+    for number, step in enumerate(plan, 1):
+        kinds = [k for k in required if isinstance(step, dict) and k in step]
+        if len(kinds) != 1:
+            raise PlanError(
+                f"step {number} must have exactly one of {', '.join(required)}: {step!r}"
+            )
+        missing = [k for k in required[kinds[0]] if k not in step]
+        if missing:
+            raise PlanError(f"step {number} ({kinds[0]}) is missing {', '.join(missing)}")
+    if "answer" not in plan[-1]:
+        raise PlanError("the last step of offline_plan must be an answer")
+    return plan
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+class WireError(ValueError):
+    """A request the API would reject (HTTP 400), with an OpenAI-style message."""
+
+
+def _check_pairing(messages: list[Mapping[str, Any]]) -> None:
+    """Reject what the API rejects: a tool message that answers no pending tool call, or a
+    tool call left without its tool message."""
+    pending: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                raise WireError(
+                    f"Invalid parameter: messages[{i}] with role 'tool' must be a response to a "
+                    f"preceding message with 'tool_calls' (tool_call_id {call_id!r})."
+                )
+            pending.discard(call_id)
+            continue
+        if pending:
+            raise WireError(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. Missing: {', '.join(sorted(pending))}."
+            )
+        if role == "assistant":
+            pending = {c.get("id") for c in message.get("tool_calls") or []}
+
+
+class OfflineModel:
+    """The offline reference model: plans by prompt, answering chat-completions requests.
+
+    Args:
+        plans: ``{prompt: plan}``; default: every ``offline_plan`` in ``data/cases/*.md``.
+        name: the model name it reports when a request names none.
+    """
+
+    def __init__(self, plans: Mapping[str, Plan] | None = None, *, name: str = OFFLINE_MODEL_NAME):
+        if plans is None:
+            from helpers.cases import load_plan_book
+
+            plans = load_plan_book()
+        self.plans = {normalize_prompt(p): check_plan(plan) for p, plan in plans.items()}
+        self.name = name
+
+    def add_plan(self, prompt: str, plan: Plan) -> None:
+        """Teach the model one more prompt."""
+        self.plans[normalize_prompt(prompt)] = check_plan(plan)
+
+    def next_message(self, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """The assistant message the plan calls for next, given the conversation so far."""
+        last_user = max(
+            (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
+        )
+        if last_user is None:
+            return {"role": "assistant", "content": "Please ask me something."}
+        prompt = messages[last_user].get("content")
+        if isinstance(prompt, list):
+            prompt = " ".join(str(p.get("text", "")) for p in prompt if isinstance(p, dict))
+        plan = self.plans.get(normalize_prompt(str(prompt or "")))
+        if plan is None:
+            return {"role": "assistant", "content": NO_PLAN_ANSWER}
+        tool_results = {
+            m.get("tool_call_id"): str(m.get("content") or "")
+            for m in messages[last_user:]
+            if m.get("role") == "tool"
+        }
+        steps = interpret(plan)
+        try:
+            wanted = next(steps)
+            for message in messages[last_user + 1 :]:
+                for call in message.get("tool_calls") or []:
+                    name = call["function"]["name"]
+                    if name != wanted.name:
+                        return {
+                            "role": "assistant",
+                            "content": f"The offline reference model lost its place: its plan "
+                            f"called {wanted.name} but the conversation shows {name}.",
+                        }
+                    call_id = call["id"]
+                    wanted = steps.send(classify(call_id, tool_results.get(call_id, "")))
+        except StopIteration as done:
+            return {"role": "assistant", "content": str(done.value)}
+        arguments = json.dumps(wanted.arguments, ensure_ascii=False)
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_" + secrets.token_hex(12),
+                    "type": "function",
+                    "function": {"name": wanted.name, "arguments": arguments},
+                }
+            ],
+        }
+
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a ``/chat/completions`` request body with a ``chat.completion`` object.
+
+        Raises:
+            WireError: the request is malformed or breaks tool-call pairing (HTTP 400).
+        """
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise WireError("'messages' must be a non-empty array")
+        if request.get("stream"):
+            raise WireError("the offline reference model does not stream; send stream=false")
+        _check_pairing(messages)
+        tools = request.get("tools") or []
+        message = self.next_message(messages)
+        completion_tokens = count_tokens(message.get("content") or "") + sum(
+            count_tokens(c["function"]["name"]) + count_tokens(c["function"]["arguments"])
+            for c in message.get("tool_calls") or []
+        )
+        prompt_tokens = count_chat_tokens(messages, tools)
+        return {
+            "id": "chatcmpl-" + secrets.token_hex(12),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model") or self.name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def respond(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """One HTTP exchange: ``(status, JSON body)`` for ``method path`` with ``body``."""
+        path = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and path.endswith("/models"):
+            return 200, {"object": "list", "data": [{"id": self.name, "object": "model"}]}
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return 404, _api_error(f"no route for {method} {path}", "not_found_error")
+        try:
+            request = json.loads(body or b"{}")
+            if not isinstance(request, dict):
+                raise WireError("the request body must be a JSON object")
+            return 200, self.complete(request)
+        except ValueError as exc:  # WireError, PlanError and bad JSON alike
+            return 400, _api_error(str(exc), "invalid_request_error")
+
+
+def _api_error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+# -- plugging it into the openai client ---------------------------------------------------------
+
+
+def offline_transport(model: OfflineModel | None = None) -> httpx2.MockTransport:
+    """An ``httpx2`` transport that answers every request from ``model`` in-process."""
+    model = model or OfflineModel()
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        status, payload = model.respond(request.method, request.url.path, request.read())
+        return httpx2.Response(status, json=payload)
+
+    return httpx2.MockTransport(handler)
+
+
+def offline_client(model: OfflineModel | None = None, *, max_retries: int = 0) -> openai.OpenAI:
+    """A real ``openai.OpenAI`` client whose requests go to the offline model, in-process."""
+    return openai.OpenAI(
+        base_url=OFFLINE_BASE_URL,
+        api_key="offline-no-key-needed",
+        max_retries=max_retries,
+        http_client=httpx2.Client(transport=offline_transport(model)),
+    )
+
+
+class OfflineServer:
+    """The offline model over real loopback HTTP (standard-library server, own thread).
+
+    Use as a context manager; ``base_url`` is ``http://127.0.0.1:<port>/v1``. Only loopback
+    addresses are accepted for ``host``.
+    """
+
+    def __init__(
+        self, model: OfflineModel | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ):
+        if not (host.startswith("127.") or host in ("localhost", "::1")):
+            raise ValueError(f"the offline server only listens on loopback, not {host!r}")
+        self.model = model or OfflineModel()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                status, payload = outer.model.respond(self.command, self.path, body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+                pass
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> OfflineServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> OfflineServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

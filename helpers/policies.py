@@ -1,0 +1,194 @@
+"""Result policies: what the model sees of a tool result. One switch, three strategies.
+
+- ``inline``: the full result goes into the ``tool`` message.
+- ``truncate``: a result longer than ``limit`` characters becomes a preview ending in a
+  truncation marker; ``fetch_tool_output`` brings the full output back (seed 001).
+- ``box``: a result longer than ``threshold`` characters becomes an opaque reference (or an MCP
+  resource link); references in tool arguments are unboxed before a real tool runs; resolve tools
+  let the model look inside (seed 000).
+
+The agent asks a policy three things, in the order data flows (tool → policy → store →
+messages): which extra tools the model gets (:meth:`ResultPolicy.internal_tools`), what a real
+tool receives (:meth:`ResultPolicy.prepare_arguments`), and what the model sees of the logged
+result (:meth:`ResultPolicy.present`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from helpers.boxing import BOXING_MODES, render_reference, resolve_in_thread, unbox_arguments
+from helpers.instructions import system_instructions
+from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS, make_preview
+from helpers.registry import Tool, ToolContext
+from helpers.resolve_tools import fetch_tools, resolve_tools
+from helpers.store import StoredOutput
+
+STRATEGIES = ("inline", "truncate", "box")
+#: Default boxing threshold in characters (the reference design's ``MAX_RESULT_SIZE``).
+DEFAULT_BOX_THRESHOLD_CHARS = 256
+
+ResultKind = Literal["inline", "truncated", "boxed"]
+
+
+@dataclass(frozen=True)
+class Presented:
+    """What the model sees of one tool result, and how it was made from the full output."""
+
+    content: str
+    kind: ResultKind
+
+
+def guess_mime_type(output: str) -> str:
+    """``text/html``, ``application/json`` or ``text/plain``, from the first characters."""
+    head = output.lstrip()[:64].lower()
+    if head.startswith(("<!doctype html", "<html")):
+        return "text/html"
+    if head[:1] in ("{", "["):
+        try:
+            json.loads(output)
+            return "application/json"
+        except ValueError:
+            pass
+    return "text/plain"
+
+
+class ResultPolicy:
+    """Base policy: results inline, arguments untouched, no extra tools."""
+
+    name: str = "inline"
+    boxing: str = "opaque"
+    needs_store: bool = False
+
+    def internal_tools(self) -> list[Tool]:
+        """Tools the model gets besides the real ones."""
+        return []
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        """The system message for this policy."""
+        return system_instructions(self.name, self.boxing, few_shot=few_shot)
+
+    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        """The arguments ``tool`` runs with. Raises ``ReferenceRefused`` to stop the call."""
+        return arguments
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        """What the model sees of ``output`` (``row`` is its store row, if it was logged)."""
+        return Presented(output, "inline")
+
+    def describe(self) -> str:
+        """A one-line description, e.g. ``box (opaque, threshold 256 chars)``."""
+        return self.name
+
+
+class InlinePolicy(ResultPolicy):
+    """Every result goes into the context in full."""
+
+
+class TruncatePolicy(ResultPolicy):
+    """Long results become a preview of ``limit`` characters plus a truncation marker."""
+
+    name = "truncate"
+    needs_store = True
+
+    def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0 characters, got {limit}")
+        self.limit = limit
+
+    def internal_tools(self) -> list[Tool]:
+        return fetch_tools()
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        # fetch_tool_output is exempt: a fetch cut again could never show more than the limit.
+        if tool.internal or len(output) <= self.limit:
+            return Presented(output, "inline")
+        if row is None:
+            raise RuntimeError("the truncate strategy needs every result logged to the store")
+        return Presented(make_preview(output, tool_call_id, self.limit), "truncated")
+
+    def describe(self) -> str:
+        return f"truncate (preview {self.limit} chars)"
+
+
+class BoxPolicy(ResultPolicy):
+    """Long results become opaque references; references in arguments are unboxed."""
+
+    name = "box"
+    needs_store = True
+
+    def __init__(self, threshold: int = DEFAULT_BOX_THRESHOLD_CHARS, boxing: str = "opaque"):
+        if threshold < 0:
+            raise ValueError(f"threshold must be >= 0 characters, got {threshold}")
+        if boxing not in BOXING_MODES:
+            raise ValueError(f"boxing must be one of {BOXING_MODES}, got {boxing!r}")
+        self.threshold = threshold
+        self.boxing = boxing
+
+    def internal_tools(self) -> list[Tool]:
+        return resolve_tools()
+
+    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        if tool.internal:  # resolve tools take the reference itself
+            return arguments
+        store = ctx.store
+        if store is None:
+            raise RuntimeError("the box strategy needs a store")
+
+        def resolve(ref_id: str) -> str:
+            row = resolve_in_thread(store, ctx.thread_id, ref_id)
+            return store.read_all(row.id)
+
+        return unbox_arguments(arguments, resolve)
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        if tool.internal or len(output) <= self.threshold:
+            return Presented(output, "inline")
+        if row is None:
+            raise RuntimeError("the box strategy needs every long result logged to the store")
+        content = render_reference(
+            row.ref_id,
+            boxing=self.boxing,
+            name=f"{tool.name} result",
+            mime_type=guess_mime_type(output),
+            size_bytes=len(output.encode("utf-8", "surrogatepass")),
+        )
+        return Presented(content, "boxed")
+
+    def describe(self) -> str:
+        return f"box ({self.boxing}, threshold {self.threshold} chars)"
+
+
+def make_policy(
+    strategy: str,
+    *,
+    limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
+    threshold: int = DEFAULT_BOX_THRESHOLD_CHARS,
+    boxing: str = "opaque",
+) -> ResultPolicy:
+    """The policy for ``strategy`` (``inline`` / ``truncate`` / ``box``).
+
+    Args:
+        strategy: which policy.
+        limit: preview length in characters (``truncate``).
+        threshold: longest result in characters that stays inline (``box``).
+        boxing: ``opaque`` (``internal://<id>``) or ``json`` (MCP resource link) (``box``).
+
+    Raises:
+        ValueError: an unknown strategy or boxing mode, or a negative size.
+    """
+    if strategy == "inline":
+        return InlinePolicy()
+    if strategy == "truncate":
+        return TruncatePolicy(limit)
+    if strategy == "box":
+        return BoxPolicy(threshold, boxing)
+    raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")

@@ -1,0 +1,198 @@
+"""Tools for the model only: they read the store, so it can look inside a long result when it must.
+
+- ``fetch_tool_output(tool_call_id)``: the truncate strategy's way back to a full output (seed 001).
+- ``internal_resource_*``: the box strategy's resolve tools, with the reference design's semantics
+  (seed 000): ``length``, ``read_slice`` (negative start counts from the end, Python-style),
+  ``read_lines`` (zero-based start line, negative from the end), ``grep`` (a regex per line with
+  ±window lines of context, overlapping ranges merged, lines numbered from 1 as in an editor),
+  and ``read`` (the full value: a last resort).
+
+Their results are never boxed or truncated (a fetch that is cut again can never show more than
+the cut). Bad arguments raise ``ValueError`` (or ``ReferenceRefused``) with a message for the
+model; the agent turns that into an error tool result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from helpers.boxing import ReferenceRefused, reference_id, resolve_in_thread
+from helpers.registry import Tool, ToolContext, tool_from_function
+from helpers.store import StoredOutput, ToolOutputStore
+
+#: The most characters one slice may ask for (a bigger read is ``internal_resource_read``).
+MAX_SLICE_CHARS = 100_000
+#: The most lines of context around a grep match.
+MAX_GREP_WINDOW = 50
+
+
+def _store(ctx: ToolContext) -> ToolOutputStore:
+    if ctx.store is None:
+        raise ValueError("this agent has no tool-output store")
+    return ctx.store
+
+
+def fetch_tool_output(ctx: ToolContext, tool_call_id: str) -> str:
+    """Retrieve the full, untruncated output of an earlier tool call in this conversation.
+
+    Use it when a tool result was cut with
+    '...[+N chars. full output: fetch_tool_output(tool_call_id=...)]' and you need the rest.
+
+    Args:
+        tool_call_id: the id named in the truncation marker, e.g. 'call_abc123'.
+
+    Returns:
+        JSON {"tool_name", "tool_args", "tool_output"}, or {"error": "no tool call with id ..."}.
+    """
+    row = _store(ctx).get(ctx.thread_id, tool_call_id, with_content=True)
+    if row is None:
+        return json.dumps({"error": f"no tool call with id {tool_call_id!r} in this thread"})
+    return json.dumps(
+        {"tool_name": row.tool_name, "tool_args": row.args, "tool_output": row.content},
+        ensure_ascii=False,
+    )
+
+
+def _row(ctx: ToolContext, opaque_reference: str) -> StoredOutput:
+    ref_id = reference_id(opaque_reference)
+    if ref_id is None:
+        shown = opaque_reference if len(opaque_reference) <= 80 else opaque_reference[:77] + "..."
+        raise ReferenceRefused(f"{shown!r} is not an opaque reference (expected internal://<id>)")
+    return resolve_in_thread(_store(ctx), ctx.thread_id, ref_id)
+
+
+def _value(ctx: ToolContext, opaque_reference: str) -> str:
+    row = _row(ctx, opaque_reference)
+    return _store(ctx).read_all(row.id)
+
+
+def internal_resource_length(ctx: ToolContext, opaque_reference: str) -> str:
+    """Return the length of the value behind an opaque reference, in characters.
+
+    Args:
+        opaque_reference: an opaque reference such as 'internal://<id>'.
+
+    Returns:
+        JSON {"length_chars": N}.
+    """
+    return json.dumps({"length_chars": _row(ctx, opaque_reference).n_chars})
+
+
+def internal_resource_read_slice(
+    ctx: ToolContext, opaque_reference: str, start_index: int, length: int
+) -> str:
+    """Return a substring of the value behind an opaque reference.
+
+    Args:
+        opaque_reference: an opaque reference such as 'internal://<id>'.
+        start_index: zero-based index of the first character; negative counts from the end
+            (Python-style), e.g. -200 for the last 200 characters.
+        length: how many characters to return (0-100000).
+
+    Returns:
+        The characters [start_index, start_index + length), cut at the end of the value.
+    """
+    if not 0 <= length <= MAX_SLICE_CHARS:
+        raise ValueError(f"length must be between 0 and {MAX_SLICE_CHARS} characters, got {length}")
+    row = _row(ctx, opaque_reference)
+    start = max(row.n_chars + start_index, 0) if start_index < 0 else start_index
+    if start >= row.n_chars:
+        return ""
+    return _store(ctx).read_range(row.id, start, length)
+
+
+def internal_resource_read_lines(
+    ctx: ToolContext, opaque_reference: str, start_line: int, line_count: int
+) -> str:
+    """Return a range of lines of the value behind an opaque reference.
+
+    Args:
+        opaque_reference: an opaque reference such as 'internal://<id>'.
+        start_line: zero-based index of the first line; negative counts from the end.
+        line_count: how many lines to return (>= 0).
+
+    Returns:
+        The lines joined with newlines ("" past the end).
+    """
+    if line_count < 0:
+        raise ValueError(f"line_count must be >= 0, got {line_count}")
+    lines = _value(ctx, opaque_reference).splitlines()
+    start = max(len(lines) + start_line, 0) if start_line < 0 else start_line
+    return "\n".join(lines[start : start + line_count])
+
+
+def internal_resource_grep(
+    ctx: ToolContext, opaque_reference: str, pattern: str, window: int
+) -> str:
+    """Search the value behind an opaque reference, line by line, with a regular expression.
+
+    Args:
+        opaque_reference: an opaque reference such as 'internal://<id>'.
+        pattern: a regular expression (Python syntax) matched against each line.
+        window: lines of context to show before and after each matching line (0-50).
+
+    Returns:
+        Blocks headed 'Lines A-B:' with each line numbered from 1 ('12: text'); overlapping
+        blocks are merged. 'No matches found.' when nothing matches. Line N here is
+        start_line N-1 for internal_resource_read_lines.
+    """
+    if not 0 <= window <= MAX_GREP_WINDOW:
+        raise ValueError(f"window must be between 0 and {MAX_GREP_WINDOW} lines, got {window}")
+    if not pattern:
+        raise ValueError("pattern must be a non-empty regular expression")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    lines = _value(ctx, opaque_reference).splitlines()
+    merged: list[list[int]] = []
+    for index, line in enumerate(lines):
+        if not regex.search(line):
+            continue
+        start, end = max(0, index - window), min(len(lines) - 1, index + window)
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    if not merged:
+        return "No matches found."
+    blocks = []
+    for start, end in merged:
+        body = "\n".join(f"{n + 1}: {lines[n]}" for n in range(start, end + 1))
+        blocks.append(f"Lines {start + 1}-{end + 1}:\n{body}")
+    return "\n\n".join(blocks)
+
+
+def internal_resource_read(ctx: ToolContext, opaque_reference: str) -> str:
+    """Return the full value behind an opaque reference.
+
+    A last resort: it brings the whole value into the conversation. Prefer passing the
+    reference on unchanged, or length / read_slice / read_lines / grep for a detail.
+
+    Args:
+        opaque_reference: an opaque reference such as 'internal://<id>'.
+
+    Returns:
+        The full value.
+    """
+    return _value(ctx, opaque_reference)
+
+
+RESOLVE_TOOL_FUNCTIONS = (
+    internal_resource_length,
+    internal_resource_read_slice,
+    internal_resource_read_lines,
+    internal_resource_grep,
+    internal_resource_read,
+)
+
+
+def fetch_tools() -> list[Tool]:
+    """The truncate strategy's internal tool: ``fetch_tool_output``."""
+    return [tool_from_function(fetch_tool_output, internal=True)]
+
+
+def resolve_tools() -> list[Tool]:
+    """The box strategy's internal tools: the five ``internal_resource_*`` resolve tools."""
+    return [tool_from_function(fn, internal=True) for fn in RESOLVE_TOOL_FUNCTIONS]

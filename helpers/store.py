@@ -1,0 +1,354 @@
+"""The tool-output store: every tool dispatch, persisted through SQLAlchemy.
+
+One table, ``tool_outputs``: a row per tool call, keyed by ``(thread_id, tool_call_id)`` and
+also by ``ref_id``, the unguessable id that an opaque reference ``internal://<ref_id>`` names.
+The full output lives in ``content``; ``n_chars`` (characters, not bytes) and ``sha256`` (of the
+UTF-8 bytes) describe it without loading it.
+
+Reads of a part of a value (:meth:`ToolOutputStore.read_range`) run ``substr`` in SQL, so taking
+200 characters of a 50 MB output never brings 50 MB into Python.
+
+The default database is a SQLite file in the run-time folder (``var/tool_outputs.sqlite``);
+``WORKBOOK_DB_URL`` (or the ``url`` argument) takes any SQLAlchemy URL, PostgreSQL included.
+SQLite runs in WAL mode with a busy timeout, so readers never block the writer and a second
+writer waits instead of failing at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    DateTime,
+    Engine,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    delete,
+    event,
+    func,
+    select,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from helpers.paths import store_db_path
+
+#: Every row the agent writes has this ``kind``; other kinds may share the table later.
+KIND_TOOL_OUTPUT = "tool_output"
+#: How long a SQLite writer waits for a lock before it raises (milliseconds).
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
+#: Bytes of randomness in a reference id (``secrets.token_urlsafe``): 16 URL-safe characters.
+REF_ID_BYTES = 12
+
+
+class DuplicateToolCallError(ValueError):
+    """A ``tool_call_id`` was logged twice in the same thread (it must be unique per thread)."""
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the store's tables."""
+
+
+class ToolOutput(Base):
+    """One tool dispatch: who called what, with which arguments, and the full output."""
+
+    __tablename__ = "tool_outputs"
+    __table_args__ = (UniqueConstraint("thread_id", "tool_call_id", name="uq_thread_call"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    ref_id: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    thread_id: Mapped[str] = mapped_column(String(128), index=True)
+    tool_call_id: Mapped[str] = mapped_column(String(128), index=True)
+    tool_name: Mapped[str] = mapped_column(String(128))
+    tool_args: Mapped[str] = mapped_column(Text)  # JSON text, as the model sent it
+    content: Mapped[str] = mapped_column(Text, deferred=True)  # the full output
+    n_chars: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32), default=KIND_TOOL_OUTPUT, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+@dataclass(frozen=True)
+class StoredOutput:
+    """A row of ``tool_outputs`` as plain data. ``content`` is ``None`` when not loaded."""
+
+    id: int
+    ref_id: str
+    thread_id: str
+    tool_call_id: str
+    tool_name: str
+    tool_args: str
+    n_chars: int
+    sha256: str
+    kind: str
+    created_at: datetime
+    content: str | None = None
+
+    @property
+    def args(self) -> Any:
+        """``tool_args`` parsed from JSON (the raw text if it is not valid JSON)."""
+        try:
+            return json.loads(self.tool_args)
+        except ValueError:
+            return self.tool_args
+
+
+def _as_utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; the store only ever writes UTC.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _to_record(row: ToolOutput, content: str | None) -> StoredOutput:
+    return StoredOutput(
+        id=row.id,
+        ref_id=row.ref_id,
+        thread_id=row.thread_id,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        tool_args=row.tool_args,
+        n_chars=row.n_chars,
+        sha256=row.sha256,
+        kind=row.kind,
+        created_at=_as_utc(row.created_at),
+        content=content,
+    )
+
+
+def default_db_url() -> str:
+    """``$WORKBOOK_DB_URL``, else a SQLite file in the run-time folder."""
+    return os.environ.get("WORKBOOK_DB_URL") or f"sqlite:///{store_db_path()}"
+
+
+def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
+    """An engine for ``url``; SQLite files get WAL mode and a busy timeout on every connection."""
+    is_sqlite = url.startswith("sqlite")
+    connect_args: dict[str, Any] = {"timeout": busy_timeout_ms / 1000} if is_sqlite else {}
+    engine = create_engine(url, connect_args=connect_args)
+    if is_sqlite:
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+    return engine
+
+
+class ToolOutputStore:
+    """Persist tool outputs and read them back, whole or in character ranges.
+
+    Args:
+        url: a SQLAlchemy database URL; default :func:`default_db_url`. A SQLite file's folder is
+            created if missing.
+        busy_timeout_ms: how long a SQLite writer waits for a lock before raising
+            ``sqlalchemy.exc.OperationalError`` ("database is locked").
+
+    The table is created if it does not exist, so a store opened again on the same file (a
+    kernel restart, a new process) sees every row written before.
+    """
+
+    def __init__(self, url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
+        self.url = url or default_db_url()
+        if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
+            db_file = self.url.removeprefix("sqlite:///").split("?", 1)[0]
+            if db_file:
+                os.makedirs(os.path.dirname(os.path.abspath(db_file)), exist_ok=True)
+        self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def __repr__(self) -> str:
+        return f"ToolOutputStore({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def close(self) -> None:
+        """Release the connection pool (the data stays on disk)."""
+        self.engine.dispose()
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def log_tool(
+        self,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_args: Mapping[str, Any] | str,
+        tool_output: str,
+        *,
+        kind: str = KIND_TOOL_OUTPUT,
+    ) -> StoredOutput:
+        """Persist one dispatch and return its row (without ``content``).
+
+        Args:
+            thread_id: the conversation the call belongs to.
+            tool_call_id: the model's id for the call (``call_…``); unique within the thread.
+            tool_name: the tool that ran.
+            tool_args: the arguments as the model sent them: a mapping (stored as JSON text) or
+                JSON text already.
+            tool_output: the full output, any length.
+
+        Raises:
+            DuplicateToolCallError: ``tool_call_id`` is already logged in ``thread_id``.
+            TypeError: ``tool_output`` is not a string.
+        """
+        if not isinstance(tool_output, str):
+            raise TypeError(f"tool_output must be str, got {type(tool_output).__name__}")
+        args_text = (
+            tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
+        )
+        row = ToolOutput(
+            ref_id=secrets.token_urlsafe(REF_ID_BYTES),
+            thread_id=thread_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            tool_args=args_text,
+            content=tool_output,
+            n_chars=len(tool_output),
+            sha256=hashlib.sha256(tool_output.encode("utf-8", "surrogatepass")).hexdigest(),
+            kind=kind,
+            created_at=datetime.now(UTC),
+        )
+        try:
+            with self._sessions.begin() as session:
+                session.add(row)
+        except IntegrityError as exc:
+            if self.get(thread_id, tool_call_id) is not None:
+                raise DuplicateToolCallError(
+                    f"tool_call_id {tool_call_id!r} is already logged in thread {thread_id!r}"
+                ) from exc
+            raise
+        return _to_record(row, None)
+
+    # -- looking up -----------------------------------------------------------------------------
+
+    def get(
+        self, thread_id: str, tool_call_id: str, *, with_content: bool = False
+    ) -> StoredOutput | None:
+        """The row of ``tool_call_id`` in ``thread_id``, or ``None``."""
+        stmt = select(ToolOutput).where(
+            ToolOutput.thread_id == thread_id, ToolOutput.tool_call_id == tool_call_id
+        )
+        return self._one(stmt, with_content)
+
+    def find_call(self, tool_call_id: str, *, with_content: bool = False) -> list[StoredOutput]:
+        """Every row with ``tool_call_id``, in any thread (ids are unique per thread only)."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ToolOutput).where(ToolOutput.tool_call_id == tool_call_id)
+            ).all()
+            return [_to_record(r, r.content if with_content else None) for r in rows]
+
+    def get_by_ref(self, ref_id: str, *, with_content: bool = False) -> StoredOutput | None:
+        """The row an opaque reference ``internal://<ref_id>`` names, or ``None``."""
+        return self._one(select(ToolOutput).where(ToolOutput.ref_id == ref_id), with_content)
+
+    def _one(self, stmt: Any, with_content: bool) -> StoredOutput | None:
+        with self._sessions() as session:
+            row = session.scalars(stmt).first()
+            if row is None:
+                return None
+            return _to_record(row, row.content if with_content else None)
+
+    def list_thread(self, thread_id: str) -> list[StoredOutput]:
+        """The rows of a thread in the order they were written (without ``content``)."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ToolOutput).where(ToolOutput.thread_id == thread_id).order_by(ToolOutput.id)
+            ).all()
+            return [_to_record(r, None) for r in rows]
+
+    def count(self, thread_id: str | None = None) -> int:
+        """Number of rows, in one thread or in all."""
+        stmt = select(func.count(ToolOutput.id))
+        if thread_id is not None:
+            stmt = stmt.where(ToolOutput.thread_id == thread_id)
+        with self._sessions() as session:
+            return int(session.scalar(stmt) or 0)
+
+    # -- reading values -------------------------------------------------------------------------
+
+    def read_all(self, row_id: int) -> str:
+        """The full output of row ``row_id``. Raises ``KeyError`` if there is no such row."""
+        with self._sessions() as session:
+            value = session.scalar(select(ToolOutput.content).where(ToolOutput.id == row_id))
+        if value is None:
+            raise KeyError(f"no tool output with id {row_id}")
+        return value
+
+    def read_range(self, row_id: int, start: int, length: int) -> str:
+        """Characters ``[start, start + length)`` of row ``row_id``'s output, read in SQL.
+
+        ``start`` is zero-based and must already be non-negative (callers turn a negative start
+        into ``n_chars + start``); a range past the end is cut, as Python slicing does. Units are
+        characters, not bytes, on SQLite and PostgreSQL alike.
+
+        Raises:
+            ValueError: ``start`` or ``length`` is negative.
+            KeyError: there is no such row.
+        """
+        if start < 0 or length < 0:
+            raise ValueError(f"start and length must be >= 0, got start={start}, length={length}")
+        if length == 0:
+            self._require(row_id)
+            return ""
+        stmt = select(func.substr(ToolOutput.content, start + 1, length)).where(
+            ToolOutput.id == row_id
+        )
+        with self._sessions() as session:
+            value = session.scalar(stmt)
+        if value is None:
+            raise KeyError(f"no tool output with id {row_id}")
+        return value
+
+    def _require(self, row_id: int) -> None:
+        with self._sessions() as session:
+            if session.get(ToolOutput, row_id) is None:
+                raise KeyError(f"no tool output with id {row_id}")
+
+    # -- housekeeping ---------------------------------------------------------------------------
+
+    def prune(
+        self,
+        *,
+        older_than: timedelta | datetime | None = None,
+        thread_id: str | None = None,
+    ) -> int:
+        """Delete rows older than an age (or a moment) and/or of one thread; return how many.
+
+        Args:
+            older_than: a ``timedelta`` (rows created longer ago than that) or an aware
+                ``datetime`` (rows created before it).
+            thread_id: only rows of this thread.
+
+        Raises:
+            ValueError: neither filter was given (pruning everything must be explicit:
+                use ``older_than=timedelta(0)``).
+        """
+        if older_than is None and thread_id is None:
+            raise ValueError("prune needs older_than and/or thread_id")
+        stmt = delete(ToolOutput)
+        if older_than is not None:
+            cutoff = (
+                datetime.now(UTC) - older_than if isinstance(older_than, timedelta) else older_than
+            )
+            if self.engine.dialect.name == "sqlite":
+                cutoff = cutoff.astimezone(UTC).replace(tzinfo=None)
+            stmt = stmt.where(ToolOutput.created_at < cutoff)
+        if thread_id is not None:
+            stmt = stmt.where(ToolOutput.thread_id == thread_id)
+        with self._sessions.begin() as session:
+            result = session.execute(stmt)
+            return int(result.rowcount or 0)

@@ -1,0 +1,270 @@
+"""The real tools the agent calls. They take and return real values and know nothing of
+previews or references: that is the client's job (see :mod:`helpers.policies`).
+
+Reference-design parity (seed 000): ``yt_transcribe``, ``deep_check``,
+``google_drive_write_file``, ``get_page``. Real data nobody here wrote: ``run_sql`` over ISO
+tables from ``pycountry`` (:mod:`helpers.dataset`), and ``get_page`` over HTML that exists
+offline (pydoc's rendering of standard-library modules, and the IDLE manual that CPython ships).
+Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import importlib
+import json
+import re
+import sqlite3
+import sysconfig
+from pathlib import Path
+
+from helpers.dataset import ensure_reference_db
+from helpers.paths import outbox_dir
+from helpers.registry import ToolRegistry
+
+#: ``yt_transcribe`` returns a short transcript (under any sensible threshold) for this id.
+SHORT_VIDEO_ID = "999"
+#: Characters a long transcript has at least.
+LONG_TRANSCRIPT_MIN_CHARS = 8_000
+MAX_SQL_ROWS = 1_000
+
+registry = ToolRegistry()
+
+
+# -- yt_transcribe ------------------------------------------------------------------------------
+
+
+def _video_number(video_id: str) -> int:
+    """The number a long transcript ends with: stable per video id, 1000-9999."""
+    return 1000 + int(hashlib.sha256(video_id.encode()).hexdigest()[:8], 16) % 9000
+
+
+def _lecture_topics(video_id: str) -> list[str]:
+    """Sections of the Python language reference (``pydoc_data.topics``) for this video."""
+    topics = importlib.import_module("pydoc_data.topics").topics
+    names = sorted(topics)
+    start = int(hashlib.sha256(video_id.encode()).hexdigest()[8:16], 16) % len(names)
+    chosen, total = [], 0
+    for name in names[start:] + names[:start]:
+        text = topics[name].strip()
+        if not 800 <= len(text) <= 6_000:
+            continue
+        chosen.append(text)
+        total += len(text)
+        if total >= LONG_TRANSCRIPT_MIN_CHARS:
+            break
+    return chosen
+
+
+@registry.register
+def yt_transcribe(video_id: str) -> str:
+    """Generate the transcript of a YouTube video.
+
+    Args:
+        video_id: the YouTube video id, e.g. '123'.
+
+    Returns:
+        The transcript as plain text, one timestamped line per spoken sentence.
+    """
+    if not video_id.strip():
+        raise ValueError("video_id must not be empty")
+    if video_id == SHORT_VIDEO_ID:
+        return (
+            "[00:00:00] Hi, and welcome to this short clip.\n"
+            "[00:00:04] Today's tip: keep long tool results out of your model's context.\n"
+            "[00:00:09] Thanks for watching."
+        )
+    lines, seconds = [], 0
+    for section in _lecture_topics(video_id):
+        for paragraph in re.split(r"\n\s*\n", section):
+            sentence = " ".join(re.sub(r"[*=-]{3,}", " ", paragraph).split())
+            if not sentence:
+                continue
+            lines.append(
+                f"[{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}] {sentence}"
+            )
+            seconds += 4 + len(sentence) // 15
+    stamp = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    lines.append(
+        f"[{stamp}] That is all for today. The number to remember is {_video_number(video_id)}"
+    )
+    return "\n".join(lines)
+
+
+# -- deep_check ---------------------------------------------------------------------------------
+
+
+@registry.register
+def deep_check(text: str) -> str:
+    """Run a deep analysis of a text and report what was received.
+
+    Args:
+        text: the full text to analyse (a transcript, a page, a document).
+
+    Returns:
+        A short analysis: length in characters and UTF-8 bytes, a SHA-256 prefix of the UTF-8
+        bytes, line and word counts, and the most frequent words.
+    """
+    words = re.findall(r"[A-Za-z][A-Za-z'-]{3,}", text.lower())
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    lines = text.count("\n") + 1 if text else 0
+    return (
+        f"Deep Check: received {len(text)} chars ({len(text.encode('utf-8', 'surrogatepass'))} "
+        f"bytes UTF-8), sha256 {digest[:16]}, {lines} lines, {len(words)} words; "
+        f"top words: {', '.join(f'{w} ({n})' for w, n in top) or 'none'}."
+    )
+
+
+# -- google_drive_write_file --------------------------------------------------------------------
+
+_SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}")
+
+
+@registry.register
+def google_drive_write_file(file_name: str, file_content: str) -> str:
+    """Write a file to Google Drive (here: the workbook's outbox folder, var/outbox).
+
+    Args:
+        file_name: a plain file name such as 'transcript.txt' (no folders).
+        file_content: the full content to write.
+
+    Returns:
+        A confirmation with the drive path and the size in characters and bytes.
+    """
+    if not _SAFE_NAME_RE.fullmatch(file_name) or ".." in file_name:
+        raise ValueError(
+            f"file_name {file_name!r} is not a plain file name (letters, digits, space, . _ -; "
+            "no folders, at most 128 characters)"
+        )
+    data = file_content.encode("utf-8", "surrogatepass")
+    target = outbox_dir() / file_name
+    tmp = target.with_name(f".{file_name}.partial")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return f"Wrote drive://{file_name}: {len(file_content)} chars, {len(data)} bytes."
+
+
+def read_outbox(file_name: str) -> str:
+    """The content of a file in the outbox, as written (for checks and notebooks)."""
+    return (outbox_dir() / file_name).read_bytes().decode("utf-8", "surrogatepass")
+
+
+# -- get_page -----------------------------------------------------------------------------------
+
+SMALL_PAGE_URL = "https://example.com/"
+IDLE_MANUAL_URL = "https://docs.python.org/3/library/idle.html"
+_PYDOC_URL_RE = re.compile(r"https://docs\.python\.org/3/library/([A-Za-z_][\w.]*)\.html")
+_SMALL_PAGE = (
+    "<!doctype html><html><head><title>Example Domain</title></head><body><h1>Example Domain"
+    "</h1><p>This domain is for use in documentation examples.</p></body></html>"
+)
+
+
+def _idle_manual() -> str:
+    path = Path(sysconfig.get_paths()["stdlib"]) / "idlelib" / "help.html"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"this Python has no IDLE manual at {path} (some distributions package idlelib "
+            "separately); try a pydoc page such as https://docs.python.org/3/library/json.html"
+        )
+    return path.read_text(encoding="utf-8")
+
+
+def _pydoc_page(module_name: str) -> str:
+    import pydoc
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise LookupError(f"404 Not Found: no standard-library module {module_name!r}") from None
+    page = pydoc.html.page(pydoc.describe(module), pydoc.html.document(module, module_name))
+    # pydoc links the module's source file on this machine; keep pages machine-independent.
+    stdlib = sysconfig.get_paths()["stdlib"]
+    return page.replace("file:" + stdlib, "file:Lib").replace(stdlib, "Lib")
+
+
+@registry.register
+def get_page(url: str) -> str:
+    """Fetch a web page and return its HTML.
+
+    Offline pages: https://example.com/ (small), https://docs.python.org/3/library/idle.html
+    (the IDLE manual, large, with images) and https://docs.python.org/3/library/<module>.html
+    (pydoc's HTML for any standard-library module, e.g. json, sqlite3, asyncio).
+
+    Args:
+        url: the page URL.
+
+    Returns:
+        The page's HTML source.
+    """
+    url = url.strip()
+    if url.rstrip("/") == SMALL_PAGE_URL.rstrip("/"):
+        return _SMALL_PAGE
+    if url == IDLE_MANUAL_URL:
+        return _idle_manual()
+    match = _PYDOC_URL_RE.fullmatch(url)
+    if match:
+        return _pydoc_page(match[1])
+    raise LookupError(f"404 Not Found: {html.escape(url)} is not available offline")
+
+
+# -- run_sql ------------------------------------------------------------------------------------
+
+_ALLOWED_SQL_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
+if hasattr(sqlite3, "SQLITE_RECURSIVE"):
+    _ALLOWED_SQL_ACTIONS.add(sqlite3.SQLITE_RECURSIVE)
+
+
+def _authorizer(action: int, *_args: object) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED_SQL_ACTIONS else sqlite3.SQLITE_DENY
+
+
+@registry.register
+def run_sql(query: str, max_rows: int = 50) -> str:
+    """Run one read-only SQL query (SQLite) on the ISO reference database.
+
+    Tables: countries(alpha_2, alpha_3, numeric, name, official_name, common_name, flag),
+    subdivisions(code, country_alpha_2, name, type, parent_code),
+    languages(alpha_3, alpha_2, name, common_name, bibliographic, scope, type),
+    currencies(alpha_3, numeric, name), scripts(alpha_4, numeric, name).
+
+    Args:
+        query: a single SELECT statement.
+        max_rows: the most rows to return (1-1000).
+
+    Returns:
+        JSON {"columns": [...], "rows": [[...], ...], "row_count": N, "truncated": bool}, or
+        {"error": "..."} when the query is refused or fails.
+    """
+    if not 1 <= max_rows <= MAX_SQL_ROWS:
+        return json.dumps({"error": f"max_rows must be between 1 and {MAX_SQL_ROWS}"})
+    path = ensure_reference_db()
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        db.set_authorizer(_authorizer)
+        cursor = db.execute(query)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchmany(max_rows + 1)
+    except (sqlite3.Error, sqlite3.Warning) as exc:
+        reason = str(exc)
+        if "not authorized" in reason:
+            reason += " (only reading SELECT queries are allowed)"
+        return json.dumps({"error": f"query refused or failed: {reason}"})
+    finally:
+        db.close()
+    truncated = len(rows) > max_rows
+    rows = rows[:max_rows]
+    return json.dumps(
+        {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated},
+        ensure_ascii=False,
+    )
+
+
+def default_registry() -> ToolRegistry:
+    """A fresh registry holding the real tools (callers may add their own to it)."""
+    return ToolRegistry(registry)

@@ -1,0 +1,192 @@
+"""The agent turn through the real openai client: the offline model, and scripted bad models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import httpx2
+import openai
+
+from helpers.agent import run_turn
+from helpers.cases import load_cases
+from helpers.policies import make_policy
+from helpers.tools import read_outbox, yt_transcribe
+
+CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
+LONG = yt_transcribe("123")
+
+
+def _turn(prompt, client, registry, store, strategy, **kw):
+    return run_turn(
+        prompt,
+        client=client,
+        model="offline-reference",
+        policy=make_policy(strategy, **kw),
+        registry=registry,
+        store=store,
+    )
+
+
+def test_case1_under_each_strategy(client, registry, store) -> None:
+    sha = hashlib.sha256(LONG.encode()).hexdigest()[:16]
+    records = {s: _turn(CASE1, client, registry, store, s) for s in ("inline", "truncate", "box")}
+    for strategy, rec in records.items():
+        assert rec.ok, (strategy, rec.error)
+        assert f"received {len(LONG)} chars" in rec.answer and sha in rec.answer
+    box = records["box"]
+    assert [t.name for t in box.tool_calls] == ["yt_transcribe", "deep_check"]
+    ref = box.tool_calls[0].result
+    assert ref.startswith("internal://") and json.loads(box.tool_calls[1].arguments) == {
+        "text": ref
+    }
+    trunc = records["truncate"]
+    assert [t.name for t in trunc.tool_calls] == [
+        "yt_transcribe",
+        "fetch_tool_output",
+        "deep_check",
+    ]
+    assert json.loads(trunc.tool_calls[2].arguments) == {"text": LONG}
+    assert json.loads(records["inline"].tool_calls[1].arguments) == {"text": LONG}
+    p = {s: r.usage()["prompt_tokens"] for s, r in records.items()}
+    assert p["box"] < p["truncate"] and p["box"] < p["inline"]
+    for rec in records.values():  # usage is real: one model call per step, tokens counted
+        assert rec.usage()["calls"] == len(rec.model_calls) == len(rec.tool_calls) + 1
+
+
+def test_short_transcript_is_never_boxed_or_truncated(client, registry, store) -> None:
+    prompt = CASE1.replace("'123'", "'999'")
+    for strategy in ("inline", "truncate", "box"):
+        rec = _turn(prompt, client, registry, store, strategy)
+        assert rec.ok and [t.result_kind for t in rec.tool_calls] == ["inline", "inline"]
+        assert json.loads(rec.tool_calls[1].arguments) == {"text": yt_transcribe("999")}
+
+
+def test_every_case_runs_under_every_strategy(client, registry, store) -> None:
+    for case in load_cases():
+        for strategy in ("inline", "truncate", "box"):
+            rec = _turn(case.prompt, client, registry, store, strategy)
+            assert rec.ok, (case.id, strategy, rec.error)
+            assert not [t for t in rec.tool_calls if t.result_kind == "error"], (case.id, strategy)
+
+
+def test_routing_writes_the_byte_exact_transcript(client, registry, store) -> None:
+    case2 = next(c for c in load_cases() if c.id == "case2")
+    for strategy in ("inline", "truncate", "box"):
+        assert _turn(case2.prompt, client, registry, store, strategy).ok
+        assert read_outbox("transcript.txt") == LONG
+
+
+def test_case3_reads_only_a_slice_under_box(client, registry, store) -> None:
+    case3 = next(c for c in load_cases() if c.id == "case3")
+    rec = _turn(case3.prompt, client, registry, store, "box")
+    names = [t.name for t in rec.tool_calls]
+    assert "internal_resource_read_slice" in names and "internal_resource_read" not in names
+    assert rec.answer.endswith(f"is {LONG.split()[-1]}.")
+
+
+def _scripted_client(replies):
+    """A real openai client talking to a server that sends these assistant messages in turn."""
+    seen = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(json.loads(request.read()))
+        message = replies[min(len(seen), len(replies)) - 1]
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "scripted",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+        )
+
+    client = openai.OpenAI(
+        base_url="http://scripted.invalid/v1",
+        api_key="k",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    return client, seen
+
+
+def _calls(*calls):
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in calls
+        ],
+    }
+
+
+def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, store) -> None:
+    client, seen = _scripted_client(
+        [
+            _calls(
+                ("c1", "deep_check", '{"text": "unterminated'),
+                ("c2", "no_such_tool", "{}"),
+                ("c3", "deep_check", '{"txt": "x"}'),
+                ("c4", "get_page", '{"url": "https://nowhere.invalid/"}'),
+                ("c5", "deep_check", '["not", "an", "object"]'),
+                ("c6", "deep_check", '{"text": "fine"}'),
+            ),
+            {"role": "assistant", "content": "done"},
+        ]
+    )
+    rec = run_turn(
+        "x",
+        client=client,
+        model="scripted",
+        policy=make_policy("box"),
+        registry=registry,
+        store=store,
+    )
+    assert rec.ok and rec.answer == "done"
+    errors = [json.loads(t.result).get("error", "") for t in rec.tool_calls[:5]]
+    assert "malformed JSON arguments" in errors[0]
+    assert "unknown tool 'no_such_tool'" in errors[1] and "deep_check" in errors[1]
+    assert (
+        "missing required argument(s): text" in errors[2]
+        and "unexpected argument(s): txt" in errors[2]
+    )
+    assert "get_page failed: LookupError: 404" in errors[3]
+    assert "JSON object" in errors[4]
+    assert rec.tool_calls[5].result_kind == "inline"
+    # the model saw one tool message per call, paired with its id, in the second request
+    tool_msgs = [m for m in seen[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2", "c3", "c4", "c5", "c6"]
+
+
+def test_max_iterations_stops_a_looping_model(registry, store) -> None:
+    client, _ = _scripted_client([_calls(("c", "yt_transcribe", '{"video_id": "999"}'))])
+    # the same id every time: the second dispatch is refused as a duplicate, the loop still ends
+    rec = run_turn(
+        "x",
+        client=client,
+        model="scripted",
+        policy=make_policy("truncate"),
+        registry=registry,
+        store=store,
+        max_iterations=3,
+    )
+    assert rec.status == "max_iterations" and rec.answer is None and len(rec.model_calls) == 3
+    assert "already used" in rec.tool_calls[1].result
+
+
+def test_endpoint_failure_is_a_failed_record_not_a_crash(registry, store) -> None:
+    def handler(request):
+        return httpx2.Response(500, json={"error": {"message": "boom"}})
+
+    client = openai.OpenAI(
+        base_url="http://x.invalid/v1",
+        api_key="k",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    rec = run_turn("x", client=client, model="m", policy=make_policy("inline"), registry=registry)
+    assert rec.status == "error" and "InternalServerError" in rec.error

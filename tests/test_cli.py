@@ -1,0 +1,95 @@
+"""The workbook command, run as a user runs it: a subprocess, JSON on stdout, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
+SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and type)."
+
+
+def workbook(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "helpers.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def ask_json(prompt: str, *extra: str) -> dict:
+    done = workbook("ask", prompt, "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_case1_box_truncate_inline() -> None:
+    runs = {s: ask_json(CASE1, "--strategy", s) for s in ("box", "truncate", "inline")}
+    box = runs["box"]
+    assert box["model"] == "offline-reference" and box["thread_id"].startswith("thread_")
+    ref = box["tool_calls"][0]["result"]
+    assert ref.startswith("internal://")
+    assert json.loads(box["tool_calls"][1]["arguments"]) == {"text": ref}
+    assert [t["name"] for t in runs["truncate"]["tool_calls"]] == [
+        "yt_transcribe",
+        "fetch_tool_output",
+        "deep_check",
+    ]
+    answers = {r["answer"] for r in runs.values()}
+    assert len(answers) == 1  # the same byte-exact analysis under every strategy
+    p = {s: r["usage"]["prompt_tokens"] for s, r in runs.items()}
+    assert p["box"] < p["truncate"] and p["box"] < p["inline"]
+    assert set(box["usage"]) == {"prompt_tokens", "completion_tokens", "calls"}
+
+
+def test_json_boxing_and_thresholds() -> None:
+    run = ask_json(CASE1, "--boxing", "json")
+    assert json.loads(run["tool_calls"][0]["result"])["type"] == "resource_link"
+    huge = ask_json(CASE1, "--threshold", "100000")
+    assert not huge["tool_calls"][0]["result"].startswith("internal://")
+
+
+def test_short_video_is_never_boxed() -> None:
+    for strategy in ("box", "truncate", "inline"):
+        run = ask_json(CASE1.replace("'123'", "'999'"), "--strategy", strategy)
+        assert all(t["result_kind"] == "inline" for t in run["tool_calls"])
+
+
+def test_run_sql_returns_real_rows_under_every_strategy() -> None:
+    for strategy in ("box", "truncate", "inline"):
+        run = ask_json(SQL, "--strategy", strategy)
+        assert "NO-03 | Oslo | County" in run["answer"], strategy
+
+
+def test_human_output_names_the_model_and_marks_boxed_results() -> None:
+    done = workbook("ask", CASE1, "--print-tools", "--dump-context", "--color", "never")
+    assert done.returncode == 0
+    assert "offline reference model" in done.stdout
+    assert "← boxed" in done.stdout and "internal_resource_grep" in done.stdout
+    assert '"role": "tool"' in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ask",),
+        ("ask", "x", "--strategy", "nope"),
+        ("ask", "x", "--limit", "-1"),
+        ("ask", "x", "--profile", "nosuch"),
+    ],
+)
+def test_bad_usage_exits_2(args) -> None:
+    assert workbook(*args).returncode == 2
+
+
+def test_a_failed_run_exits_1() -> None:
+    done = workbook("ask", CASE1, "--max-iterations", "1", "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["status"] == "max_iterations"

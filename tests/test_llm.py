@@ -1,0 +1,94 @@
+""".env profiles: provider blocks, profiles, defaults and errors (python-dotenv on a real file)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.llm import ConfigError, load_env, make_client, resolve_model
+
+ENV = {
+    "OPENAI_API_KEY": "sk-test-openai",
+    "OPENAI_MODEL": "gpt-4o-mini",
+    "OPENROUTER_API_KEY": "sk-or-test",
+    "LOCAL_BASE_URL": "http://127.0.0.1:1234/v1",
+    "LOCAL_MODEL": "qwen3-8b",
+    "DEEPSEEK_PROVIDER": "openrouter",
+    "DEEPSEEK_MODEL": "deepseek/deepseek-v3.2",
+    "DEEPSEEK_TEMPERATURE": "0.1",
+}
+
+
+def test_no_key_means_the_offline_model() -> None:
+    config = resolve_model(env={})
+    assert config.offline and config.model == "offline-reference"
+    assert "offline reference model" in config.describe()
+
+
+def test_a_key_makes_openai_the_default() -> None:
+    config = resolve_model(env={"OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "gpt-4o"})
+    assert (config.provider, config.model, config.api_key) == ("openai", "gpt-4o", "sk-x")
+    assert "sk-x" not in repr(config) and "sk-x" not in config.describe()
+
+
+def test_profiles() -> None:
+    deepseek = resolve_model("DeepSeek", env=ENV)
+    assert (deepseek.provider, deepseek.model, deepseek.temperature) == (
+        "openrouter",
+        "deepseek/deepseek-v3.2",
+        0.1,
+    )
+    assert deepseek.base_url == "https://openrouter.ai/api/v1" and deepseek.api_key == "sk-or-test"
+    local = resolve_model("local", env=ENV)
+    assert (local.base_url, local.model, local.api_key) == (
+        "http://127.0.0.1:1234/v1",
+        "qwen3-8b",
+        "not-needed",
+    )
+    assert resolve_model("openai", "gpt-5-mini", env=ENV).model == "gpt-5-mini"
+    assert resolve_model(env={**ENV, "WORKBOOK_PROFILE": "deepseek"}).profile == "deepseek"
+    assert resolve_model("offline", env=ENV).offline
+
+
+@pytest.mark.parametrize(
+    ("profile", "env", "message"),
+    [
+        ("nosuch", {}, "NOSUCH_PROVIDER"),
+        ("openai", {"OPENAI_MODEL": "m"}, "OPENAI_API_KEY"),
+        ("local", {"LOCAL_MODEL": "m"}, "LOCAL_BASE_URL"),
+        ("openrouter", {"OPENROUTER_API_KEY": "k"}, "OPENROUTER_MODEL"),
+        ("x", {"X_PROVIDER": "bogus"}, "X_PROVIDER='bogus'"),
+        ("x", {"X_PROVIDER": "offline", "X_TEMPERATURE": "warm"}, "X_TEMPERATURE"),
+    ],
+)
+def test_clear_errors(profile, env, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_model(profile, env=env)
+
+
+def test_dotenv_file_is_read_and_environment_wins(tmp_path, monkeypatch) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        'TESTPROF_PROVIDER=local\nTESTPROF_MODEL="from-file"\nLOCAL_BASE_URL=http://127.0.0.1:9/v1\n'
+    )
+    monkeypatch.setenv("TESTPROF_MODEL", "from-env")
+    for key in ("TESTPROF_PROVIDER", "LOCAL_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    env = load_env(env_file)
+    config = resolve_model("testprof", env=env)
+    assert (config.provider, config.model, config.base_url) == (
+        "local",
+        "from-env",
+        "http://127.0.0.1:9/v1",
+    )
+    for key in ("TESTPROF_PROVIDER", "LOCAL_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def test_clients() -> None:
+    offline = make_client(resolve_model("offline", env={}))
+    reply = offline.chat.completions.create(
+        model="offline-reference", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert "no plan" in reply.choices[0].message.content
+    real = make_client(resolve_model("local", env=ENV), max_retries=5)
+    assert str(real.base_url).startswith("http://127.0.0.1:1234/v1") and real.max_retries == 5

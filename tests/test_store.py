@@ -1,0 +1,83 @@
+"""The tool-output store on a real SQLite file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from helpers.store import DuplicateToolCallError, ToolOutputStore
+
+
+def test_log_and_read_back_the_whole_row(store: ToolOutputStore) -> None:
+    output = "résumé 🧪 " * 100
+    row = store.log_tool("t1", "call_1", "yt_transcribe", {"video_id": "123"}, output)
+    got = store.get("t1", "call_1", with_content=True)
+    assert got is not None
+    assert (got.tool_name, got.kind, got.content) == ("yt_transcribe", "tool_output", output)
+    assert json.loads(got.tool_args) == {"video_id": "123"}
+    assert got.n_chars == len(output)
+    assert got.sha256 == hashlib.sha256(output.encode()).hexdigest()
+    assert got.ref_id == row.ref_id and len(row.ref_id) >= 16
+    assert got.created_at.tzinfo is not None
+
+
+def test_tool_call_id_is_unique_per_thread_only(store: ToolOutputStore) -> None:
+    store.log_tool("t1", "call_1", "x", {}, "a")
+    store.log_tool("t2", "call_1", "x", {}, "b")  # another thread may reuse the id
+    with pytest.raises(DuplicateToolCallError, match="already logged"):
+        store.log_tool("t1", "call_1", "x", {}, "c")
+    assert len(store.find_call("call_1")) == 2
+
+
+def test_rows_survive_a_restart(db_url: str) -> None:
+    first = ToolOutputStore(db_url)
+    row = first.log_tool("t1", "call_9", "get_page", '{"url": "u"}', "<html>" * 50)
+    first.close()
+    again = ToolOutputStore(db_url)
+    assert again.get_by_ref(row.ref_id).tool_call_id == "call_9"
+    assert again.read_all(row.id) == "<html>" * 50
+
+
+def test_sqlite_runs_in_wal_mode(store: ToolOutputStore, db_url: str) -> None:
+    store.log_tool("t", "c", "x", {}, "v")
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_read_range_is_in_characters_and_cut_at_the_end(store: ToolOutputStore) -> None:
+    value = "αβγδε" + "x" * 10 + "🧪end"
+    row = store.log_tool("t", "c", "x", {}, value)
+    assert store.read_range(row.id, 0, 5) == "αβγδε"
+    assert store.read_range(row.id, len(value) - 4, 100) == "🧪end"
+    assert store.read_range(row.id, 1000, 5) == ""
+    assert store.read_range(row.id, 3, 0) == ""
+    with pytest.raises(ValueError):
+        store.read_range(row.id, -1, 5)
+    with pytest.raises(KeyError):
+        store.read_range(row.id + 999, 0, 5)
+
+
+def test_slice_of_a_large_value(store: ToolOutputStore) -> None:
+    big = "".join(f"{i:08d}\n" for i in range(1_000_000))  # 9,000,000 characters
+    row = store.log_tool("t", "big", "x", {}, big)
+    assert store.read_range(row.id, 9 * 123_456, 9) == "00123456\n"
+    assert store.read_range(row.id, len(big) - 9, 9) == "00999999\n"
+    assert store.get("t", "big").n_chars == 9_000_000
+
+
+def test_prune_by_thread_and_by_age(store: ToolOutputStore) -> None:
+    for i in range(3):
+        store.log_tool("keep", f"k{i}", "x", {}, "v")
+        store.log_tool("drop", f"d{i}", "x", {}, "v")
+    assert store.prune(thread_id="drop") == 3
+    assert store.count("drop") == 0 and store.count("keep") == 3
+    assert store.prune(older_than=timedelta(hours=1)) == 0  # all are fresh
+    assert store.prune(older_than=datetime.now(UTC) + timedelta(seconds=1)) == 3
+    assert store.count() == 0
+    with pytest.raises(ValueError, match="older_than and/or thread_id"):
+        store.prune()

@@ -1,0 +1,116 @@
+"""The real tools on real data, the schema registry and the token counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.registry import ToolArgumentError, ToolRegistry, tool_from_function
+from helpers.tokens import count_chat_tokens, count_tokens, encoding
+from helpers.tools import (
+    deep_check,
+    get_page,
+    google_drive_write_file,
+    read_outbox,
+    registry,
+    run_sql,
+    yt_transcribe,
+)
+
+
+def test_transcripts() -> None:
+    long, short = yt_transcribe("123"), yt_transcribe("999")
+    assert len(short) < 256 and len(long) > 8_000
+    assert long == yt_transcribe("123") and long != yt_transcribe("124")
+    assert long.split()[-1].isdigit()
+
+
+def test_deep_check_proves_what_it_got() -> None:
+    assert "received 5 chars (6 bytes UTF-8)" in deep_check("héllo")
+
+
+def test_drive_writes_byte_exact_files_and_refuses_paths() -> None:
+    text = "line\r\nzwei 🧪\n"
+    assert "13 chars, 16 bytes" in google_drive_write_file("t.txt", text)
+    assert read_outbox("t.txt") == text
+    for bad in ("../escape.txt", "/etc/passwd", "a/b.txt", ""):
+        with pytest.raises(ValueError, match="plain file name"):
+            google_drive_write_file(bad, "x")
+
+
+def test_pages_are_real_offline_html() -> None:
+    idle = get_page("https://docs.python.org/3/library/idle.html")
+    assert len(idle) > 50_000 and idle.count("<img") == 3
+    page = get_page("https://docs.python.org/3/library/sqlite3.html")
+    assert "Python: package sqlite3" in page or "Python: module sqlite3" in page
+    assert len(get_page("https://example.com/")) < 256
+    with pytest.raises(LookupError, match="404"):
+        get_page("https://example.org/missing")
+
+
+def test_run_sql_reads_real_rows_and_refuses_writes() -> None:
+    data = json.loads(run_sql("SELECT alpha_3, name FROM countries WHERE alpha_2 = 'NO'"))
+    assert data == {
+        "columns": ["alpha_3", "name"],
+        "rows": [["NOR", "Norway"]],
+        "row_count": 1,
+        "truncated": False,
+    }
+    assert json.loads(run_sql("SELECT count(*) FROM countries"))["rows"][0][0] >= 249
+    capped = json.loads(run_sql("SELECT code FROM subdivisions", max_rows=7))
+    assert capped["row_count"] == 7 and capped["truncated"] is True
+    for bad in (
+        "DELETE FROM countries",
+        "INSERT INTO meta VALUES ('a','b')",
+        "DROP TABLE countries",
+        "PRAGMA journal_mode=DELETE",
+        "ATTACH DATABASE 'x.db' AS x",
+        "SELECT 1; SELECT 2",
+        "SELEC nonsense",
+    ):
+        assert "error" in json.loads(run_sql(bad)), bad
+    assert "error" in json.loads(run_sql("SELECT 1", max_rows=0))
+    assert (
+        json.loads(run_sql("SELECT count(*) FROM countries"))["rows"][0][0] >= 249
+    )  # nothing was deleted
+
+
+def test_schemas_come_from_hints_and_docstrings() -> None:
+    schema = {t["function"]["name"]: t["function"] for t in registry.schemas()}
+    sql = schema["run_sql"]["parameters"]
+    assert sql["required"] == ["query"] and sql["properties"]["max_rows"] == {
+        "type": "integer",
+        "description": "the most rows to return (1-1000).",
+        "default": 50,
+    }
+    assert schema["deep_check"]["description"].startswith("Run a deep analysis")
+
+
+def test_argument_checks() -> None:
+    def add(a: int, b: float = 1.0, tags: list[str] | None = None) -> int:
+        """Add.
+
+        Args:
+            a: first.
+        """
+        return a
+
+    tool = tool_from_function(add)
+    assert tool.parameters["properties"]["tags"]["type"] == "array"
+    assert tool.call({"a": 2}) == "2"
+    with pytest.raises(ToolArgumentError, match="must be integer, got bool"):
+        tool.call({"a": True})
+    with pytest.raises(ToolArgumentError, match="missing required"):
+        tool.call({})
+    with pytest.raises(TypeError, match="needs a type hint"):
+        tool_from_function(lambda x: x)
+    assert "add" in ToolRegistry([tool])
+
+
+def test_token_counts_are_real_o200k() -> None:
+    assert encoding().name == "o200k_base"
+    assert count_tokens("hello world") == 2
+    assert count_tokens("") == 0
+    one = count_chat_tokens([{"role": "user", "content": "hello world"}])
+    assert one == 3 + 1 + 2 + 3  # framing + role + content + reply priming
