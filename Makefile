@@ -7,6 +7,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 LAB_PORT ?= 8888
+# JupyterLab refuses to start as root unless told; only then do we tell it.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test install install-dev data lint format check-notebooks strip clean
 
@@ -30,7 +32,7 @@ data: $(STAMP)
 
 lab: install data
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
-		--ServerApp.root_dir=notebooks
+		--ServerApp.root_dir=notebooks $(ROOT_FLAG)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
