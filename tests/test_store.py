@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -81,3 +83,19 @@ def test_prune_by_thread_and_by_age(store: ToolOutputStore) -> None:
     assert store.count() == 0
     with pytest.raises(ValueError, match="older_than and/or thread_id"):
         store.prune()
+
+
+@pytest.mark.skipif(not os.environ.get("WORKBOOK_TEST_PG_URL"), reason="set WORKBOOK_TEST_PG_URL")
+def test_the_same_store_on_postgresql() -> None:
+    """Any SQLAlchemy URL works; run with WORKBOOK_TEST_PG_URL=postgresql+psycopg://… ."""
+    pg = ToolOutputStore(os.environ["WORKBOOK_TEST_PG_URL"])
+    thread = f"pg-{uuid.uuid4().hex}"
+    value = "αβγ🧪" + "x" * 100_000 + "END"
+    row = pg.log_tool(thread, "c1", "x", {"a": 1}, value)
+    assert pg.read_range(row.id, 0, 4) == "αβγ🧪"
+    assert pg.read_range(row.id, len(value) - 3, 10) == "END"
+    assert pg.get(thread, "c1", with_content=True).content == value
+    with pytest.raises(DuplicateToolCallError):
+        pg.log_tool(thread, "c1", "x", {}, "again")
+    assert pg.prune(thread_id=thread) == 1
+    pg.close()
