@@ -24,6 +24,7 @@ call with the arguments as the model sent them and the result as the model saw i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import time
@@ -64,8 +65,11 @@ class ModelCallRecord:
 class ToolCallRecord:
     """One tool call: as the model sent it, and as the model saw its result.
 
-    ``result_kind`` is ``inline``, ``truncated``, ``boxed`` or ``error``; ``output_chars`` is
-    the length in characters of the full output (before any preview or boxing).
+    ``result_kind`` is ``inline``, ``truncated``, ``boxed``, ``middle`` or ``error``;
+    ``output_chars`` is the length in characters of the full output (before any preview or
+    boxing) and ``output_sha256`` the SHA-256 of its UTF-8 bytes. ``received_sha256`` holds, for
+    each top-level string argument, the SHA-256 of the value the tool really received (after
+    unboxing): sink checks compare it with an earlier call's ``output_sha256``.
     """
 
     id: str
@@ -74,6 +78,8 @@ class ToolCallRecord:
     result: str
     result_kind: str
     output_chars: int | None = None
+    output_sha256: str | None = None
+    received_sha256: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     ran: bool = False
 
@@ -93,6 +99,7 @@ class TurnRecord:
     answer: str | None = None
     status: str = "running"
     error: str | None = None
+    tool_schemas: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -139,6 +146,11 @@ class TurnRecord:
 def new_thread_id() -> str:
     """A fresh, unguessable thread id: ``thread_<16 hex>``."""
     return "thread_" + secrets.token_hex(8)
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 (hex) of a string's UTF-8 bytes (lone surrogates kept, as the store keeps them)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def error_result(message: str) -> str:
@@ -209,6 +221,7 @@ def run_turn(
         thread_id=thread_id,
         prompt=prompt,
         messages=messages,
+        tool_schemas=schemas,
     )
     emit = on_event or (lambda _name, _data: None)
     extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
@@ -342,5 +355,9 @@ def dispatch(
         result=presented.content,
         result_kind=presented.kind,
         output_chars=len(output),
+        output_sha256=sha256_text(output),
+        received_sha256={
+            k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
+        },
         ran=True,
     )

@@ -48,6 +48,11 @@ KNOWN_KEYS = {
 }
 
 
+CALL_KEYS = {"tool_name", "opaque_id_result", "opaque_id_input", "allow_multiple"}
+SINK_KEYS = {"tool_name", "argument", "source"}
+STRATEGY_NAMES = ("inline", "truncate", "box", "middle")
+
+
 class CaseError(ValueError):
     """A prompt-case file that cannot be used; the message names the file and the key."""
 
@@ -93,6 +98,7 @@ def load_case(path: str | Path) -> Case:
     prompt = post.content.strip()
     if not prompt:
         raise CaseError(f"{path}: the prompt (the Markdown body after the frontmatter) is empty")
+    _check_shapes(path, meta)
     plan = meta.get("offline_plan")
     if plan is not None:
         try:
@@ -111,6 +117,42 @@ def load_case(path: str | Path) -> Case:
         sink_exact=list(meta.get("sink_exact") or []),
         offline_plan=plan,
     )
+
+
+def _check_shapes(path: Path, meta: dict[str, Any]) -> None:
+    def fail(key: str, problem: str) -> None:
+        raise CaseError(f"{path}: key {key!r}: {problem}")
+
+    calls = meta.get("tool_calls") or []
+    if not isinstance(calls, list):
+        fail("tool_calls", "must be a list of {tool_name: …} entries")
+    for i, entry in enumerate(calls):
+        if not isinstance(entry, dict) or not isinstance(entry.get("tool_name"), str):
+            fail(f"tool_calls[{i}]", "each entry needs a string tool_name")
+        unknown = set(entry) - CALL_KEYS
+        if unknown:
+            fail(
+                f"tool_calls[{i}]",
+                f"unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(CALL_KEYS))})",
+            )
+        for flag in CALL_KEYS - {"tool_name"}:
+            if flag in entry and not isinstance(entry[flag], bool):
+                fail(f"tool_calls[{i}].{flag}", "must be true or false")
+    for key in ("forbidden_tools", "answer_contains"):
+        value = meta.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+            fail(key, "must be a list of strings")
+    strategies = meta.get("strategies")
+    if strategies is not None and (
+        not isinstance(strategies, list) or not set(strategies) <= set(STRATEGY_NAMES)
+    ):
+        fail("strategies", f"must be a list drawn from {', '.join(STRATEGY_NAMES)}")
+    sinks = meta.get("sink_exact") or []
+    if not isinstance(sinks, list):
+        fail("sink_exact", "must be a list of {tool_name, argument, source} entries")
+    for i, sink in enumerate(sinks):
+        if not isinstance(sink, dict) or set(sink) != SINK_KEYS:
+            fail(f"sink_exact[{i}]", "needs exactly the keys tool_name, argument, source")
 
 
 def load_cases(pattern: str | Path | None = None) -> list[Case]:

@@ -1,6 +1,8 @@
 """The ``workbook`` command.
 
     workbook ask PROMPT [--strategy inline|truncate|box] [--boxing opaque|json] [--json] ...
+    workbook cases "data/cases/*.md" [--strategy box|truncate|inline|middle|all] [--json] ...
+    workbook compare [--cases GLOB] [--threshold N] [--limit N] --out DIR
     workbook build-data
     workbook serve-offline [--port N]
 
@@ -15,20 +17,35 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
 
 from helpers.agent import DEFAULT_MAX_ITERATIONS, ModelCallRecord, ToolCallRecord, run_turn
-from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, make_client, resolve_model
+from helpers.cases import Case, CaseError, load_cases
+from helpers.compare import Comparison, write_report
+from helpers.evaluation import VARIANTS, CaseRun, run_cases
+from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
+from helpers.paths import CASES_DIR
 from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS, STRATEGIES, make_policy
 from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.store import ToolOutputStore
 from helpers.tools import default_registry
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_CASES = str(CASES_DIR / "*.md")
 _KIND_STYLE = {"boxed": "magenta", "truncated": "yellow", "error": "red", "inline": "green"}
 
 
@@ -73,6 +90,35 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
     ask.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     ask.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    cases = sub.add_parser("cases", help="run prompt cases and validate them")
+    cases.add_argument("pattern", nargs="?", default=DEFAULT_CASES, help="glob of case files")
+    cases.add_argument(
+        "--strategy",
+        choices=(*STRATEGIES, "all"),
+        default="box",
+        help="all = inline, truncate and box",
+    )
+    cases.add_argument("--boxing", choices=("opaque", "json"), default="opaque")
+    cases.add_argument("--profile", action="append", help="a .env profile (repeat for a matrix)")
+    cases.add_argument("--model", action="append", help="a model name (repeat for a matrix)")
+    cases.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True)
+    cases.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
+    cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
+    cases.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
+    cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
+    cases.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
+    cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    compare = sub.add_parser("compare", help="the same cases under every strategy, measured")
+    compare.add_argument("--cases", default=DEFAULT_CASES, help="glob of case files")
+    compare.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
+    compare.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
+    compare.add_argument("--profile", help="a .env profile (default: WORKBOOK_PROFILE)")
+    compare.add_argument("--model", help="override the profile's model name")
+    compare.add_argument("--focus", help="case whose context growth the plot shows")
+    compare.add_argument("--out", default="build/compare", help="output folder")
+    compare.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     sub.add_parser("build-data", help="(re)build the reference database from pycountry")
 
@@ -179,6 +225,186 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return EXIT_OK if record.ok else EXIT_FAILED
 
 
+def _progress(out: Console, disable: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out,
+        disable=disable,
+        transient=True,
+    )
+
+
+def _load_cases_or_fail(pattern: str) -> list[Case] | None:
+    try:
+        cases = load_cases(pattern)
+    except CaseError as exc:
+        print(f"workbook: {exc}", file=sys.stderr)
+        return None
+    if not cases:
+        print(f"workbook: no case files match {pattern!r}", file=sys.stderr)
+        return None
+    return cases
+
+
+def cmd_cases(args: argparse.Namespace) -> int:
+    cases = _load_cases_or_fail(args.pattern)
+    if cases is None:
+        return EXIT_USAGE
+    strategies = ["inline", "truncate", "box"] if args.strategy == "all" else [args.strategy]
+    variants = ["box-json" if s == "box" and args.boxing == "json" else s for s in strategies]
+    targets = [(p, m) for p in (args.profile or [None]) for m in (args.model or [None])]
+    try:
+        configs = [resolve_model(p, m) for p, m in targets]
+    except ConfigError as exc:
+        print(f"workbook: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out = _console(args.color, sys.stderr if args.json else None)
+    store = ToolOutputStore()
+    results: list[tuple[ModelConfig, CaseRun]] = []
+    with _progress(out, disable=args.json) as progress:
+        for config in configs:
+            if not args.json:
+                out.print(f"[bold]Model:[/] {escape(config.describe())}")
+            task = progress.add_task(config.model, total=len(cases) * len(variants))
+            client = make_client(config, max_retries=args.max_retries)
+
+            def done(run: CaseRun, task: TaskID = task) -> None:
+                progress.advance(task)
+
+            for run in run_cases(
+                cases,
+                variants,
+                client=client,
+                model=config.model,
+                store=store,
+                threshold=args.threshold,
+                limit=args.limit,
+                few_shot=args.few_shot,
+                temperature=config.temperature,
+                on_done=done,
+            ):
+                results.append((config, run))
+    store.close()
+    failed = [run for _, run in results if not run.passed]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "runs": [_run_json(c, r, args.few_shot) for c, r in results],
+                    "failed": len(failed),
+                },
+                ensure_ascii=False,
+            )
+        )
+    else:
+        table = Table(
+            title=f"Prompt cases: {len(results) - len(failed)}/{len(results)} passed",
+            caption="tokens: o200k_base, from usage; calls: model calls / tool calls",
+        )
+        several = len(configs) > 1
+        columns = ["model"] * several + ["case", "strategy", "result", "prompt", "compl.", "calls"]
+        for column in columns:
+            numeric = column in ("prompt", "compl.", "calls")
+            table.add_column(column, justify="right" if numeric else "left")
+        for config, run in results:
+            usage = run.record.usage()
+            verdict = (
+                "[green]pass[/]"
+                if run.passed
+                else f"[red]fail:[/] {escape(run.validation.summary())}"
+            )
+            table.add_row(
+                *[config.model] * several,
+                run.case.id,
+                run.variant,
+                verdict,
+                str(usage["prompt_tokens"]),
+                str(usage["completion_tokens"]),
+                f"{usage['calls']} / {len(run.record.tool_calls)}",
+            )
+        out.print(table)
+    if args.markdown or len(configs) > 1:
+        path = Path(args.markdown or "build/cases-matrix.md")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(matrix_markdown(results, args.few_shot), encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _run_json(config: ModelConfig, run: CaseRun, few_shot: bool) -> dict[str, Any]:
+    return {
+        "model": config.model,
+        "case": run.case.id,
+        "strategy": run.variant,
+        "few_shot": few_shot,
+        "passed": run.passed,
+        "reasons": run.validation.reasons,
+        "usage": run.record.usage(),
+        "tool_calls": len(run.record.tool_calls),
+    }
+
+
+def matrix_markdown(results: list[tuple[ModelConfig, CaseRun]], few_shot: bool) -> str:
+    """Results across models, in the reference design's published form."""
+    lines = ["| Model | Prompt Id | Strategy | Few-shot | Validation |", "|---|---|---|---|---|"]
+    for config, run in results:
+        lines.append(
+            f"| {config.model} | {run.case.id} | {run.variant} | {'✔' if few_shot else '-'} | "
+            f"{'✅' if run.passed else '❌'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    cases = _load_cases_or_fail(args.cases)
+    if cases is None:
+        return EXIT_USAGE
+    try:
+        config = resolve_model(args.profile, args.model)
+    except ConfigError as exc:
+        print(f"workbook: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out = _console(args.color)
+    out.print(f"[bold]Model:[/] {escape(config.describe())}")
+    store = ToolOutputStore()
+    with _progress(out, disable=False) as progress:
+        task = progress.add_task("comparing", total=len(cases) * len(VARIANTS))
+        runs = run_cases(
+            cases,
+            VARIANTS,
+            client=make_client(config),
+            model=config.model,
+            store=store,
+            threshold=args.threshold,
+            limit=args.limit,
+            temperature=config.temperature,
+            on_done=lambda _run: progress.advance(task),
+        )
+    store.close()
+    comparison = Comparison(runs, config.model, args.threshold, args.limit)
+    paths = write_report(comparison, Path(args.out), focus_case=args.focus)
+    totals = json.loads(paths["json"].read_text(encoding="utf-8"))["totals"]
+    table = Table(title="Total prompt tokens per strategy")
+    for column in ("strategy", "prompt tokens", "× inline", "× floor", "passed"):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for variant, total in totals.items():
+        passed = f"{total['passed']}/{total['cases']}" if "passed" in total else "–"
+        table.add_row(
+            variant,
+            f"{total['prompt_tokens']:,}",
+            str(total["ratio_to_inline"]),
+            str(total["ratio_to_floor"]),
+            passed,
+        )
+    out.print(table)
+    for kind, path in paths.items():
+        out.print(f"wrote {path} ({kind})")
+    return EXIT_OK
+
+
 def cmd_build_data(_args: argparse.Namespace) -> int:
     from helpers.dataset import build_reference_db
     from helpers.paths import reference_db_path
@@ -202,7 +428,13 @@ def cmd_serve_offline(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``workbook`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    handlers = {"ask": cmd_ask, "build-data": cmd_build_data, "serve-offline": cmd_serve_offline}
+    handlers = {
+        "ask": cmd_ask,
+        "cases": cmd_cases,
+        "compare": cmd_compare,
+        "build-data": cmd_build_data,
+        "serve-offline": cmd_serve_offline,
+    }
     return handlers[args.command](args)
 
 

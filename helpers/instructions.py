@@ -80,7 +80,13 @@ Examples:
    internal_resource_read_slice(opaque_reference="internal://Zx81Qa0pLm3v", start_index=-100, length=100)
    Answer from the slice; do not read the whole value."""
 
+MIDDLE = """\
+Long tool results are shortened: you see the beginning and the end, with a marker such as
+…9400 chars truncated… where the middle was dropped. The dropped part cannot be recovered."""
+
 _PARTS: dict[tuple[str, str], tuple[str, str]] = {
+    ("middle", "opaque"): (MIDDLE, ""),
+    ("middle", "json"): (MIDDLE, ""),
     ("inline", "opaque"): (INLINE, ""),
     ("inline", "json"): (INLINE, ""),
     ("truncate", "opaque"): (TRUNCATE, EXAMPLES_TRUNCATE),

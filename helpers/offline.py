@@ -220,7 +220,10 @@ def _find(seen: Seen, pattern: str, window: int, memory: Memory) -> Step:
 
 
 def _rows(value: str) -> str:
-    data = json.loads(value)
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return f"(the result is not complete JSON, so I cannot list its rows; I saw:)\n{value}"
     if "error" in data:
         return f"(the query failed: {data['error']})"
     lines = [" | ".join(data["columns"])]

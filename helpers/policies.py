@@ -26,11 +26,11 @@ from helpers.registry import Tool, ToolContext
 from helpers.resolve_tools import fetch_tools, resolve_tools
 from helpers.store import StoredOutput
 
-STRATEGIES = ("inline", "truncate", "box")
+STRATEGIES = ("inline", "truncate", "box", "middle")
 #: Default boxing threshold in characters (the reference design's ``MAX_RESULT_SIZE``).
 DEFAULT_BOX_THRESHOLD_CHARS = 256
 
-ResultKind = Literal["inline", "truncated", "boxed"]
+ResultKind = Literal["inline", "truncated", "boxed", "middle"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,38 @@ class TruncatePolicy(ResultPolicy):
         return f"truncate (preview {self.limit} chars)"
 
 
+class MiddleTruncatePolicy(ResultPolicy):
+    """Reference point: keep the head and the tail, drop the middle, offer no way back.
+
+    What coding agents commonly do with long logs: the first and last ``limit // 2`` characters
+    with a ``…N chars truncated…`` marker between them. Cheap, but the dropped middle is gone:
+    a tool that needs the whole value gets the cut one.
+    """
+
+    name = "middle"
+
+    def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0 characters, got {limit}")
+        self.limit = limit
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        if len(output) <= self.limit:
+            return Presented(output, "inline")
+        head = self.limit // 2
+        tail = self.limit - head
+        dropped = len(output) - head - tail
+        return Presented(
+            f"{output[:head]}\n…{dropped} chars truncated…\n{output[len(output) - tail :]}",
+            "middle",
+        )
+
+    def describe(self) -> str:
+        return f"middle (head + tail {self.limit} chars)"
+
+
 class BoxPolicy(ResultPolicy):
     """Long results become opaque references; references in arguments are unboxed."""
 
@@ -177,8 +209,8 @@ def make_policy(
     """The policy for ``strategy`` (``inline`` / ``truncate`` / ``box``).
 
     Args:
-        strategy: which policy.
-        limit: preview length in characters (``truncate``).
+        strategy: which policy (``middle`` is the head + tail reference point).
+        limit: preview length in characters (``truncate``, ``middle``).
         threshold: longest result in characters that stays inline (``box``).
         boxing: ``opaque`` (``internal://<id>``) or ``json`` (MCP resource link) (``box``).
 
@@ -191,4 +223,6 @@ def make_policy(
         return TruncatePolicy(limit)
     if strategy == "box":
         return BoxPolicy(threshold, boxing)
+    if strategy == "middle":
+        return MiddleTruncatePolicy(limit)
     raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")

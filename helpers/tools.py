@@ -238,8 +238,8 @@ def run_sql(query: str, max_rows: int = 50) -> str:
         max_rows: the most rows to return (1-1000).
 
     Returns:
-        JSON {"columns": [...], "rows": [[...], ...], "row_count": N, "truncated": bool}, or
-        {"error": "..."} when the query is refused or fails.
+        JSON {"columns": [...], "rows": [[...], ...], "row_count": N, "truncated": bool}, one
+        row per line, or {"error": "..."} when the query is refused or fails.
     """
     if not 1 <= max_rows <= MAX_SQL_ROWS:
         return json.dumps({"error": f"max_rows must be between 1 and {MAX_SQL_ROWS}"})
@@ -259,9 +259,11 @@ def run_sql(query: str, max_rows: int = 50) -> str:
         db.close()
     truncated = len(rows) > max_rows
     rows = rows[:max_rows]
-    return json.dumps(
-        {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated},
-        ensure_ascii=False,
+    # one row per line: still valid JSON, and a preview or a line grep shows whole rows
+    body = ",\n".join("  " + json.dumps(list(row), ensure_ascii=False) for row in rows)
+    return (
+        f'{{"columns": {json.dumps(columns, ensure_ascii=False)}, "rows": [\n{body}\n], '
+        f'"row_count": {len(rows)}, "truncated": {json.dumps(truncated)}}}'
     )
 
 

@@ -7,6 +7,7 @@ import json
 
 import httpx2
 import openai
+from scripted import scripted_client, tool_calls
 
 from helpers.agent import run_turn
 from helpers.cases import load_cases
@@ -85,49 +86,10 @@ def test_case3_reads_only_a_slice_under_box(client, registry, store) -> None:
     assert rec.answer.endswith(f"is {LONG.split()[-1]}.")
 
 
-def _scripted_client(replies):
-    """A real openai client talking to a server that sends these assistant messages in turn."""
-    seen = []
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(json.loads(request.read()))
-        message = replies[min(len(seen), len(replies)) - 1]
-        return httpx2.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "scripted",
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            },
-        )
-
-    client = openai.OpenAI(
-        base_url="http://scripted.invalid/v1",
-        api_key="k",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
-    )
-    return client, seen
-
-
-def _calls(*calls):
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-            for cid, name, args in calls
-        ],
-    }
-
-
 def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, store) -> None:
-    client, seen = _scripted_client(
+    client, seen = scripted_client(
         [
-            _calls(
+            tool_calls(
                 ("c1", "deep_check", '{"text": "unterminated'),
                 ("c2", "no_such_tool", "{}"),
                 ("c3", "deep_check", '{"txt": "x"}'),
@@ -163,7 +125,7 @@ def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, stor
 
 
 def test_max_iterations_stops_a_looping_model(registry, store) -> None:
-    client, _ = _scripted_client([_calls(("c", "yt_transcribe", '{"video_id": "999"}'))])
+    client, _ = scripted_client([tool_calls(("c", "yt_transcribe", '{"video_id": "999"}'))])
     # the same id every time: the second dispatch is refused as a duplicate, the loop still ends
     rec = run_turn(
         "x",

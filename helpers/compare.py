@@ -1,0 +1,300 @@
+"""The side-by-side comparison: the same cases under every strategy, measured.
+
+Token figures come from the ``usage`` of each response (the offline model counts with
+o200k_base), so a real model's run is measured the same way. For each case and variant:
+
+- ``prompt_tokens_per_call``, their total, and ``peak_context_tokens`` (the largest single
+  prompt: what must fit in the context window);
+- ``completion_tokens``, ``model_calls``, ``tool_calls``;
+- ``tool_output_chars_in_context``: characters of tool results that entered the messages;
+- ``sinks_exact``: every sink received byte-exact data (``null`` when the case has no sink);
+- ``passed`` and the ``reasons`` when not.
+
+**The floor** of a case is the cheapest honest conversation for the task: the ``box`` run's
+conversation where every long result costs only its bare reference, and every resolve call the
+case does not list as needed is removed (with its result). It is counted with o200k_base over the
+same tool schemas. An ideal model under ``box`` sits on the floor; a model that reads what it
+only had to route, or a costlier reference form (``box-json``), sits above it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers.agent import TurnRecord
+from helpers.boxing import ReferenceRefused, make_reference, reference_id
+from helpers.evaluation import CaseRun
+from helpers.resolve_tools import RESOLVE_TOOL_FUNCTIONS
+from helpers.tokens import count_chat_tokens
+
+RESOLVE_TOOL_NAMES = {fn.__name__ for fn in RESOLVE_TOOL_FUNCTIONS}
+
+
+def run_metrics(run: CaseRun) -> dict[str, Any]:
+    """The figures of one case run (see the module docstring)."""
+    record = run.record
+    per_call = [c.prompt_tokens for c in record.model_calls]
+    return {
+        "prompt_tokens_per_call": per_call,
+        "prompt_tokens": sum(per_call),
+        "peak_context_tokens": max(per_call, default=0),
+        "completion_tokens": sum(c.completion_tokens for c in record.model_calls),
+        "model_calls": len(record.model_calls),
+        "tool_calls": len(record.tool_calls),
+        "tool_output_chars_in_context": sum(len(t.result) for t in record.tool_calls),
+        "sinks_exact": run.validation.sinks_exact,
+        "passed": run.passed,
+        "reasons": run.validation.reasons,
+    }
+
+
+def _bare(content: str) -> str:
+    try:
+        ref = reference_id(content)
+    except ReferenceRefused:
+        return content
+    return make_reference(ref) if ref else content
+
+
+def floor_tokens(record: TurnRecord, needed_tools: Iterable[str]) -> list[int]:
+    """Prompt tokens per model call of the floor conversation derived from a ``box`` run.
+
+    Drops every resolve call not in ``needed_tools`` (with its ``tool`` message and the model
+    call that made it) and shows every reference as a bare ``internal://<id>``.
+    """
+    needed = set(needed_tools)
+    dropped: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    cut_at: list[int] = []  # index in ``kept`` where each kept model call's prompt ends
+    messages = record.messages
+    calls = iter(record.model_calls)
+    position = 0
+    for call in calls:
+        prompt_end = call.messages_sent
+        while position < prompt_end:
+            message = messages[position]
+            position += 1
+            if message.get("role") == "tool":
+                if message.get("tool_call_id") in dropped:
+                    continue
+                kept.append({**message, "content": _bare(str(message.get("content") or ""))})
+            elif message.get("role") == "assistant" and message.get("tool_calls"):
+                names = [c["function"]["name"] for c in message["tool_calls"]]
+                if all(n in RESOLVE_TOOL_NAMES and n not in needed for n in names):
+                    dropped.update(c["id"] for c in message["tool_calls"])
+                    continue
+                kept.append(message)
+            else:
+                kept.append(message)
+        answer = messages[prompt_end] if prompt_end < len(messages) else None
+        is_dropped_call = bool(
+            answer
+            and answer.get("tool_calls")
+            and all(
+                c["function"]["name"] in RESOLVE_TOOL_NAMES and c["function"]["name"] not in needed
+                for c in answer["tool_calls"]
+            )
+        )
+        if not is_dropped_call:
+            cut_at.append(len(kept))
+    return [count_chat_tokens(kept[:end], record.tool_schemas) for end in cut_at]
+
+
+@dataclass
+class Comparison:
+    """All runs of a comparison and the figures derived from them."""
+
+    runs: list[CaseRun]
+    model: str
+    threshold: int
+    limit: int
+
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(r.variant for r in self.runs))
+
+    def case_ids(self) -> list[str]:
+        return list(dict.fromkeys(r.case.id for r in self.runs))
+
+    def run(self, case_id: str, variant: str) -> CaseRun | None:
+        return next((r for r in self.runs if r.case.id == case_id and r.variant == variant), None)
+
+    def floor(self, case_id: str) -> list[int] | None:
+        """The floor's prompt tokens per call, from the case's ``box`` run (if there is one)."""
+        box = self.run(case_id, "box")
+        if box is None or not box.record.ok:
+            return None
+        needed = {e["tool_name"] for e in box.case.tool_calls}
+        return floor_tokens(box.record, needed)
+
+    def to_json(self) -> dict[str, Any]:
+        """The content of ``compare.json``."""
+        cases: dict[str, Any] = {}
+        for case_id in self.case_ids():
+            entry: dict[str, Any] = {}
+            for variant in self.variants():
+                run = self.run(case_id, variant)
+                if run is not None:
+                    entry[variant] = run_metrics(run)
+            floor = self.floor(case_id)
+            if floor is not None:
+                entry["floor"] = {"prompt_tokens_per_call": floor, "prompt_tokens": sum(floor)}
+            cases[case_id] = entry
+        totals: dict[str, Any] = {}
+        for variant in [*self.variants(), "floor"]:
+            totals[variant] = {
+                "prompt_tokens": sum(
+                    c[variant]["prompt_tokens"] for c in cases.values() if variant in c
+                )
+            }
+        base, floor_total = (
+            totals["inline"]["prompt_tokens"] if "inline" in totals else 0,
+            totals["floor"]["prompt_tokens"],
+        )
+        for variant, total in totals.items():
+            if variant != "floor":
+                total["completion_tokens"] = sum(
+                    c[variant]["completion_tokens"] for c in cases.values() if variant in c
+                )
+                total["passed"] = sum(1 for c in cases.values() if c.get(variant, {}).get("passed"))
+                total["cases"] = sum(1 for c in cases.values() if variant in c)
+            total["ratio_to_inline"] = round(total["prompt_tokens"] / base, 3) if base else None
+            total["ratio_to_floor"] = (
+                round(total["prompt_tokens"] / floor_total, 3) if floor_total else None
+            )
+        return {
+            "model": self.model,
+            "threshold_chars": self.threshold,
+            "limit_chars": self.limit,
+            "token_unit": "o200k_base tokens from each response's usage",
+            "cases": cases,
+            "totals": totals,
+        }
+
+
+def to_markdown(data: dict[str, Any]) -> str:
+    """``compare.md``: per-case prompt tokens side by side, then totals with ratios."""
+    variants = [v for v in data["totals"] if v != "floor"]
+    lines = [
+        f"# Truncation vs boxing, side by side ({data['model']})",
+        "",
+        f"Prompt tokens summed over every model call of the turn (o200k_base, from `usage`). "
+        f"Box threshold {data['threshold_chars']} chars, preview limit {data['limit_chars']} chars. "
+        "✅ the case passed its checks, ❌ it did not (reason below).",
+        "",
+        "| case | " + " | ".join(variants) + " | floor |",
+        "|---|" + "---:|" * (len(variants) + 1),
+    ]
+    failures = []
+    for case_id, entry in data["cases"].items():
+        cells = []
+        for variant in variants:
+            m = entry.get(variant)
+            if m is None:
+                cells.append("–")
+                continue
+            cells.append(f"{m['prompt_tokens']:,} {'✅' if m['passed'] else '❌'}")
+            if not m["passed"]:
+                failures.append(f"- {case_id} / {variant}: {'; '.join(m['reasons'])}")
+        floor = entry.get("floor", {}).get("prompt_tokens")
+        lines.append(
+            f"| {case_id} | " + " | ".join(cells) + f" | {floor:,} |"
+            if floor
+            else f"| {case_id} | " + " | ".join(cells) + " | – |"
+        )
+    lines += [
+        "",
+        "## Totals",
+        "",
+        "| strategy | prompt tokens | × inline | × floor | completion tokens | passed |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for variant, total in data["totals"].items():
+        passed = f"{total['passed']}/{total['cases']}" if "passed" in total else "–"
+        completion = f"{total['completion_tokens']:,}" if "completion_tokens" in total else "–"
+        lines.append(
+            f"| {variant} | {total['prompt_tokens']:,} | {total['ratio_to_inline']} | {total['ratio_to_floor']} | {completion} | {passed} |"
+        )
+    if failures:
+        lines += ["", "## Why runs failed", "", *failures]
+    lines += [
+        "",
+        "The floor: the box run's conversation with every long result costing only its bare "
+        "reference and no resolve call the case does not need.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> Path:
+    """``compare.png``: tokens per strategy per case (grouped bars, log scale), and context
+    growth over model calls for ``focus_case`` (default: the case with the most inline tokens)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    variants = [v for v in data["totals"] if v != "floor"] + ["floor"]
+    case_ids = list(data["cases"])
+    focus = focus_case or max(
+        case_ids, key=lambda c: data["cases"][c].get("inline", {}).get("prompt_tokens", 0)
+    )
+    fig, (bars, growth) = plt.subplots(
+        1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [2.2, 1]}
+    )
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
+        values = [data["cases"][c].get(variant, {}).get("prompt_tokens", 0) for c in case_ids]
+        offsets = [x + (i - (len(variants) - 1) / 2) * width for x in range(len(case_ids))]
+        bars.bar(offsets, values, width, label=variant, hatch="//" if variant == "floor" else None)
+    bars.set_yscale("log")
+    bars.set_xticks(range(len(case_ids)), case_ids, rotation=30)
+    bars.set_ylabel("prompt tokens per turn (o200k_base, log scale)")
+    bars.set_title("Total prompt tokens per case and strategy")
+    bars.legend(ncols=3, fontsize="small")
+    bars.grid(axis="y", alpha=0.3)
+    for variant in variants:
+        per_call = data["cases"][focus].get(variant, {}).get("prompt_tokens_per_call")
+        if per_call:
+            growth.plot(
+                range(1, len(per_call) + 1),
+                per_call,
+                marker="o",
+                label=variant,
+                linestyle="--" if variant == "floor" else "-",
+            )
+    growth.set_yscale("log")
+    growth.xaxis.set_major_locator(MaxNLocator(integer=True))
+    growth.set_xlabel("model call")
+    growth.set_ylabel("prompt tokens of that call (context size, log scale)")
+    growth.set_title(f"Context growth over the turn: {focus}")
+    growth.legend(fontsize="small")
+    growth.grid(alpha=0.3)
+    fig.suptitle(f"Truncation vs boxing ({data['model']})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(
+    comparison: Comparison, out_dir: Path, *, focus_case: str | None = None
+) -> dict[str, Path]:
+    """Write ``compare.json``, ``compare.md`` and ``compare.png`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = comparison.to_json()
+    paths = {
+        "json": out_dir / "compare.json",
+        "md": out_dir / "compare.md",
+        "png": out_dir / "compare.png",
+    }
+    paths["json"].write_text(
+        json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    paths["md"].write_text(to_markdown(data), encoding="utf-8")
+    plot(data, paths["png"], focus_case=focus_case)
+    return paths

@@ -1,0 +1,163 @@
+"""The comparison report: numbers against a hand-checked case, the floor, and the files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from scripted import scripted_client, tool_calls
+
+from helpers.agent import run_turn
+from helpers.cases import Case
+from helpers.compare import Comparison, floor_tokens, to_markdown
+from helpers.evaluation import CaseRun
+from helpers.policies import make_policy
+from helpers.tokens import count_chat_tokens
+from helpers.validation import validate
+
+REFERENCE_CASES = ("case0", "case1", "case2", "case3", "case4", "web1")
+
+
+def _scripted(replies, usages):
+    return scripted_client(replies, usages)[0]
+
+
+def _call(cid, name, args):
+    return tool_calls((cid, name, json.dumps(args)))
+
+
+def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
+    case = Case(id="tiny", path=None, prompt="p", tool_calls=[{"tool_name": "yt_transcribe"}])
+    runs = []
+    # inline: 2 model calls of 100 and 300 prompt tokens; box: 100 and 120
+    for variant, usages in (("inline", [(100, 10), (300, 5)]), ("box", [(100, 10), (120, 5)])):
+        client = _scripted(
+            [
+                _call("c1", "yt_transcribe", {"video_id": "123"}),
+                {"role": "assistant", "content": "ok"},
+            ],
+            usages,
+        )
+        record = run_turn(
+            "p",
+            client=client,
+            model="scripted",
+            policy=make_policy(variant),
+            registry=registry,
+            store=store,
+        )
+        runs.append(CaseRun(case, variant, record, validate(case, record)))
+    data = Comparison(runs, "scripted", 256, 600).to_json()
+    inline, box = data["cases"]["tiny"]["inline"], data["cases"]["tiny"]["box"]
+    assert inline["prompt_tokens_per_call"] == [100, 300] and inline["prompt_tokens"] == 400
+    assert inline["peak_context_tokens"] == 300 and inline["completion_tokens"] == 15
+    assert (inline["model_calls"], inline["tool_calls"]) == (2, 1)
+    assert inline["tool_output_chars_in_context"] > 8_000
+    assert box["prompt_tokens"] == 220 and box["tool_output_chars_in_context"] < 40
+    assert data["totals"]["box"]["ratio_to_inline"] == round(220 / 400, 3)
+    # the floor is counted locally over the box conversation (nothing to drop here)
+    record = runs[1].record
+    expected_floor = [
+        count_chat_tokens(record.messages[:2], record.tool_schemas),
+        count_chat_tokens(record.messages[:4], record.tool_schemas),
+    ]
+    assert data["cases"]["tiny"]["floor"]["prompt_tokens_per_call"] == expected_floor
+    assert data["totals"]["box"]["ratio_to_floor"] == round(220 / sum(expected_floor), 3)
+    assert "| tiny | 400 ✅ | 220 ✅ |" in to_markdown(data)
+
+
+def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, store) -> None:
+    policy = make_policy("box", boxing="json")
+    # an earlier turn of the thread boxed a transcript
+    first = run_turn(
+        "p",
+        client=_scripted(
+            [
+                _call("c0", "yt_transcribe", {"video_id": "123"}),
+                {"role": "assistant", "content": "x"},
+            ],
+            [(1, 1)] * 2,
+        ),
+        model="s",
+        policy=policy,
+        registry=registry,
+        store=store,
+    )
+    old_uri = json.loads(first.tool_calls[0].result)["uri"]
+    # this turn: box again, read the whole old value (not needed), ask its length (needed)
+    replies = [
+        _call("c1", "yt_transcribe", {"video_id": "123"}),
+        _call("c2", "internal_resource_read", {"opaque_reference": old_uri}),
+        _call("c3", "internal_resource_length", {"opaque_reference": old_uri}),
+        {"role": "assistant", "content": "ok"},
+    ]
+    record = run_turn(
+        "p",
+        client=_scripted(replies, [(1, 1)] * 4),
+        model="s",
+        policy=policy,
+        registry=registry,
+        store=store,
+        thread_id=first.thread_id,
+    )
+    assert [t.result_kind for t in record.tool_calls] == ["boxed", "inline", "inline"]
+    floor = floor_tokens(record, needed_tools={"yt_transcribe", "internal_resource_length"})
+    assert len(floor) == 3  # the read's model call is gone
+    new_uri = json.loads(record.tool_calls[0].result)["uri"]
+    kept = [
+        m
+        for m in record.messages
+        if m.get("tool_call_id") != "c2"
+        and not (m.get("tool_calls") and m["tool_calls"][0]["id"] == "c2")
+    ]
+    kept = [{**m, "content": new_uri} if m.get("tool_call_id") == "c1" else m for m in kept]
+    assert floor == [count_chat_tokens(kept[:end], record.tool_schemas) for end in (2, 4, 6)]
+
+
+def test_workbook_compare_writes_three_files_and_box_is_near_the_floor(tmp_path) -> None:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", "compare", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert (tmp_path / "compare.md").read_text().startswith("# Truncation vs boxing")
+    assert (tmp_path / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    box = sum(data["cases"][c]["box"]["prompt_tokens"] for c in REFERENCE_CASES)
+    floor = sum(data["cases"][c]["floor"]["prompt_tokens"] for c in REFERENCE_CASES)
+    assert box <= 1.15 * floor
+    for case_id in REFERENCE_CASES:  # all but case0 have a long result
+        entry = data["cases"][case_id]
+        if case_id != "case0":
+            assert entry["box"]["prompt_tokens"] < entry["inline"]["prompt_tokens"], case_id
+    for case_id, entry in data["cases"].items():
+        for variant in ("inline", "truncate", "box", "box-json"):
+            assert entry[variant]["passed"], (case_id, variant, entry[variant]["reasons"])
+
+
+def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    ok = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "all", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    data = json.loads(ok.stdout)
+    assert data["failed"] == 0 and len(data["runs"]) == 3 * 12
+    bad = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "middle", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert bad.returncode == 1 and json.loads(bad.stdout)["failed"] > 0
