@@ -161,3 +161,36 @@ def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
         timeout=300,
     )
     assert bad.returncode == 1 and json.loads(bad.stdout)["failed"] > 0
+
+
+def test_several_models_write_the_matrix_as_markdown(tmp_path) -> None:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    out = tmp_path / "matrix.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helpers.cli",
+            "cases",
+            "data/cases/case[01].md",
+            "--model",
+            "offline-a",
+            "--model",
+            "offline-b",
+            "--no-few-shot",
+            "--markdown",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == "| Model | Prompt Id | Strategy | Few-shot | Validation |"
+    assert (
+        "| offline-a | case0 | box | - | ✅ |" in lines
+        and "| offline-b | case1 | box | - | ✅ |" in lines
+    )
+    assert len(lines) == 2 + 4
