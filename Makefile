@@ -10,7 +10,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test install install-dev data lint format check-notebooks strip clean
+.PHONY: lab test install install-dev data lint format check-notebooks strip student clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,9 +50,14 @@ check-notebooks: $(DEV_STAMP)
 strip: $(DEV_STAMP)
 	find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -exec $(BIN)/nbstripout {} +
 
+# regenerate the student notebooks (notebooks/NN_*.ipynb) from notebooks/solutions/
+student: $(DEV_STAMP)
+	$(BIN)/python -m helpers.student_notebooks
+
+# unit tests, the checkpoint test, and nbval over every solution notebook, all offline
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks --nbval-lax --nbval-current-env
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks/solutions --nbval-lax --nbval-current-env
 
 clean:
 	rm -rf $(VENV) var build .pytest_cache .ruff_cache

@@ -27,6 +27,8 @@ is a list of steps:
   (results are numbered by call step, from 1);
 - ``{tail: N, chars: K, as: NAME}``: note the last K characters of result N;
 - ``{find: N, pattern: REGEX, window: W, as: NAME}``: note the lines of result N that match;
+- ``{first: N, pattern: REGEX, as: NAME}``: note the first matching line (a preview that
+  shows it needs no fetch);
 - ``{read: N, as: NAME}``: note all of result N;
 - ``{answer: TEXT}``: the final answer; ``{resultN}`` and ``{NAME}`` insert a result (read in
   full if it is not inline) or a note; ``{NAME|last_number}``, ``{NAME|count}`` and
@@ -149,8 +151,15 @@ def _fetch_full(seen: Seen, memory: Memory) -> Step:
         return memory[seen.call_id]
     preview = parse_preview(seen.content)
     assert preview is not None
-    fetched = yield Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id})
-    data = json.loads(_check_error(fetched, "fetch_tool_output").content)
+    while True:
+        fetched = yield Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id})
+        fetched = _check_error(fetched, "fetch_tool_output")
+        if fetched.kind != "preview":
+            break
+        # the fetch itself came back cut: chase the new marker, as a model would
+        preview = parse_preview(fetched.content)
+        assert preview is not None
+    data = json.loads(fetched.content)
     memory[seen.call_id] = data["tool_output"]
     return data["tool_output"]
 
@@ -217,6 +226,21 @@ def _find(seen: Seen, pattern: str, window: int, memory: Memory) -> Step:
         if regex.search(line):
             keep.update(range(max(0, i - window), min(len(lines), i + window + 1)))
     return [lines[i] for i in sorted(keep)]
+
+
+def _first(seen: Seen, pattern: str, memory: Memory) -> Step:
+    """The first line matching ``pattern``: a preview that shows one needs no fetch."""
+    regex = re.compile(pattern)
+    if seen.call_id in memory or seen.kind in ("inline", "preview"):
+        preview = parse_preview(seen.content) if seen.call_id not in memory else None
+        visible = memory.get(seen.call_id) or (preview.text if preview else seen.content)
+        hit = next((line for line in visible.splitlines() if regex.search(line)), None)
+        if hit is not None or seen.kind == "inline" or seen.call_id in memory:
+            return hit or "(no match)"
+        full = yield from _fetch_full(seen, memory)
+        return next((line for line in full.splitlines() if regex.search(line)), "(no match)")
+    lines = yield from _find(seen, pattern, 0, memory)
+    return lines[0] if lines else "(no match)"
 
 
 def _rows(value: str) -> str:
@@ -310,6 +334,9 @@ def interpret(plan: Plan) -> Step:
                 notes[step["as"]] = yield from _find(
                     seen, step["pattern"], int(step.get("window", 0)), memory
                 )
+            elif "first" in step:
+                seen = _result(results, step["first"])
+                notes[step["as"]] = yield from _first(seen, step["pattern"], memory)
             elif "read" in step:
                 notes[step["as"]] = yield from _read(_result(results, step["read"]), memory)
             elif "answer" in step:
@@ -327,6 +354,7 @@ def check_plan(plan: Any) -> Plan:
         "call": (),
         "tail": ("as",),
         "find": ("pattern", "as"),
+        "first": ("pattern", "as"),
         "read": ("as",),
         "answer": (),
     }

@@ -10,7 +10,7 @@ import sys
 from scripted import scripted_client, tool_calls
 
 from helpers.agent import run_turn
-from helpers.cases import Case
+from helpers.cases import Case, load_cases
 from helpers.compare import Comparison, floor_tokens, to_markdown
 from helpers.evaluation import CaseRun
 from helpers.policies import make_policy
@@ -152,7 +152,7 @@ def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
     )
     assert ok.returncode == 0, ok.stdout[-2000:]
     data = json.loads(ok.stdout)
-    assert data["failed"] == 0 and len(data["runs"]) == 3 * 12
+    assert data["failed"] == 0 and len(data["runs"]) == 3 * len(load_cases())
     bad = subprocess.run(
         [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "middle", "--json"],
         capture_output=True,
