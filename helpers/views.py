@@ -19,13 +19,13 @@ KIND_COLOURS = {"boxed": "#8e24aa", "truncated": "#ef6c00", "middle": "#c62828",
 
 
 def _shorten(text: str, max_chars: int) -> str:
+    """Head and tail of a long text (the tail keeps a truncation marker in view)."""
     if len(text) <= max_chars:
         return html.escape(text)
-    hidden = len(text) - max_chars
-    return (
-        html.escape(text[:max_chars])
-        + f"<i style='color:#888'> … (+{hidden:,} chars not shown here)</i>"
-    )
+    head, tail = max_chars * 2 // 3, max_chars // 3
+    hidden = len(text) - head - tail
+    note = f"<i style='color:#888'> … ({hidden:,} chars not shown here) … </i>"
+    return html.escape(text[:head]) + note + html.escape(text[len(text) - tail :])
 
 
 def _message_text(message: dict[str, Any]) -> str:
