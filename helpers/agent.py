@@ -41,6 +41,9 @@ from helpers.store import DuplicateToolCallError, ToolOutputStore
 from helpers.tokens import count_chat_tokens, count_tokens
 
 DEFAULT_MAX_ITERATIONS = 8
+#: The longest arguments JSON text a tool call may carry, in characters; longer is refused
+#: (large values should travel as references).
+MAX_ARGUMENTS_CHARS = 1_000_000
 
 
 @dataclass
@@ -320,6 +323,11 @@ def dispatch(
             ran=ran,
         )
 
+    if len(raw_arguments or "") > MAX_ARGUMENTS_CHARS:
+        return refuse(
+            f"arguments for {name} are {len(raw_arguments):,} chars, over the limit of "
+            f"{MAX_ARGUMENTS_CHARS:,}; pass large values by reference instead"
+        )
     try:
         arguments = json.loads(raw_arguments or "{}")
     except ValueError as exc:

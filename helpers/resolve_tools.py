@@ -5,7 +5,8 @@
   (seed 000): ``length``, ``read_slice`` (negative start counts from the end, Python-style),
   ``read_lines`` (zero-based start line, negative from the end), ``grep`` (a regex per line with
   ±window lines of context, overlapping ranges merged, lines numbered from 1 as in an editor),
-  and ``read`` (the full value: a last resort).
+  and ``read`` (the full value: a last resort). Grep uses RE2 (google-re2), a linear-time
+  engine, so no pattern can make it backtrack for ever.
 
 Their results are never boxed or truncated (a fetch that is cut again can never show more than
 the cut). Bad arguments raise ``ValueError`` (or ``ReferenceRefused``) with a message for the
@@ -15,7 +16,9 @@ model; the agent turns that into an error tool result.
 from __future__ import annotations
 
 import json
-import re
+import time
+
+import re2
 
 from helpers.boxing import ReferenceRefused, reference_id, resolve_in_thread
 from helpers.registry import Tool, ToolContext, tool_from_function
@@ -25,6 +28,12 @@ from helpers.store import StoredOutput, ToolOutputStore
 MAX_SLICE_CHARS = 100_000
 #: The most lines of context around a grep match.
 MAX_GREP_WINDOW = 50
+#: A grep stops after this many lines of output, or this many seconds, and says so.
+MAX_GREP_OUTPUT_LINES = 500
+GREP_TIME_LIMIT_S = 10.0
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # errors are reported to the model, not logged to stderr
 
 
 def _store(ctx: ToolContext) -> ToolOutputStore:
@@ -129,38 +138,60 @@ def internal_resource_grep(
 
     Args:
         opaque_reference: an opaque reference such as 'internal://<id>'.
-        pattern: a regular expression (Python syntax) matched against each line.
+        pattern: a regular expression (RE2 syntax: like Python's, without backreferences or
+            lookaround) matched against each line.
         window: lines of context to show before and after each matching line (0-50).
 
     Returns:
         Blocks headed 'Lines A-B:' with each line numbered from 1 ('12: text'); overlapping
         blocks are merged. 'No matches found.' when nothing matches. Line N here is
-        start_line N-1 for internal_resource_read_lines.
+        start_line N-1 for internal_resource_read_lines. Output stops after 500 lines (or 10 s)
+        with a note saying so.
     """
     if not 0 <= window <= MAX_GREP_WINDOW:
         raise ValueError(f"window must be between 0 and {MAX_GREP_WINDOW} lines, got {window}")
     if not pattern:
         raise ValueError("pattern must be a non-empty regular expression")
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        regex = re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ValueError(
+            f"invalid regular expression {pattern!r}: {reason} (RE2 syntax, which runs in "
+            "linear time: no backreferences or lookaround)"
+        ) from None
     lines = _value(ctx, opaque_reference).splitlines()
     merged: list[list[int]] = []
+    shown = 0
+    stopped = ""
+    deadline = time.monotonic() + GREP_TIME_LIMIT_S
     for index, line in enumerate(lines):
+        if index % 4096 == 0 and time.monotonic() > deadline:
+            stopped = f"stopped after {GREP_TIME_LIMIT_S:g} s at line {index + 1} of {len(lines)}"
+            break
         if not regex.search(line):
             continue
         start, end = max(0, index - window), min(len(lines) - 1, index + window)
         if merged and start <= merged[-1][1] + 1:
+            shown += end - merged[-1][1]
             merged[-1][1] = max(merged[-1][1], end)
         else:
+            shown += end - start + 1
             merged.append([start, end])
+        if shown >= MAX_GREP_OUTPUT_LINES:
+            stopped = (
+                f"stopped after {MAX_GREP_OUTPUT_LINES} lines of output at line {index + 1} of "
+                f"{len(lines)}; narrow the pattern or lower the window"
+            )
+            break
     if not merged:
         return "No matches found."
     blocks = []
     for start, end in merged:
         body = "\n".join(f"{n + 1}: {lines[n]}" for n in range(start, end + 1))
         blocks.append(f"Lines {start + 1}-{end + 1}:\n{body}")
+    if stopped:
+        blocks.append(f"[grep {stopped}]")
     return "\n\n".join(blocks)
 
 

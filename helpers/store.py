@@ -203,9 +203,15 @@ class ToolOutputStore:
         Raises:
             DuplicateToolCallError: ``tool_call_id`` is already logged in ``thread_id``.
             TypeError: ``tool_output`` is not a string.
+            ValueError: the output holds a NUL character and the database is PostgreSQL.
         """
         if not isinstance(tool_output, str):
             raise TypeError(f"tool_output must be str, got {type(tool_output).__name__}")
+        if "\x00" in tool_output and self.engine.dialect.name == "postgresql":
+            raise ValueError(
+                "PostgreSQL TEXT cannot hold NUL characters; this output has one "
+                "(SQLite stores it fine)"
+            )
         args_text = (
             tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
         )
@@ -293,7 +299,8 @@ class ToolOutputStore:
 
         ``start`` is zero-based and must already be non-negative (callers turn a negative start
         into ``n_chars + start``); a range past the end is cut, as Python slicing does. Units are
-        characters, not bytes, on SQLite and PostgreSQL alike.
+        characters, not bytes, on SQLite and PostgreSQL alike. A value with a NUL character is
+        sliced in Python (SQLite's ``substr`` stops at NUL).
 
         Raises:
             ValueError: ``start`` or ``length`` is negative.
@@ -301,22 +308,20 @@ class ToolOutputStore:
         """
         if start < 0 or length < 0:
             raise ValueError(f"start and length must be >= 0, got start={start}, length={length}")
-        if length == 0:
-            self._require(row_id)
-            return ""
-        stmt = select(func.substr(ToolOutput.content, start + 1, length)).where(
+        stmt = select(ToolOutput.n_chars, func.substr(ToolOutput.content, start + 1, length)).where(
             ToolOutput.id == row_id
         )
         with self._sessions() as session:
-            value = session.scalar(stmt)
-        if value is None:
+            found = session.execute(stmt).first()
+        if found is None:
             raise KeyError(f"no tool output with id {row_id}")
-        return value
-
-    def _require(self, row_id: int) -> None:
-        with self._sessions() as session:
-            if session.get(ToolOutput, row_id) is None:
-                raise KeyError(f"no tool output with id {row_id}")
+        n_chars, value = found
+        expected = max(0, min(length, n_chars - start))
+        if len(value or "") != expected:
+            # SQLite's substr() stops at an embedded NUL character; such values are rare, and
+            # for them we slice in Python instead (correct, but it reads the whole value).
+            value = self.read_all(row_id)[start : start + length]
+        return value or ""
 
     # -- housekeeping ---------------------------------------------------------------------------
 
