@@ -201,7 +201,9 @@ def run_turn(
 
     Returns:
         The record; ``status`` is ``ok`` (answered), ``max_iterations`` (no answer within the
-        limit) or ``error`` (the model endpoint failed after the client's retries).
+        limit) or ``error`` (the model endpoint failed after the client's retries, or answered
+        with something that is not a chat completion). Tool outputs logged before a failure stay
+        in the store; rerunning the turn in the same thread can still resolve them.
 
     Raises:
         ValueError: the policy needs a store and none was given.
@@ -237,6 +239,11 @@ def run_turn(
             )
         except openai.OpenAIError as exc:
             record.status, record.error = "error", f"model call failed: {type(exc).__name__}: {exc}"
+            emit("error", record.error)
+            return record
+        except ValueError as exc:  # the SDK lets a body that is not JSON through as-is
+            record.status = "error"
+            record.error = f"model call failed: the endpoint answered with malformed JSON ({exc})"
             emit("error", record.error)
             return record
         choice = response.choices[0]
