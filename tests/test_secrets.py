@@ -1,0 +1,75 @@
+"""API keys never appear in CLI output, --dump-context, stored rows or notebook outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from helpers.offline import OfflineServer
+from helpers.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
+
+SECRET = "sk-test-SECRET-0123456789abcdefABCDEF"
+CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
+
+
+def test_a_real_key_is_used_but_never_shown_or_stored(tmp_path) -> None:
+    db = tmp_path / "store.sqlite"
+    with OfflineServer() as server:  # a keyed "local" provider that is really the offline model
+        env = {
+            **os.environ,
+            "WORKBOOK_PROFILE": "local",
+            "LOCAL_BASE_URL": server.base_url,
+            "LOCAL_MODEL": "offline-reference",
+            "LOCAL_API_KEY": SECRET,
+            "OPENAI_API_KEY": SECRET,
+            "WORKBOOK_DB_URL": f"sqlite:///{db}",
+        }
+        runs = [
+            subprocess.run(
+                [sys.executable, "-m", "helpers.cli", "ask", CASE1, *flags],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            for flags in (
+                ["--json", "--dump-context"],
+                ["--dump-context", "--print-tools", "--color", "never"],
+            )
+        ]
+        requests = server.chat_requests
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert SECRET not in run.stdout and SECRET not in run.stderr
+    assert json.loads(runs[0].stdout)["model"] == "offline-reference"
+    assert "via local" in runs[1].stdout and requests == 6  # both turns went over HTTP
+    assert SECRET.encode() not in db.read_bytes()
+    for extra in db.parent.glob("store.sqlite-*"):  # the WAL and shared-memory files too
+        assert SECRET.encode() not in extra.read_bytes()
+
+
+def test_notebook_outputs_hold_no_key(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("WORKBOOK_PROFILE", "offline")
+    notebook = nbformat.read(SOLUTIONS_DIR / "00_setup.ipynb", as_version=4)
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    ).execute()
+    text = nbformat.writes(notebook)
+    assert "offline reference model" in text and SECRET not in text
+
+
+def test_no_secret_files_are_tracked() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files"], capture_output=True, text=True, cwd=Path(__file__).parent.parent
+    ).stdout.split()
+    assert ".env" not in tracked and ".env.example" in tracked
