@@ -10,7 +10,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test install install-dev data lint format check-notebooks strip student clean
+.PHONY: lab test bench install install-dev data lint format check-notebooks strip student clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ student: $(DEV_STAMP)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks/solutions --nbval-lax --nbval-current-env
+
+# speed figures (medians, machine named); WORKBOOK_BENCH_PG_URL adds PostgreSQL
+bench: $(DEV_STAMP) data
+	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.bench --out build/bench.json
 
 clean:
 	rm -rf $(VENV) var build .pytest_cache .ruff_cache

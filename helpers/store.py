@@ -5,8 +5,11 @@ also by ``ref_id``, the unguessable id that an opaque reference ``internal://<re
 The full output lives in ``content``; ``n_chars`` (characters, not bytes) and ``sha256`` (of the
 UTF-8 bytes) describe it without loading it.
 
-Reads of a part of a value (:meth:`ToolOutputStore.read_range`) run ``substr`` in SQL, so taking
-200 characters of a 50 MB output never brings 50 MB into Python.
+Reads of a part of a value (:meth:`ToolOutputStore.read_range`) never load the whole value: an
+output of up to ``CHUNK_CHARS`` characters sits in ``content`` and is sliced with ``substr`` in
+SQL; a longer one is stored in ``tool_output_chunks``, ``CHUNK_CHARS`` characters a row, and a
+slice reads only the one or two chunks it touches. (SQLite's ``substr`` on one 50 MB value reads
+all 50 MB; chunks keep a slice's cost independent of the value's size.)
 
 The default database is a SQLite file in the run-time folder (``var/tool_outputs.sqlite``);
 ``WORKBOOK_DB_URL`` (or the ``url`` argument) takes any SQLAlchemy URL, PostgreSQL included.
@@ -28,6 +31,7 @@ from typing import Any
 from sqlalchemy import (
     DateTime,
     Engine,
+    ForeignKey,
     Integer,
     String,
     Text,
@@ -36,7 +40,10 @@ from sqlalchemy import (
     delete,
     event,
     func,
+    insert,
+    inspect,
     select,
+    text,
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
@@ -49,6 +56,9 @@ KIND_TOOL_OUTPUT = "tool_output"
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: Bytes of randomness in a reference id (``secrets.token_urlsafe``): 16 URL-safe characters.
 REF_ID_BYTES = 12
+#: Outputs longer than this many characters are stored in chunks of this many characters, so a
+#: slice reads one or two chunks instead of the whole value.
+CHUNK_CHARS = 16_384
 
 
 class DuplicateToolCallError(ValueError):
@@ -71,11 +81,23 @@ class ToolOutput(Base):
     tool_call_id: Mapped[str] = mapped_column(String(128), index=True)
     tool_name: Mapped[str] = mapped_column(String(128))
     tool_args: Mapped[str] = mapped_column(Text)  # JSON text, as the model sent it
-    content: Mapped[str] = mapped_column(Text, deferred=True)  # the full output
+    # the full output if it has at most CHUNK_CHARS characters; "" when it lives in chunks
+    content: Mapped[str] = mapped_column(Text, deferred=True)
+    n_chunks: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     n_chars: Mapped[int] = mapped_column(Integer)
     sha256: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(32), default=KIND_TOOL_OUTPUT, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class ToolOutputChunk(Base):
+    """A piece of a long output: ``CHUNK_CHARS`` characters (the last one may be shorter)."""
+
+    __tablename__ = "tool_output_chunks"
+
+    output_id: Mapped[int] = mapped_column(ForeignKey("tool_outputs.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    content: Mapped[str] = mapped_column(Text)
 
 
 @dataclass(frozen=True)
@@ -169,7 +191,17 @@ class ToolOutputStore:
                 os.makedirs(os.path.dirname(os.path.abspath(db_file)), exist_ok=True)
         self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
         Base.metadata.create_all(self.engine)
+        self._migrate()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _migrate(self) -> None:
+        """Bring a database made by an earlier version of this schema up to date."""
+        columns = {c["name"] for c in inspect(self.engine).get_columns("tool_outputs")}
+        if "n_chunks" not in columns:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    text("ALTER TABLE tool_outputs ADD COLUMN n_chunks INTEGER NOT NULL DEFAULT 0")
+                )
 
     def __repr__(self) -> str:
         return f"ToolOutputStore({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -215,13 +247,19 @@ class ToolOutputStore:
         args_text = (
             tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
         )
+        chunks = (
+            [tool_output[i : i + CHUNK_CHARS] for i in range(0, len(tool_output), CHUNK_CHARS)]
+            if len(tool_output) > CHUNK_CHARS
+            else []
+        )
         row = ToolOutput(
             ref_id=secrets.token_urlsafe(REF_ID_BYTES),
             thread_id=thread_id,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             tool_args=args_text,
-            content=tool_output,
+            content="" if chunks else tool_output,
+            n_chunks=len(chunks),
             n_chars=len(tool_output),
             sha256=hashlib.sha256(tool_output.encode("utf-8", "surrogatepass")).hexdigest(),
             kind=kind,
@@ -230,6 +268,15 @@ class ToolOutputStore:
         try:
             with self._sessions.begin() as session:
                 session.add(row)
+                if chunks:
+                    session.flush()  # assigns row.id
+                    session.execute(
+                        insert(ToolOutputChunk),
+                        [
+                            {"output_id": row.id, "seq": i, "content": c}
+                            for i, c in enumerate(chunks)
+                        ],
+                    )
         except IntegrityError as exc:
             if self.get(thread_id, tool_call_id) is not None:
                 raise DuplicateToolCallError(
@@ -255,7 +302,9 @@ class ToolOutputStore:
             rows = session.scalars(
                 select(ToolOutput).where(ToolOutput.tool_call_id == tool_call_id)
             ).all()
-            return [_to_record(r, r.content if with_content else None) for r in rows]
+            return [
+                _to_record(r, self._content(session, r) if with_content else None) for r in rows
+            ]
 
     def get_by_ref(self, ref_id: str, *, with_content: bool = False) -> StoredOutput | None:
         """The row an opaque reference ``internal://<ref_id>`` names, or ``None``."""
@@ -266,7 +315,7 @@ class ToolOutputStore:
             row = session.scalars(stmt).first()
             if row is None:
                 return None
-            return _to_record(row, row.content if with_content else None)
+            return _to_record(row, self._content(session, row) if with_content else None)
 
     def list_thread(self, thread_id: str) -> list[StoredOutput]:
         """The rows of a thread in the order they were written (without ``content``)."""
@@ -286,13 +335,24 @@ class ToolOutputStore:
 
     # -- reading values -------------------------------------------------------------------------
 
+    @staticmethod
+    def _content(session: Any, row: ToolOutput) -> str:
+        if not row.n_chunks:
+            return row.content
+        pieces = session.scalars(
+            select(ToolOutputChunk.content)
+            .where(ToolOutputChunk.output_id == row.id)
+            .order_by(ToolOutputChunk.seq)
+        ).all()
+        return "".join(pieces)
+
     def read_all(self, row_id: int) -> str:
         """The full output of row ``row_id``. Raises ``KeyError`` if there is no such row."""
         with self._sessions() as session:
-            value = session.scalar(select(ToolOutput.content).where(ToolOutput.id == row_id))
-        if value is None:
-            raise KeyError(f"no tool output with id {row_id}")
-        return value
+            row = session.get(ToolOutput, row_id)
+            if row is None:
+                raise KeyError(f"no tool output with id {row_id}")
+            return self._content(session, row)
 
     def read_range(self, row_id: int, start: int, length: int) -> str:
         """Characters ``[start, start + length)`` of row ``row_id``'s output, read in SQL.
@@ -308,19 +368,37 @@ class ToolOutputStore:
         """
         if start < 0 or length < 0:
             raise ValueError(f"start and length must be >= 0, got start={start}, length={length}")
-        stmt = select(ToolOutput.n_chars, func.substr(ToolOutput.content, start + 1, length)).where(
-            ToolOutput.id == row_id
-        )
         with self._sessions() as session:
-            found = session.execute(stmt).first()
-        if found is None:
-            raise KeyError(f"no tool output with id {row_id}")
-        n_chars, value = found
-        expected = max(0, min(length, n_chars - start))
-        if len(value or "") != expected:
+            meta = session.execute(
+                select(ToolOutput.n_chars, ToolOutput.n_chunks).where(ToolOutput.id == row_id)
+            ).first()
+            if meta is None:
+                raise KeyError(f"no tool output with id {row_id}")
+            n_chars, n_chunks = meta
+            end = min(start + length, n_chars)
+            if start >= end:
+                return ""
+            if n_chunks:
+                first, last = start // CHUNK_CHARS, (end - 1) // CHUNK_CHARS
+                pieces = session.scalars(
+                    select(ToolOutputChunk.content)
+                    .where(
+                        ToolOutputChunk.output_id == row_id,
+                        ToolOutputChunk.seq.between(first, last),
+                    )
+                    .order_by(ToolOutputChunk.seq)
+                ).all()
+                offset = start - first * CHUNK_CHARS
+                return "".join(pieces)[offset : offset + (end - start)]
+            value = session.scalar(
+                select(func.substr(ToolOutput.content, start + 1, length)).where(
+                    ToolOutput.id == row_id
+                )
+            )
+        if len(value or "") != end - start:
             # SQLite's substr() stops at an embedded NUL character; such values are rare, and
-            # for them we slice in Python instead (correct, but it reads the whole value).
-            value = self.read_all(row_id)[start : start + length]
+            # for them we slice in Python instead.
+            value = self.read_all(row_id)[start:end]
         return value or ""
 
     # -- housekeeping ---------------------------------------------------------------------------
@@ -344,16 +422,17 @@ class ToolOutputStore:
         """
         if older_than is None and thread_id is None:
             raise ValueError("prune needs older_than and/or thread_id")
-        stmt = delete(ToolOutput)
+        doomed = select(ToolOutput.id)
         if older_than is not None:
             cutoff = (
                 datetime.now(UTC) - older_than if isinstance(older_than, timedelta) else older_than
             )
             if self.engine.dialect.name == "sqlite":
                 cutoff = cutoff.astimezone(UTC).replace(tzinfo=None)
-            stmt = stmt.where(ToolOutput.created_at < cutoff)
+            doomed = doomed.where(ToolOutput.created_at < cutoff)
         if thread_id is not None:
-            stmt = stmt.where(ToolOutput.thread_id == thread_id)
+            doomed = doomed.where(ToolOutput.thread_id == thread_id)
         with self._sessions.begin() as session:
-            result = session.execute(stmt)
+            session.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
+            result = session.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
             return int(result.rowcount or 0)

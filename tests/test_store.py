@@ -99,3 +99,60 @@ def test_the_same_store_on_postgresql() -> None:
         pg.log_tool(thread, "c1", "x", {}, "again")
     assert pg.prune(thread_id=thread) == 1
     pg.close()
+
+
+def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputStore) -> None:
+    from helpers.store import CHUNK_CHARS
+
+    unit = "ab\x00🧪é\r\n"
+    value = (unit * (CHUNK_CHARS * 7 // 2 // len(unit) + 1))[: CHUNK_CHARS * 7 // 2]
+    row = store.log_tool("t", "chunky", "x", {}, value)
+    with sqlite3.connect(store.url.removeprefix("sqlite:///")) as db:
+        n_chunks = db.execute(
+            "SELECT n_chunks FROM tool_outputs WHERE id = ?", (row.id,)
+        ).fetchone()[0]
+        assert n_chunks == 4
+        assert (
+            db.execute(
+                "SELECT count(*) FROM tool_output_chunks WHERE output_id = ?", (row.id,)
+            ).fetchone()[0]
+            == 4
+        )
+    assert store.read_all(row.id) == value
+    assert store.get("t", "chunky", with_content=True).content == value
+    for start in (
+        0,
+        1,
+        CHUNK_CHARS - 3,
+        CHUNK_CHARS,
+        2 * CHUNK_CHARS - 1,
+        len(value) - 5,
+        len(value),
+    ):
+        for length in (0, 1, 7, CHUNK_CHARS + 10, 3 * CHUNK_CHARS):
+            assert store.read_range(row.id, start, length) == value[start : start + length], (
+                start,
+                length,
+            )
+    assert store.prune(thread_id="t") == 1
+    with sqlite3.connect(store.url.removeprefix("sqlite:///")) as db:
+        assert db.execute("SELECT count(*) FROM tool_output_chunks").fetchone()[0] == 0
+
+
+def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:  # the table as the first version created it
+        db.execute(
+            "CREATE TABLE tool_outputs (id INTEGER PRIMARY KEY, ref_id VARCHAR(64) UNIQUE, "
+            "thread_id VARCHAR(128), tool_call_id VARCHAR(128), tool_name VARCHAR(128), "
+            "tool_args TEXT, content TEXT NOT NULL, n_chars INTEGER, sha256 VARCHAR(64), "
+            "kind VARCHAR(32), created_at DATETIME, UNIQUE (thread_id, tool_call_id))"
+        )
+        db.execute(
+            "INSERT INTO tool_outputs VALUES (1, 'oldrefoldref1234', 't', 'c0', 'x', '{}', "
+            "'old value', 9, 'h', 'tool_output', '2026-11-01 10:00:00')"
+        )
+    store = ToolOutputStore(f"sqlite:///{path}")
+    assert store.read_all(1) == "old value" and store.read_range(1, 4, 5) == "value"
+    row = store.log_tool("t", "c1", "x", {}, "n" * 40_000)
+    assert store.read_range(row.id, 39_990, 100) == "n" * 10
