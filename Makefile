@@ -10,7 +10,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test bench install install-dev data lint format check-notebooks strip student clean
+.PHONY: lab test e2e bench install install-dev data lint format check-notebooks strip student clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +57,16 @@ student: $(DEV_STAMP)
 # unit tests, the checkpoint test, and nbval over every solution notebook, all offline
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks/solutions --nbval-lax --nbval-current-env
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks/solutions --ignore=tests/e2e \
+		--nbval-lax --nbval-current-env
+
+# the workbook in a real browser: JupyterLab on loopback, notebook 05 in headless Chromium
+# (Debian's chromium, installed here if missing; Playwright drives it, no browser download)
+e2e: $(DEV_STAMP) data
+	@command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "make e2e needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/e2e
 
 # speed figures (medians, machine named); WORKBOOK_BENCH_PG_URL adds PostgreSQL
 bench: $(DEV_STAMP) data

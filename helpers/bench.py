@@ -71,7 +71,10 @@ def median_s(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def _round_trip_tools(values: dict[str, str], received: list[str]) -> ToolRegistry:
+def round_trip_tools(values: dict[str, str], received: list[str]) -> ToolRegistry:
+    """Two tools for round trips: ``produce(key)`` returns ``values[key]``; ``consume(text)``
+    appends what it really received to ``received``."""
+
     def produce(key: str) -> str:
         """Return a stored benchmark value.
 
@@ -97,7 +100,7 @@ def bench_round_trip(store: ToolOutputStore, size_bytes: int, repeat: int) -> fl
     values = {"v": ("0123456789abcdef" * (size_bytes // 16 + 1))[:size_bytes]}
     received: list[str] = []
     policy = BoxPolicy()
-    tools = _round_trip_tools(values, received).merged(policy.internal_tools())
+    tools = round_trip_tools(values, received).merged(policy.internal_tools())
     ctx = ToolContext(store=store, thread_id="bench_" + uuid.uuid4().hex)
 
     def once() -> None:

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.agent import dispatch
+from helpers.bench import round_trip_tools
 from helpers.policies import BoxPolicy
-from helpers.registry import ToolContext, ToolRegistry, tool_from_function
+from helpers.registry import ToolContext
 from helpers.resolve_tools import internal_resource_read_slice
 from helpers.store import ToolOutputStore
 
@@ -25,31 +26,10 @@ TEXT = st.lists(st.one_of(AWKWARD, st.characters(exclude_categories=("Cs",))), m
 )
 
 
-def _tools(produced: dict, received: list) -> ToolRegistry:
-    def produce(key: str) -> str:
-        """Return the value stored under key.
-
-        Args:
-            key: which value.
-        """
-        return produced[key]
-
-    def consume(text: str) -> str:
-        """Receive a value.
-
-        Args:
-            text: the value.
-        """
-        received.append(text)
-        return "ok"
-
-    return ToolRegistry([tool_from_function(produce), tool_from_function(consume)])
-
-
 def _round_trip(store: ToolOutputStore, value: str, thread: str, call: str) -> str:
     produced, received = {"v": value}, []
     policy = BoxPolicy(threshold=0)  # box everything longer than 0 characters
-    tools = _tools(produced, received).merged(policy.internal_tools())
+    tools = round_trip_tools(produced, received).merged(policy.internal_tools())
     ctx = ToolContext(store=store, thread_id=thread)
     boxed = dispatch(f"{call}_p", "produce", '{"key": "v"}', tools, policy, ctx)
     if value:

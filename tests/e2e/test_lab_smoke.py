@@ -1,0 +1,133 @@
+"""The workbook as a person sees it: JupyterLab on loopback, notebook 05 in headless Chromium.
+
+Run by ``make e2e`` (which ``.ci/run`` calls). Needs Debian's ``chromium`` at /usr/bin/chromium,
+driven by Playwright (no browser download). Starts JupyterLab on a free loopback port, opens
+``notebooks/05_truncation_vs_boxing.ipynb``, runs all cells, checks that no cell shows an error and
+that the widget controls rendered, and saves a screenshot under ``build/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+NOTEBOOK = "05_truncation_vs_boxing.ipynb"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make e2e does it)")
+    port, token = _free_port(), secrets.token_hex(16)
+    workdir = tmp_path_factory.mktemp("lab")
+    shutil.copy(ROOT / "notebooks" / NOTEBOOK, workdir / NOTEBOOK)  # leave the committed one clean
+    env = {
+        **os.environ,
+        "WORKBOOK_PROFILE": "offline",
+        "JUPYTER_CONFIG_DIR": str(workdir / "config"),
+        "PYTHONPATH": str(ROOT),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        f"--ServerApp.port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={workdir}",
+    ]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    server = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=workdir
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        server.kill()
+        pytest.fail("JupyterLab did not start: " + server.stderr.read().decode()[-2000:])
+    yield base, token
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def test_notebook_05_runs_in_a_real_browser(lab) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, token = lab
+    shots = ROOT / "build"
+    shots.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1200})
+        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook", timeout=120_000)
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
+        )
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Escape")
+        page.evaluate(
+            "window.jupyterapp && window.jupyterapp.commands.execute('notebook:run-all-cells')"
+        )
+        if not page.evaluate("!!window.jupyterapp"):
+            page.get_by_text("Run", exact=True).first.click()
+            page.get_by_text("Run All Cells", exact=True).first.click()
+        # all cells done: every code cell has an execution count and the kernel is idle again
+        page.wait_for_function(
+            """() => {
+                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+                return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+            }""",
+            timeout=180_000,
+        )
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
+        )
+        page.wait_for_selector(".widget-dropdown select, .jupyter-widgets select", timeout=60_000)
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']"
+        )
+        error_text = [errors.nth(i).inner_text() for i in range(errors.count())]
+        widget = page.locator(".widget-dropdown, .jupyter-widgets.widget-inline-hbox").first
+        widget.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "e2e_notebook05.png"), full_page=False)
+        sliders = page.locator(".widget-slider, .jupyter-widgets .widget-hslider").count()
+        tables = page.locator("table").count()
+        browser.close()
+    assert not [t for t in error_text if re.search(r"Error|Traceback", t)], error_text
+    assert sliders >= 2, "the threshold and limit sliders did not render"
+    assert tables >= 2, "the comparison table and the side-by-side view did not render"
