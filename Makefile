@@ -10,7 +10,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test e2e bench install install-dev data lint format check-notebooks strip student clean
+.PHONY: lab test test-pg e2e bench install install-dev data lint format check-notebooks strip student clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks/solutions --ignore=tests/e2e \
 		--nbval-lax --nbval-current-env
+
+# the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)
+test-pg: $(DEV_STAMP)
+	tests/with_postgres.sh
 
 # the workbook in a real browser: JupyterLab on loopback, notebook 05 in headless Chromium
 # (Debian's chromium, installed here if missing; Playwright drives it, no browser download)

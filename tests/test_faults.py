@@ -121,24 +121,44 @@ def test_four_processes_log_two_thousand_rows(tmp_path) -> None:
         assert db.execute("SELECT count(DISTINCT ref_id) FROM tool_outputs").fetchone()[0] == 2000
 
 
-def test_a_killed_process_loses_no_committed_output(tmp_path) -> None:
+def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
     db = tmp_path / "killed.sqlite"
     script = textwrap.dedent(f"""
         import os, signal
+        from helpers.agent import run_turn
+        from helpers.offline import OfflineModel, offline_client
+        from helpers.policies import make_policy
+        from helpers.registry import tool_from_function
         from helpers.store import ToolOutputStore
-        store = ToolOutputStore("sqlite:///{db}")
-        for i in range(50):
-            store.log_tool("thread_k", f"call_{{i}}", "x", {{}}, "v" * 10_000)
-        print("logged", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)  # no clean shutdown, no checkpoint
+        from helpers.tools import default_registry
+
+        def crash(text: str) -> str:
+            \"\"\"Die mid-turn, as a process killed by the OOM killer would.
+
+            Args:
+                text: anything.
+            \"\"\"
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        registry = default_registry()
+        registry.add(tool_from_function(crash))
+        prompt = "transcribe, then crash"
+        model = OfflineModel({{prompt: [
+            {{"call": "yt_transcribe", "args": {{"video_id": "123"}}}},
+            {{"call": "crash", "args": {{"text": {{"result": 1}}}}}},
+            {{"answer": "never"}},
+        ]}})
+        run_turn(prompt, client=offline_client(model), model="m", policy=make_policy("box"),
+                 registry=registry, store=ToolOutputStore("sqlite:///{db}"), thread_id="thread_k")
     """)
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == -signal.SIGKILL and "logged" in done.stdout
+    assert done.returncode == -signal.SIGKILL, done.stderr
     store = ToolOutputStore(f"sqlite:///{db}")
-    assert store.count("thread_k") == 50
-    assert store.read_all(store.get("thread_k", "call_49").id) == "v" * 10_000
+    rows = store.list_thread("thread_k")
+    assert [r.tool_name for r in rows] == ["yt_transcribe"]
+    assert store.read_all(rows[0].id).endswith("The number to remember is 6065")
 
 
 def test_a_locked_database_waits_then_errors_clearly(tmp_path) -> None:
