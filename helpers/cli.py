@@ -38,6 +38,7 @@ from helpers.cases import Case, CaseError, load_cases
 from helpers.compare import Comparison, write_report
 from helpers.evaluation import VARIANTS, CaseRun, run_cases
 from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
+from helpers.modes import MODES, for_mode
 from helpers.paths import CASES_DIR
 from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS, STRATEGIES, make_policy
 from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-iterations", type=int, default=DEFAULT_MAX_ITERATIONS)
     ask.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
     ask.add_argument("--thread", help="continue this thread id (its references stay valid)")
+    ask.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
     ask.add_argument("--db", help="store URL (default: WORKBOOK_DB_URL or var/tool_outputs.sqlite)")
     ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
@@ -106,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
     cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
     cases.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
+    cases.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
     cases.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -152,7 +155,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"workbook: {exc}", file=sys.stderr)
         return EXIT_USAGE
     client = make_client(config, max_retries=args.max_retries)
-    registry = default_registry()
+    registry = for_mode(default_registry(), args.mode)
     store = ToolOutputStore(args.db)
     out = _console(args.color)
     human = not args.json
@@ -168,6 +171,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if human:
         out.print(f"[bold]Model:[/] {escape(config.describe())}")
         out.print(f"[bold]Strategy:[/] {escape(policy.describe())}")
+        if args.mode:
+            out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
         if not config.offline:
             status = out.status("waiting for the model…")
             status.start()
@@ -284,6 +289,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 limit=args.limit,
                 few_shot=args.few_shot,
                 temperature=config.temperature,
+                registry=for_mode(default_registry(), args.mode),
                 on_done=done,
             ):
                 results.append((config, run))

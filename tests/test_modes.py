@@ -1,0 +1,107 @@
+"""Per-mode whitelists: only the mode's tools are offered, and a forged call is refused unrun."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from scripted import scripted_client, tool_calls
+
+from helpers.agent import run_turn
+from helpers.modes import for_mode
+from helpers.paths import outbox_dir
+from helpers.policies import make_policy
+from helpers.tools import default_registry
+
+
+def _offered(mode, strategy="box") -> set[str]:
+    policy = make_policy(strategy)
+    tools = for_mode(default_registry(), mode).merged(policy.internal_tools())
+    return {s["function"]["name"] for s in tools.schemas()}
+
+
+def test_each_mode_offers_only_its_tools() -> None:
+    explore = _offered("explore")
+    assert "google_drive_write_file" not in explore
+    assert {
+        "yt_transcribe",
+        "get_page",
+        "run_sql",
+        "deep_check",
+        "internal_resource_grep",
+    } <= explore
+    assert "fetch_tool_output" in _offered("explore", "truncate")
+    assert "google_drive_write_file" in _offered("operate")
+    assert _offered(None) == _offered("operate")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        for_mode(default_registry(), "root")
+
+
+def test_a_forged_call_to_a_tool_outside_the_mode_is_refused_and_not_run(store) -> None:
+    name = f"forged-{uuid.uuid4().hex[:8]}.txt"
+    client, requests = scripted_client(
+        [
+            tool_calls(
+                (
+                    "c1",
+                    "google_drive_write_file",
+                    json.dumps({"file_name": name, "file_content": "pwned"}),
+                )
+            ),
+            {"role": "assistant", "content": "I could not write the file."},
+        ]
+    )
+    record = run_turn(
+        "write it",
+        client=client,
+        model="scripted",
+        policy=make_policy("box"),
+        registry=for_mode(default_registry(), "explore"),
+        store=store,
+    )
+    assert record.ok and record.answer == "I could not write the file."
+    call = record.tool_calls[0]
+    assert call.result_kind == "error" and not call.ran
+    assert "not available in mode 'explore'" in json.loads(call.result)["error"]
+    assert not (outbox_dir() / name).exists()
+    assert store.get(record.thread_id, "c1") is None
+    offered = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert "google_drive_write_file" not in offered  # it was never given, yet it was named
+
+
+def test_cli_mode_flag() -> None:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    prompt = "Generate a transcript of the YouTube video with video_id='123' and save it to a file on Google Drive named 'transcript.txt'."
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", "ask", prompt, "--mode", "explore", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    write = next(t for t in data["tool_calls"] if t["name"] == "google_drive_write_file")
+    assert write["result_kind"] == "error" and "not available in mode 'explore'" in write["result"]
+    assert "could not finish" in data["answer"]
+    cases = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helpers.cli",
+            "cases",
+            "data/cases/case2.md",
+            "--mode",
+            "explore",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert cases.returncode == 1 and json.loads(cases.stdout)["failed"] == 1
