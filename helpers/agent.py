@@ -35,12 +35,24 @@ from typing import Any
 import openai
 
 from helpers.boxing import ReferenceRefused
+from helpers.compaction import DEFAULT_KEEP_LAST_CALLS, DEFAULT_THRESHOLD_TOKENS, compact
 from helpers.policies import ResultPolicy
 from helpers.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
 from helpers.store import DuplicateToolCallError, ToolOutputStore
 from helpers.tokens import count_chat_tokens, count_tokens
 
 DEFAULT_MAX_ITERATIONS = 8
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """When and how much to compact: past ``threshold_tokens``, keep the last ``keep_last``
+    tool calls whole."""
+
+    threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS
+    keep_last: int = DEFAULT_KEEP_LAST_CALLS
+
+
 #: The longest arguments JSON text a tool call may carry, in characters; longer is refused
 #: (large values should travel as references).
 MAX_ARGUMENTS_CHARS = 1_000_000
@@ -103,6 +115,7 @@ class TurnRecord:
     status: str = "running"
     error: str | None = None
     tool_schemas: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    compactions: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -138,6 +151,7 @@ class TurnRecord:
             "usage": self.usage(),
             "model_calls": [asdict(c) for c in self.model_calls],
             "answer": self.answer,
+            "compactions": self.compactions,
         }
         if self.error:
             data["error"] = self.error
@@ -180,6 +194,7 @@ def run_turn(
     history: list[dict[str, Any]] | None = None,
     temperature: float | None = None,
     on_event: EventHook | None = None,
+    compaction: CompactionSettings | None = None,
 ) -> TurnRecord:
     """Run one agent turn for ``prompt`` and return its :class:`TurnRecord`.
 
@@ -198,6 +213,9 @@ def run_turn(
         history: earlier messages of the thread (after the system message), if any.
         temperature: sampling temperature, if the model takes one.
         on_event: called with ``(name, data)`` as the turn progresses (for live display).
+        compaction: if given, before each model call the history is compacted when the context
+            passes ``compaction.threshold_tokens`` (:mod:`helpers.compaction`); each time is noted
+            in ``record.compactions`` and the summary message marks the place in the transcript.
 
     Returns:
         The record; ``status`` is ``ok`` (answered), ``max_iterations`` (no answer within the
@@ -232,6 +250,23 @@ def run_turn(
     extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
 
     for index in range(max_iterations):
+        if compaction is not None:
+            done = compact(
+                messages,
+                tools=schemas,
+                keep_last=compaction.keep_last,
+                threshold_tokens=compaction.threshold_tokens,
+            )
+            if done.compacted:
+                messages[:] = done.messages
+                event = {
+                    "before_model_call": index,
+                    "folded_calls": done.folded_calls,
+                    "tokens_before": done.tokens_before,
+                    "tokens_after": done.tokens_after,
+                }
+                record.compactions.append(event)
+                emit("compaction", event)
         started = time.perf_counter()
         try:
             response = client.chat.completions.create(

@@ -33,8 +33,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from helpers.agent import DEFAULT_MAX_ITERATIONS, ModelCallRecord, ToolCallRecord, run_turn
+from helpers.agent import (
+    DEFAULT_MAX_ITERATIONS,
+    CompactionSettings,
+    ModelCallRecord,
+    ToolCallRecord,
+    run_turn,
+)
 from helpers.cases import Case, CaseError, load_cases
+from helpers.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.compare import Comparison, write_report
 from helpers.evaluation import VARIANTS, CaseRun, run_cases
 from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
@@ -87,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
     ask.add_argument("--thread", help="continue this thread id (its references stay valid)")
     ask.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
+    ask.add_argument(
+        "--compact",
+        nargs="?",
+        type=int,
+        const=DEFAULT_THRESHOLD_TOKENS,
+        metavar="TOKENS",
+        help="compact earlier tool calls past this many context tokens (default %(const)s)",
+    )
     ask.add_argument("--db", help="store URL (default: WORKBOOK_DB_URL or var/tool_outputs.sqlite)")
     ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
@@ -109,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
     cases.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
     cases.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
+    cases.add_argument(
+        "--compact",
+        nargs="?",
+        type=int,
+        const=DEFAULT_THRESHOLD_TOKENS,
+        metavar="TOKENS",
+        help="compact earlier tool calls past this many context tokens",
+    )
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
     cases.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -185,6 +208,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 f"[dim]model call {data.index + 1}: {data.prompt_tokens} prompt tokens, "
                 f"{data.completion_tokens} completion tokens[/]"
             )
+        elif name == "compaction":
+            out.print(
+                f"[bold magenta]⟲ compacted {data['folded_calls']} earlier tool calls: "
+                f"{data['tokens_before']:,} → {data['tokens_after']:,} context tokens[/]"
+            )
         elif name == "tool_call" and isinstance(data, ToolCallRecord):
             style = _KIND_STYLE.get(data.result_kind, "white")
             out.print(f"[cyan]→ {escape(data.name)}[/]({escape(_short(data.arguments, 200))})")
@@ -206,6 +234,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             few_shot=args.few_shot,
             temperature=config.temperature,
             on_event=on_event,
+            compaction=None if args.compact is None else CompactionSettings(args.compact),
         )
     finally:
         if status is not None:
@@ -290,6 +319,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 few_shot=args.few_shot,
                 temperature=config.temperature,
                 registry=for_mode(default_registry(), args.mode),
+                compaction=None if args.compact is None else CompactionSettings(args.compact),
                 on_done=done,
             ):
                 results.append((config, run))

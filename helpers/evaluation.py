@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import openai
 
-from helpers.agent import TurnRecord, run_turn
+from helpers.agent import CompactionSettings, TurnRecord, run_turn
 from helpers.cases import Case
 from helpers.policies import (
     DEFAULT_BOX_THRESHOLD_CHARS,
@@ -68,6 +68,7 @@ def run_case(
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
     few_shot: bool = True,
     temperature: float | None = None,
+    compaction: CompactionSettings | None = None,
 ) -> CaseRun:
     """Run ``case.prompt`` once under ``variant`` in a fresh thread, and validate it."""
     record = run_turn(
@@ -79,6 +80,7 @@ def run_case(
         store=store,
         few_shot=few_shot,
         temperature=temperature,
+        compaction=compaction,
     )
     return CaseRun(case, variant, record, validate(case, record))
 

@@ -1,0 +1,308 @@
+"""Tool-history compaction in tiers (RFC 013, seed 004).
+
+A long session piles up old tool calls even when each result is boxed. When the context passes a
+token threshold, the history is compacted:
+
+1. the system prompt and the first user message are always kept;
+2. older tool calls are replaced by one short summary, grouped by category (:func:`categorize`):
+   *read* (note what was read), *write* (keep what changed), *execution* (errors verbatim,
+   successes counted) and *query* (very aggressive);
+3. the last ``keep_last`` tool calls keep their complete call → result pairs;
+4. the current turn (from the last user message on) is untouched.
+
+The unit of removal is a whole *exchange*: an assistant message with ``tool_calls`` and every
+``tool`` message answering it. Removing whole exchanges keeps every call paired with its result,
+so the API never sees an orphan (:func:`pairing_safe_cut`). Compaction never touches the store,
+so every reference stays resolvable; the summary lists the references of the calls it folds.
+
+The summary is heuristic (no model call). :func:`to_text_form` renders tool calls as plain text
+for gateways that reject structured tool-call items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from helpers.boxing import ReferenceRefused, make_reference, reference_id
+from helpers.tokens import count_chat_tokens
+
+DEFAULT_KEEP_LAST_CALLS = 6
+DEFAULT_THRESHOLD_TOKENS = 10_000
+SUMMARY_HEADER = "[Earlier in this session:]"
+
+CATEGORY_OF: dict[str, str] = {
+    "get_page": "read",
+    "yt_transcribe": "read",
+    "internal_resource_read": "read",
+    "fetch_tool_output": "read",
+    "google_drive_write_file": "write",
+    "deep_check": "execution",
+    "run_sql": "query",
+    "internal_resource_grep": "query",
+    "internal_resource_read_slice": "query",
+    "internal_resource_read_lines": "query",
+    "internal_resource_length": "query",
+}
+CATEGORY_ORDER = ("read", "write", "execution", "query")
+
+
+def categorize(tool_name: str) -> str:
+    """``read``, ``write``, ``execution`` or ``query``; a tool we do not know is ``execution``
+    (its errors are then kept verbatim, the cautious choice)."""
+    return CATEGORY_OF.get(tool_name, "execution")
+
+
+@dataclass
+class Exchange:
+    """One tool call and its result, as found in the messages."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    assistant_index: int
+
+    @property
+    def error(self) -> str | None:
+        """The error message if the result is an error result, else ``None``."""
+        try:
+            data = json.loads(self.result)
+        except ValueError:
+            return None
+        if isinstance(data, dict) and isinstance(data.get("error"), str):
+            return data["error"]
+        return None
+
+
+def find_exchanges(messages: list[dict[str, Any]]) -> list[Exchange]:
+    """Every tool call in ``messages`` with its result, in order."""
+    results = {
+        m.get("tool_call_id"): str(m.get("content") or "")
+        for m in messages
+        if m.get("role") == "tool"
+    }
+    found = []
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {"(malformed arguments)": function.get("arguments")}
+            if not isinstance(arguments, dict):
+                arguments = {"(arguments)": arguments}
+            found.append(
+                Exchange(
+                    call["id"],
+                    function.get("name", "?"),
+                    arguments,
+                    results.get(call["id"], ""),
+                    index,
+                )
+            )
+    return found
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _what(exchange: Exchange) -> str:
+    """The main argument of a call, shortened: what was read or asked."""
+    args = exchange.arguments
+    for key in (
+        "url",
+        "video_id",
+        "query",
+        "file_name",
+        "tool_call_id",
+        "pattern",
+        "opaque_reference",
+    ):
+        if key in args:
+            return f"{key}={_clip(args[key], 60)}"
+    return _clip(json.dumps(args, ensure_ascii=False), 60)
+
+
+def _errors(failed: list[Exchange], width: int) -> str:
+    """Every distinct error, lightly compressed, with a count when it repeats."""
+    counts: dict[str, int] = {}
+    for exchange in failed:
+        text = _clip(exchange.error or "", width)
+        counts[text] = counts.get(text, 0) + 1
+    return "; ".join(f"{text} ×{n}" if n > 1 else text for text, n in counts.items())
+
+
+def summarize_category(category: str, exchanges: list[Exchange]) -> str:
+    """One line (or a few, for execution errors) summarising a category's calls."""
+    n = len(exchanges)
+    failed = [e for e in exchanges if e.error]
+    if category == "read":
+        items = "; ".join(f"{e.name}({_what(e)})" for e in exchanges[:6])
+        more = f"; … {n - 6} more" if n > 6 else ""
+        fails = f" ({len(failed)} failed: {_errors(failed, 80)})" if failed else ""
+        return f"- Read {n} item{'s' * (n != 1)}: {items}{more}{fails}"
+    if category == "write":
+        lines = [f"- Wrote {n - len(failed)} file{'s' * (n - len(failed) != 1)}:"]
+        for e in exchanges:
+            name = e.arguments.get("file_name", "?")
+            if e.error:
+                lines.append(f"  - {name}: FAILED: {_clip(e.error, 160)}")
+            else:
+                lines.append(f"  - {name}: {_clip(e.result, 120)}")
+        return "\n".join(lines)
+    if category == "execution":
+        ok = n - len(failed)
+        names = sorted({e.name for e in exchanges})
+        lines = [
+            f"- Ran {n} execution{'s' * (n != 1)} ({', '.join(names)}): {ok} succeeded, {len(failed)} failed"
+        ]
+        lines += [f"  - {e.name}({_what(e)}) failed: {_clip(e.error, 200)}" for e in failed]
+        return "\n".join(lines)
+    fails = f" ({len(failed)} failed: {_errors(failed, 60)})" if failed else ""
+    return f"- Ran {n} quer{'ies' if n != 1 else 'y'}{fails}"
+
+
+def summarize_history(exchanges: list[Exchange]) -> str:
+    """The summary message's text: a header, one block per category, and the references."""
+    lines = [SUMMARY_HEADER]
+    for category in CATEGORY_ORDER:
+        group = [e for e in exchanges if categorize(e.name) == category]
+        if group:
+            lines.append(summarize_category(category, group))
+    refs = []
+    for e in exchanges:
+        try:
+            ref = reference_id(e.result)
+        except ReferenceRefused:
+            ref = None
+        if ref:
+            refs.append(f"{e.name}({_what(e)}) -> {make_reference(ref)}")
+    if refs:
+        lines.append("- References from these calls are still valid: " + "; ".join(refs[:10]))
+    return "\n".join(lines)
+
+
+def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]:
+    """Indices of the messages to fold into the summary.
+
+    Whole exchanges only (an assistant ``tool_calls`` message and its ``tool`` messages), none
+    in the current turn (from the last user message on), and none holding one of the last
+    ``keep_last`` tool calls. So no ``tool`` message is ever left without its call, or a call
+    without its result.
+    """
+    last_user = max(
+        (i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages)
+    )
+    call_owner: dict[str, int] = {}
+    order: list[str] = []
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            call_owner[call["id"]] = index
+            order.append(call["id"])
+    protected = {call_owner[c] for c in order[len(order) - keep_last :]} if keep_last > 0 else set()
+    owners = {i for i in set(call_owner.values()) if i < last_user and i not in protected}
+    fold = set(owners)
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool" and call_owner.get(message.get("tool_call_id")) in owners:
+            fold.add(index)
+    return fold
+
+
+@dataclass
+class Compaction:
+    """What :func:`compact` did: the new messages and the figures."""
+
+    messages: list[dict[str, Any]]
+    compacted: bool
+    folded_calls: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str = ""
+    folded: list[Exchange] = field(default_factory=list)
+
+
+def compact(
+    messages: list[dict[str, Any]],
+    *,
+    tools: Iterable[dict[str, Any]] | None = None,
+    keep_last: int = DEFAULT_KEEP_LAST_CALLS,
+    threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS,
+    force: bool = False,
+) -> Compaction:
+    """Compact ``messages`` if their prompt cost passes ``threshold_tokens`` (or ``force``).
+
+    Returns a new list (the input is not changed): the folded exchanges are replaced, where the
+    first of them stood, by one system message starting with ``[Earlier in this session:]``.
+    """
+    tools = list(tools or [])
+    before = count_chat_tokens(messages, tools)
+    if before <= threshold_tokens and not force:
+        return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
+    fold = pairing_safe_cut(messages, keep_last)
+    if not fold:
+        return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
+    folded_ids = {c["id"] for i in fold for c in messages[i].get("tool_calls") or []}
+    folded = [e for e in find_exchanges(messages) if e.call_id in folded_ids]
+    previous = [m for m in messages if str(m.get("content") or "").startswith(SUMMARY_HEADER)]
+    summary = summarize_history(folded)
+    if previous:  # fold an earlier summary in: keep its lines, add the new ones
+        old = (
+            str(previous[-1]["content"]).split("\n", 1)[1]
+            if "\n" in str(previous[-1]["content"])
+            else ""
+        )
+        summary = SUMMARY_HEADER + ("\n" + old if old else "") + "\n" + summary.split("\n", 1)[1]
+    out: list[dict[str, Any]] = []
+    inserted = False
+    for index, message in enumerate(messages):
+        if str(message.get("content") or "").startswith(SUMMARY_HEADER):
+            continue
+        if index in fold:
+            if not inserted:
+                out.append({"role": "system", "content": summary})
+                inserted = True
+            continue
+        out.append(message)
+    return Compaction(
+        out,
+        True,
+        folded_calls=len(folded),
+        tokens_before=before,
+        tokens_after=count_chat_tokens(out, tools),
+        summary=summary,
+        folded=folded,
+    )
+
+
+def to_text_form(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same conversation with tool calls and results as plain text (RFC 013's workaround
+    for gateways that reject structured tool-call items)::
+
+        [Tool Call: get_weather({"city": "Paris"}) -> call_id: call_123]
+        [Tool Result for call_123]: {"temp": 22}
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            out.append(
+                {
+                    "role": "user",
+                    "content": f"[Tool Result for {message.get('tool_call_id')}]: {message.get('content')}",
+                }
+            )
+        elif message.get("tool_calls"):
+            lines = [str(message["content"])] if message.get("content") else []
+            for call in message["tool_calls"]:
+                function = call["function"]
+                lines.append(
+                    f"[Tool Call: {function['name']}({function['arguments']}) -> call_id: {call['id']}]"
+                )
+            out.append({"role": "assistant", "content": "\n".join(lines)})
+        else:
+            out.append(dict(message))
+    return out

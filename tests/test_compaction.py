@@ -1,0 +1,218 @@
+"""Tool-history compaction: categories, summaries, and the pairing-safe cut (property test)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers.compaction import (
+    SUMMARY_HEADER,
+    categorize,
+    compact,
+    find_exchanges,
+    pairing_safe_cut,
+    summarize_category,
+    to_text_form,
+)
+
+TOOLS = [
+    "get_page",
+    "yt_transcribe",
+    "run_sql",
+    "deep_check",
+    "google_drive_write_file",
+    "internal_resource_grep",
+    "mystery_tool",
+]
+
+
+def _session(turns: list[list[tuple[str, bool, int]]]) -> list[dict]:
+    """A conversation: per turn a user message, then assistant messages each with 1+ tool calls
+    (name, failed?, parallel width) and their results, then an answer."""
+    messages = [{"role": "system", "content": "system prompt"}]
+    n = 0
+    for t, turn in enumerate(turns):
+        messages.append({"role": "user", "content": f"request {t}"})
+        for name, failed, width in turn:
+            calls = []
+            for _ in range(width):
+                n += 1
+                args = (
+                    {"file_name": f"f{n}.txt", "file_content": "x"}
+                    if name == "google_drive_write_file"
+                    else {"url": f"https://e/{n}"}
+                )
+                calls.append(
+                    {
+                        "id": f"call_{n}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                )
+            messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+            for call in calls:
+                result = (
+                    json.dumps({"error": f"boom {call['id']}"})
+                    if failed
+                    else f"ok {call['id']} " + "data " * 200
+                )
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        messages.append({"role": "assistant", "content": f"answer {t}"})
+    return messages
+
+
+def _assert_paired(messages: list[dict]) -> None:
+    pending: set[str] = set()
+    for m in messages:
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in pending, f"orphan tool message {m['tool_call_id']}"
+            pending.discard(m["tool_call_id"])
+        else:
+            assert not pending, f"calls without results: {pending}"
+            pending = {c["id"] for c in m.get("tool_calls") or []}
+    assert not pending
+
+
+CALL = st.tuples(st.sampled_from(TOOLS), st.booleans(), st.integers(1, 3))
+SESSIONS = st.lists(st.lists(CALL, max_size=5), min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(turns=SESSIONS, keep_last=st.integers(0, 8))
+def test_no_orphans_ever_and_the_current_turn_is_untouched(turns, keep_last) -> None:
+    messages = _session(turns)
+    result = compact(messages, keep_last=keep_last, force=True)
+    _assert_paired(result.messages)
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    tail = messages[last_user:]
+    assert result.messages[-len(tail) :] == tail
+    assert result.messages[0] == messages[0] and result.messages[1] == messages[1]
+    kept_ids = [c["id"] for m in result.messages for c in m.get("tool_calls") or []]
+    all_ids = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    assert set(all_ids[len(all_ids) - keep_last :] if keep_last else []) <= set(kept_ids)
+    if result.compacted:  # every error and every file written is still named
+        for exchange in result.folded:
+            if exchange.error:
+                assert exchange.error in result.summary or exchange.error[:60] in result.summary
+            if exchange.name == "google_drive_write_file":
+                assert exchange.arguments["file_name"] in result.summary
+        assert (
+            sum(1 for m in result.messages if str(m.get("content")).startswith(SUMMARY_HEADER)) == 1
+        )
+
+
+def test_categories() -> None:
+    assert [
+        categorize(n) for n in ("get_page", "google_drive_write_file", "deep_check", "run_sql", "x")
+    ] == ["read", "write", "execution", "query", "execution"]
+
+
+def test_category_summaries() -> None:
+    messages = _session(
+        [
+            [
+                ("get_page", False, 2),
+                ("google_drive_write_file", False, 1),
+                ("google_drive_write_file", True, 1),
+                ("deep_check", True, 1),
+                ("deep_check", False, 1),
+                ("run_sql", False, 3),
+                ("run_sql", True, 1),
+            ]
+        ]
+    )
+    ex = find_exchanges(messages)
+    by = lambda cat: [e for e in ex if categorize(e.name) == cat]  # noqa: E731
+    assert summarize_category("read", by("read")).startswith(
+        "- Read 2 items: get_page(url=https://e/1); get_page(url=https://e/2)"
+    )
+    write = summarize_category("write", by("write"))
+    assert (
+        "- Wrote 1 file:" in write
+        and "f3.txt: ok call_3" in write
+        and "f4.txt: FAILED: boom call_4" in write
+    )
+    execution = summarize_category("execution", by("execution"))
+    assert "1 succeeded, 1 failed" in execution and "failed: boom call_5" in execution
+    assert summarize_category("query", by("query")) == "- Ran 4 queries (1 failed: boom call_10)"
+
+
+def test_threshold_and_repeat_compaction() -> None:
+    messages = _session(
+        [[("get_page", False, 1)] * 4, [("run_sql", False, 1)] * 4, [("deep_check", False, 1)]]
+    )
+    assert not compact(messages, threshold_tokens=10**9).compacted
+    first = compact(messages, threshold_tokens=100, keep_last=2)
+    assert first.compacted and first.tokens_after < first.tokens_before and first.folded_calls == 7
+    again = compact([*first.messages, {"role": "user", "content": "more"}], force=True, keep_last=0)
+    _assert_paired(again.messages)
+    summary = next(
+        m["content"] for m in again.messages if str(m["content"]).startswith(SUMMARY_HEADER)
+    )
+    assert "Read 4 items" in summary and "Ran 3 queries" in summary  # the earlier summary survives
+    assert summary.endswith("- Ran 1 query")  # and the newly folded call is added
+
+
+def test_cut_never_splits_parallel_calls() -> None:
+    messages = _session([[("get_page", False, 3)], [("run_sql", False, 1)]])
+    fold = pairing_safe_cut(
+        messages, keep_last=3
+    )  # the last 3 calls: 2 of the parallel ones + run_sql
+    assert fold == set()  # so the whole parallel exchange stays
+
+
+def test_text_form() -> None:
+    messages = _session([[("get_page", False, 1)]])
+    text = to_text_form(messages)
+    assert text[2] == {
+        "role": "assistant",
+        "content": '[Tool Call: get_page({"url": "https://e/1"}) -> call_id: call_1]',
+    }
+    assert text[3]["role"] == "user" and text[3]["content"].startswith(
+        "[Tool Result for call_1]: ok call_1"
+    )
+    assert not any(m.get("tool_calls") or m["role"] == "tool" for m in text)
+
+
+def test_a_long_session_compacts_and_every_turn_still_works(client, registry, store) -> None:
+    from helpers.agent import CompactionSettings, new_thread_id, run_turn
+    from helpers.cases import load_cases
+    from helpers.policies import make_policy
+
+    cases = {c.id: c for c in load_cases()}
+    order = ["case1", "case2", "sql2", "web1", "case3", "two1", "pipe1", "case4"]
+    thread, history = new_thread_id(), []
+    settings_ = CompactionSettings(threshold_tokens=4_000, keep_last=3)
+    events = []
+    for case_id in order:  # each request goes through the offline model, which rejects orphans
+        record = run_turn(
+            cases[case_id].prompt,
+            client=client,
+            model="m",
+            policy=make_policy("box"),
+            registry=registry,
+            store=store,
+            thread_id=thread,
+            history=history,
+            compaction=settings_,
+        )
+        assert record.ok, (case_id, record.error)
+        events += record.compactions
+        history = record.messages[1:]
+    assert events and all(e["tokens_after"] < e["tokens_before"] for e in events)
+    summaries = [m for m in history if str(m.get("content")).startswith(SUMMARY_HEADER)]
+    assert len(summaries) == 1
+    text = summaries[0]["content"]
+    kept_calls = json.dumps([m.get("tool_calls") for m in history if m.get("tool_calls")])
+    for name in (
+        "transcript.txt",
+        "currencies.json",
+        "first.txt",
+        "second.txt",
+        "sqlite3-page-check.txt",
+    ):
+        assert name in text or name in kept_calls, name  # in the summary, or kept whole
+    assert "currencies.json" in text and "first.txt" in text  # these were folded
+    assert "internal://" in text  # folded references are listed, and still resolve in the store
