@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from helpers.agent import TurnRecord
+from helpers.store import ToolOutputStore
 from helpers.tokens import count_message_tokens
 
 ROLE_COLOURS = {"system": "#eee", "user": "#e3f2fd", "assistant": "#f1f8e9", "tool": "#fff8e1"}
@@ -78,3 +79,59 @@ def answer_html(record: TurnRecord) -> str:
     """The answer (or the failure) as an HTML paragraph."""
     text = record.answer if record.ok else f"no answer: {record.error}"
     return f"<p><b>answer:</b> {html.escape(json.dumps(text, ensure_ascii=False)[1:-1])}</p>"
+
+
+def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
+    """The interface side of the dual stream: every tool's *full* result, read from the store,
+    rendered for a person (a table for SQL rows, a page preview, an image), never sent to the
+    model. Returns an ``ipywidgets.VBox``; its ``.full_results`` maps ``tool_call_id`` to the
+    full text, for checks."""
+    import base64
+
+    import ipywidgets as widgets
+
+    children: list[Any] = []
+    full_results: dict[str, str] = {}
+    for call in record.tool_calls:
+        row = store.get(record.thread_id, call.id, with_content=True)
+        if row is None or row.content is None:
+            continue
+        full = row.content
+        full_results[call.id] = full
+        title = widgets.HTML(
+            f"<b>{html.escape(call.name)}</b> <i>({len(full):,} chars, full result)</i>"
+        )
+        children.append(title)
+        try:
+            data = json.loads(full)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and {"columns", "rows"} <= set(data):
+            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in data["columns"])
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
+                for r in data["rows"]
+            )
+            children.append(
+                widgets.HTML(f"<table class='full-result'><tr>{head}</tr>{body}</table>")
+            )
+        elif isinstance(data, dict) and isinstance(data.get("content"), list):
+            for part in data["content"]:
+                if part.get("type") == "image":
+                    children.append(
+                        widgets.Image(value=base64.b64decode(part["data"]), format="png", width=420)
+                    )
+                elif part.get("type") == "text":
+                    children.append(widgets.HTML(html.escape(str(part.get("text")))))
+        elif full.lstrip().lower().startswith(("<!doctype html", "<html")):
+            children.append(
+                widgets.HTML(
+                    f"<iframe sandbox srcdoc='{html.escape(full, quote=True)}' "
+                    "style='width:100%;height:260px;border:1px solid #ccc'></iframe>"
+                )
+            )
+        else:
+            children.append(widgets.HTML(f"<pre>{html.escape(full[:2000])}</pre>"))
+    box = widgets.VBox(children)
+    box.full_results = full_results
+    return box
