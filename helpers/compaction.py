@@ -10,9 +10,13 @@ token threshold, the history is compacted:
 3. the last ``keep_last`` tool calls keep their complete call → result pairs;
 4. the current turn (from the last user message on) is untouched.
 
-The unit of removal is a whole *exchange*: an assistant message with ``tool_calls`` and every
+Everything between the first user message and that protected tail is history: earlier requests
+are noted briefly, their answers dropped, their tool calls summarised. The unit of removal is a
+whole *exchange*: an assistant message with ``tool_calls`` and every
 ``tool`` message answering it. Removing whole exchanges keeps every call paired with its result,
-so the API never sees an orphan (:func:`pairing_safe_cut`). Compaction never touches the store,
+so the API never sees an orphan (:func:`pairing_safe_cut`). Compacting again merges the earlier
+summary into the new one (:func:`merge_summaries`), so the summary stays bounded: counts add up,
+and every file written and every error is kept. Compaction never touches the store,
 so every reference stays resolvable; the summary lists the references of the calls it folds.
 
 The summary is heuristic (no model call). :func:`to_text_form` renders tool calls as plain text
@@ -22,6 +26,7 @@ for gateways that reject structured tool-call items.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,9 +172,13 @@ def summarize_category(category: str, exchanges: list[Exchange]) -> str:
     return f"- Ran {n} quer{'ies' if n != 1 else 'y'}{fails}"
 
 
-def summarize_history(exchanges: list[Exchange]) -> str:
-    """The summary message's text: a header, one block per category, and the references."""
+def summarize_history(exchanges: list[Exchange], requests: list[str] | None = None) -> str:
+    """The summary message's text: a header, the earlier requests, one block per category, and
+    the references."""
     lines = [SUMMARY_HEADER]
+    if requests:
+        shown = "; ".join(f"'{_clip(r, 60)}'" for r in requests[-3:])
+        lines.append(f"- Earlier requests ({len(requests)}): {shown}")
     for category in CATEGORY_ORDER:
         group = [e for e in exchanges if categorize(e.name) == category]
         if group:
@@ -187,30 +196,117 @@ def summarize_history(exchanges: list[Exchange]) -> str:
     return "\n".join(lines)
 
 
-def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]:
-    """Indices of the messages to fold into the summary.
+_READ_RE = re.compile(r"^- Read (\d+) items?: (.*?)(?: \((\d+) failed: (.*)\))?$")
+_QUERY_RE = re.compile(r"^- Ran (\d+) quer(?:y|ies)(?: \((\d+) failed: (.*)\))?$")
+_EXEC_RE = re.compile(r"^- Ran (\d+) executions? \((.*?)\): (\d+) succeeded, (\d+) failed$")
+_WRITE_RE = re.compile(r"^- Wrote (\d+) files?:$")
+_REFS_PREFIX = "- References from these calls are still valid: "
+_REQUESTS_RE = re.compile(r"^- Earlier requests \((\d+)\): (.*)$")
 
-    Whole exchanges only (an assistant ``tool_calls`` message and its ``tool`` messages), none
-    in the current turn (from the last user message on), and none holding one of the last
-    ``keep_last`` tool calls. So no ``tool`` message is ever left without its call, or a call
-    without its result.
+
+def _parse_summary(text: str) -> dict[str, Any]:
+    parts: dict[str, Any] = {
+        "read": [0, [], 0, []],
+        "write": [0, []],
+        "exec": [0, set(), 0, 0, []],
+        "query": [0, 0, []],
+        "refs": [],
+        "requests": [0, []],
+    }
+    section = None
+    for line in text.splitlines()[1:]:
+        if m := _REQUESTS_RE.match(line):
+            parts["requests"][0] += int(m[1])
+            parts["requests"][1] += re.findall(r"'([^']*)'", m[2])
+            section = None
+        elif m := _READ_RE.match(line):
+            parts["read"][0] += int(m[1])
+            parts["read"][1] += [i for i in m[2].split("; ") if not i.startswith("… ")]
+            parts["read"][2] += int(m[3] or 0)
+            parts["read"][3] += [m[4]] if m[4] else []
+            section = None
+        elif m := _QUERY_RE.match(line):
+            parts["query"][0] += int(m[1])
+            parts["query"][1] += int(m[2] or 0)
+            parts["query"][2] += [m[3]] if m[3] else []
+            section = None
+        elif m := _EXEC_RE.match(line):
+            parts["exec"][0] += int(m[1])
+            parts["exec"][1] |= set(m[2].split(", "))
+            parts["exec"][2] += int(m[3])
+            parts["exec"][3] += int(m[4])
+            section = "exec"
+        elif m := _WRITE_RE.match(line):
+            parts["write"][0] += int(m[1])
+            section = "write"
+        elif line.startswith(_REFS_PREFIX):
+            parts["refs"] += line[len(_REFS_PREFIX) :].split("; ")
+            section = None
+        elif line.startswith("  - ") and section == "write":
+            parts["write"][1].append(line)
+        elif line.startswith("  - ") and section == "exec":
+            parts["exec"][4].append(line)
+    return parts
+
+
+def merge_summaries(older: str, newer: str) -> str:
+    """One bounded summary from two: counts add up, the newest read items and references are
+    kept, and every file written and every error line is kept."""
+    a, b = _parse_summary(older), _parse_summary(newer)
+    lines = [SUMMARY_HEADER]
+    asked = a["requests"][0] + b["requests"][0]
+    if asked:
+        shown = "; ".join(f"'{r}'" for r in (a["requests"][1] + b["requests"][1])[-3:])
+        lines.append(f"- Earlier requests ({asked}): {shown}")
+    reads = a["read"][0] + b["read"][0]
+    if reads:
+        items = (a["read"][1] + b["read"][1])[-6:]
+        fails = a["read"][3] + b["read"][3]
+        failed = a["read"][2] + b["read"][2]
+        more = f"; … {reads - len(items)} earlier" if reads > len(items) else ""
+        tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
+        lines.append(f"- Read {reads} item{'s' * (reads != 1)}: {'; '.join(items)}{more}{tail}")
+    writes = a["write"][0] + b["write"][0]
+    if writes or a["write"][1] or b["write"][1]:
+        lines.append(f"- Wrote {writes} file{'s' * (writes != 1)}:")
+        lines += a["write"][1] + b["write"][1]
+    runs = a["exec"][0] + b["exec"][0]
+    if runs:
+        names = ", ".join(sorted(a["exec"][1] | b["exec"][1]))
+        ok, bad = a["exec"][2] + b["exec"][2], a["exec"][3] + b["exec"][3]
+        lines.append(
+            f"- Ran {runs} execution{'s' * (runs != 1)} ({names}): {ok} succeeded, {bad} failed"
+        )
+        lines += a["exec"][4] + b["exec"][4]
+    queries = a["query"][0] + b["query"][0]
+    if queries:
+        failed = a["query"][1] + b["query"][1]
+        fails = a["query"][2] + b["query"][2]
+        tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
+        lines.append(f"- Ran {queries} quer{'ies' if queries != 1 else 'y'}{tail}")
+    refs = (a["refs"] + b["refs"])[-10:]
+    if refs:
+        lines.append(_REFS_PREFIX + "; ".join(refs))
+    return "\n".join(lines)
+
+
+def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]:
+    """Indices of the messages to fold into the summary: one contiguous range.
+
+    The range starts after the first user message (tier 1 stays) and ends where the protected
+    tail begins: the earlier of the current turn (the last user message) and the exchange
+    holding the ``keep_last``-th last tool call. A ``tool`` message always directly follows its
+    call's assistant message, so such a range holds whole exchanges only: no ``tool`` message is
+    ever left without its call, or a call without its result.
     """
-    last_user = max(
-        (i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages)
-    )
-    call_owner: dict[str, int] = {}
-    order: list[str] = []
-    for index, message in enumerate(messages):
-        for call in message.get("tool_calls") or []:
-            call_owner[call["id"]] = index
-            order.append(call["id"])
-    protected = {call_owner[c] for c in order[len(order) - keep_last :]} if keep_last > 0 else set()
-    owners = {i for i in set(call_owner.values()) if i < last_user and i not in protected}
-    fold = set(owners)
-    for index, message in enumerate(messages):
-        if message.get("role") == "tool" and call_owner.get(message.get("tool_call_id")) in owners:
-            fold.add(index)
-    return fold
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return set()
+    first_user, last_user = users[0], users[-1]
+    owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
+    protected = owners[len(owners) - keep_last :] if keep_last > 0 else []
+    tail_start = min([last_user, *protected])
+    return set(range(first_user + 1, tail_start))
 
 
 @dataclass
@@ -248,15 +344,19 @@ def compact(
         return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
     folded_ids = {c["id"] for i in fold for c in messages[i].get("tool_calls") or []}
     folded = [e for e in find_exchanges(messages) if e.call_id in folded_ids]
-    previous = [m for m in messages if str(m.get("content") or "").startswith(SUMMARY_HEADER)]
-    summary = summarize_history(folded)
-    if previous:  # fold an earlier summary in: keep its lines, add the new ones
-        old = (
-            str(previous[-1]["content"]).split("\n", 1)[1]
-            if "\n" in str(previous[-1]["content"])
-            else ""
-        )
-        summary = SUMMARY_HEADER + ("\n" + old if old else "") + "\n" + summary.split("\n", 1)[1]
+    requests = [
+        str(messages[i].get("content") or "")
+        for i in sorted(fold)
+        if messages[i].get("role") == "user"
+    ]
+    previous = [
+        messages[i]
+        for i in sorted(fold)
+        if str(messages[i].get("content") or "").startswith(SUMMARY_HEADER)
+    ]
+    summary = summarize_history(folded, requests)
+    if previous:  # one summary, not a pile of them: merge the earlier one into the new
+        summary = merge_summaries(str(previous[-1]["content"]), summary)
     out: list[dict[str, Any]] = []
     inserted = False
     for index, message in enumerate(messages):

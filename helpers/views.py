@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from helpers.agent import TurnRecord
+from helpers.compaction import SUMMARY_HEADER
 from helpers.store import ToolOutputStore
 from helpers.tokens import count_message_tokens
 
@@ -49,6 +50,8 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
         badge = (
             f" <b style='color:{KIND_COLOURS[kind]}'>[{kind}]</b>" if kind in KIND_COLOURS else ""
         )
+        if str(message.get("content") or "").startswith(SUMMARY_HEADER):
+            badge = " <b style='color:#6a1b9a'>[⟲ compacted history]</b>"
         rows.append(
             f"<tr style='background:{ROLE_COLOURS.get(role, '#fff')}'>"
             f"<td style='vertical-align:top'><b>{role}</b>{badge}</td>"
