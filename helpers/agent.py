@@ -35,7 +35,12 @@ from typing import Any
 import openai
 
 from helpers.boxing import ReferenceRefused
-from helpers.compaction import DEFAULT_KEEP_LAST_CALLS, DEFAULT_THRESHOLD_TOKENS, compact
+from helpers.compaction import (
+    DEFAULT_KEEP_LAST_CALLS,
+    DEFAULT_THRESHOLD_TOKENS,
+    compact,
+    model_summarizer,
+)
 from helpers.policies import ResultPolicy
 from helpers.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
 from helpers.store import DuplicateToolCallError, ToolOutputStore
@@ -51,6 +56,7 @@ class CompactionSettings:
 
     threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS
     keep_last: int = DEFAULT_KEEP_LAST_CALLS
+    model_summary: bool = False  # let the model write the summary (through the same client)
 
 
 #: The longest arguments JSON text a tool call may carry, in characters; longer is refused
@@ -256,6 +262,7 @@ def run_turn(
                 tools=schemas,
                 keep_last=compaction.keep_last,
                 threshold_tokens=compaction.threshold_tokens,
+                summarizer=model_summarizer(client, model) if compaction.model_summary else None,
             )
             if done.compacted:
                 messages[:] = done.messages

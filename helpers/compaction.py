@@ -19,7 +19,8 @@ summary into the new one (:func:`merge_summaries`), so the summary stays bounded
 and every file written and every error is kept. Compaction never touches the store,
 so every reference stays resolvable; the summary lists the references of the calls it folds.
 
-The summary is heuristic (no model call). :func:`to_text_form` renders tool calls as plain text
+The summary is heuristic (no model call) by default; :func:`model_summarizer` lets a model write
+it through the same client instead. :func:`to_text_form` renders tool calls as plain text
 for gateways that reject structured tool-call items.
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,6 +323,44 @@ class Compaction:
     folded: list[Exchange] = field(default_factory=list)
 
 
+#: Writes the summary text from the folded exchanges and the heuristic summary.
+Summarizer = Callable[[list[Exchange], str], str]
+
+MODEL_SUMMARY_INSTRUCTIONS = (
+    "You compress an agent's earlier tool calls for its own context. Write a short summary: what "
+    "was read (briefly), every file written and what changed, every error verbatim, and every "
+    "internal:// reference as it is. No preamble."
+)
+
+
+def model_summarizer(client: Any, model: str, *, max_chars: int = 2_000) -> Summarizer:
+    """An optional :data:`Summarizer` that asks a model, through the same ``openai`` client, to
+    write the summary. If the call fails, the heuristic summary is used instead."""
+
+    def summarize(folded: list[Exchange], heuristic: str) -> str:
+        calls = "\n".join(
+            f"- {e.name}({_clip(json.dumps(e.arguments, ensure_ascii=False), 120)}) -> {_clip(e.result, 200)}"
+            for e in folded
+        )
+        try:
+            response = client.chat.completions.create(
+                model=model,
+                messages=[
+                    {"role": "system", "content": MODEL_SUMMARY_INSTRUCTIONS},
+                    {
+                        "role": "user",
+                        "content": f"Heuristic summary:\n{heuristic}\n\nThe calls:\n{calls}",
+                    },
+                ],
+            )
+            text = (response.choices[0].message.content or "").strip()
+        except Exception:  # the model is optional here: never lose the turn over a summary
+            return heuristic
+        return f"{SUMMARY_HEADER}\n{text[:max_chars]}" if text else heuristic
+
+    return summarize
+
+
 def compact(
     messages: list[dict[str, Any]],
     *,
@@ -329,6 +368,7 @@ def compact(
     keep_last: int = DEFAULT_KEEP_LAST_CALLS,
     threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS,
     force: bool = False,
+    summarizer: Summarizer | None = None,
 ) -> Compaction:
     """Compact ``messages`` if their prompt cost passes ``threshold_tokens`` (or ``force``).
 
@@ -357,6 +397,8 @@ def compact(
     summary = summarize_history(folded, requests)
     if previous:  # one summary, not a pile of them: merge the earlier one into the new
         summary = merge_summaries(str(previous[-1]["content"]), summary)
+    if summarizer is not None:
+        summary = summarizer(folded, summary)
     out: list[dict[str, Any]] = []
     inserted = False
     for index, message in enumerate(messages):

@@ -216,3 +216,31 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
         assert name in text or name in kept_calls, name  # in the summary, or kept whole
     assert "currencies.json" in text and "first.txt" in text  # these were folded
     assert "internal://" in text  # folded references are listed, and still resolve in the store
+
+
+def test_optional_model_written_summary_through_the_same_client() -> None:
+    from scripted import scripted_client
+
+    from helpers.compaction import model_summarizer
+
+    messages = _session(
+        [[("google_drive_write_file", False, 1), ("get_page", True, 1)], [("run_sql", False, 1)]]
+    )
+    client, requests = scripted_client(
+        [{"role": "assistant", "content": "Wrote f1.txt. get_page failed: boom call_2."}]
+    )
+    result = compact(
+        messages, force=True, keep_last=0, summarizer=model_summarizer(client, "scripted")
+    )
+    assert result.summary == f"{SUMMARY_HEADER}\nWrote f1.txt. get_page failed: boom call_2."
+    assert "f1.txt" in requests[0]["messages"][1]["content"]  # the model was shown the calls
+    _assert_paired(result.messages)
+
+    def failing(*_a, **_k):
+        raise RuntimeError("endpoint down")
+
+    client.chat.completions.create = failing
+    fallback = compact(
+        messages, force=True, keep_last=0, summarizer=model_summarizer(client, "scripted")
+    )
+    assert fallback.summary.startswith(SUMMARY_HEADER) and "f1.txt" in fallback.summary  # heuristic
