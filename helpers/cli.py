@@ -64,6 +64,23 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _add_context_controls(parser: argparse.ArgumentParser) -> None:
+    """--mode and --compact, shared by ask and cases."""
+    parser.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
+    parser.add_argument(
+        "--compact",
+        nargs="?",
+        type=int,
+        const=DEFAULT_THRESHOLD_TOKENS,
+        metavar="TOKENS",
+        help="compact earlier tool calls past this many context tokens (default %(const)s)",
+    )
+
+
+def _compaction(args: argparse.Namespace) -> CompactionSettings | None:
+    return None if args.compact is None else CompactionSettings(args.compact)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to document the CLI in tests)."""
     parser = argparse.ArgumentParser(
@@ -93,15 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-iterations", type=int, default=DEFAULT_MAX_ITERATIONS)
     ask.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
     ask.add_argument("--thread", help="continue this thread id (its references stay valid)")
-    ask.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
-    ask.add_argument(
-        "--compact",
-        nargs="?",
-        type=int,
-        const=DEFAULT_THRESHOLD_TOKENS,
-        metavar="TOKENS",
-        help="compact earlier tool calls past this many context tokens (default %(const)s)",
-    )
+    _add_context_controls(ask)
     ask.add_argument("--db", help="store URL (default: WORKBOOK_DB_URL or var/tool_outputs.sqlite)")
     ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
@@ -123,15 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
     cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
     cases.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
-    cases.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
-    cases.add_argument(
-        "--compact",
-        nargs="?",
-        type=int,
-        const=DEFAULT_THRESHOLD_TOKENS,
-        metavar="TOKENS",
-        help="compact earlier tool calls past this many context tokens",
-    )
+    _add_context_controls(cases)
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
     cases.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -234,7 +235,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             few_shot=args.few_shot,
             temperature=config.temperature,
             on_event=on_event,
-            compaction=None if args.compact is None else CompactionSettings(args.compact),
+            compaction=_compaction(args),
         )
     finally:
         if status is not None:
@@ -319,7 +320,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 few_shot=args.few_shot,
                 temperature=config.temperature,
                 registry=for_mode(default_registry(), args.mode),
-                compaction=None if args.compact is None else CompactionSettings(args.compact),
+                compaction=_compaction(args),
                 on_done=done,
             ):
                 results.append((config, run))
