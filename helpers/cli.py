@@ -13,7 +13,6 @@ Exit codes: 0 success, 1 a failed run (no final answer, the model endpoint faile
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -457,8 +456,7 @@ def cmd_serve_offline(args: argparse.Namespace) -> int:
 
     with OfflineServer(port=args.port) as server:
         print(f"offline reference model at {server.base_url} (Ctrl-C to stop)", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            server._thread.join()
+        server.serve_until_interrupted()
     return EXIT_OK
 
 

@@ -659,6 +659,11 @@ class OfflineServer:
         self._thread.start()
         return self
 
+    def serve_until_interrupted(self) -> None:
+        """Block until Ctrl-C (the server keeps answering on its own thread meanwhile)."""
+        with contextlib.suppress(KeyboardInterrupt):
+            self._thread.join()
+
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()

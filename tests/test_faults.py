@@ -19,6 +19,7 @@ from helpers.policies import make_policy
 from helpers.registry import ToolContext
 from helpers.resolve_tools import internal_resource_length
 from helpers.store import ToolOutputStore
+from helpers.tools import default_registry
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -35,7 +36,7 @@ def _turn(server, store, *, max_retries, timeout_s=10.0, thread_id=None):
         client=_client(server, max_retries=max_retries, timeout_s=timeout_s),
         model="offline-reference",
         policy=make_policy("box"),
-        registry=__import__("helpers.tools", fromlist=["default_registry"]).default_registry(),
+        registry=default_registry(),
         store=store,
         thread_id=thread_id,
     )
