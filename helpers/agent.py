@@ -1,14 +1,23 @@
 """One agent turn: the OpenAI chat-completions tool loop, with a result policy.
 
-The loop sends the messages and tool schemas, echoes the assistant message with its
-``tool_calls``, dispatches each call, appends one ``tool`` message per call, and repeats until
-the model answers without tool calls or ``max_iterations`` model calls have been made.
+The loop reads like the one notebook 01 builds, one named phase per step:
+
+1. :func:`_ask_model`: send the messages and tool schemas; read the reply as real providers send
+   it (:mod:`helpers.replies`), or end the turn with a clear ``error``;
+2. :func:`_name_tool_calls`: give every tool call an id of the client's own, unique in the thread
+   (providers repeat ids, send ``"0"`` every time, or none at all; the provider's is kept for
+   reference);
+3. :func:`_assistant_message`: echo the assistant message with those ids and with the provider's
+   reasoning fields, which thinking-mode providers require back;
+4. no tool calls: :func:`_verdict` decides ``ok`` or ``incomplete`` and the turn ends;
+5. else :func:`dispatch` each call and append one ``tool`` message per call, then repeat, until
+   ``max_iterations`` model calls have been made.
 
 Each dispatch follows one path, tool → policy → store → messages:
 
 1. parse the JSON arguments the model sent;
 2. find the tool (only tools offered to the model can run);
-3. ``policy.prepare_arguments``: unbox references (box strategy);
+3. ``policy.prepare_arguments``: the guards (:mod:`helpers.guards`) and unboxing (box strategy);
 4. run the tool with checked arguments;
 5. log the full output to the store (when there is one);
 6. ``policy.present``: the full result, a preview, or a reference;
@@ -18,8 +27,23 @@ Anything that goes wrong in 1-4 (malformed JSON, unknown tool, refused reference
 arguments, the tool raising) becomes a JSON error tool result, ``{"error": "..."}``, and the turn
 goes on: the model reads the error and can try again.
 
-:func:`run_turn` returns a :class:`TurnRecord`: every model call with its ``usage``, every tool
-call with the arguments as the model sent them and the result as the model saw it, and the answer.
+With a store, every message of the turn is also appended to the thread's conversation
+(:meth:`ToolOutputStore.append_message`), so a later process can continue the thread
+(:func:`helpers.threads.load_history`).
+
+:func:`run_turn` returns a :class:`TurnRecord` and never raises for anything an endpoint or a
+model sends: every model call with its ``usage``, every tool call with the arguments as the model
+sent them and the result as the model saw it, the answer, and a ``status``:
+
+==================  ========================================================================
+``ok``              the model answered
+``incomplete``      the final message came back cut (``finish_reason`` ``length``), filtered
+                    (``content_filter``), refused, empty, or with the answer only in its
+                    reasoning; ``answer`` and ``reasoning`` hold what did come back
+``max_iterations``  no final answer within ``max_iterations`` model calls
+``error``           the endpoint failed (after the SDK's retries) or sent something that is not
+                    a chat completion; ``error`` says what, with any API key redacted
+==================  ========================================================================
 """
 
 from __future__ import annotations
@@ -28,25 +52,30 @@ import hashlib
 import json
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import openai
 
-from helpers.boxing import ReferenceRefused
 from helpers.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
     DEFAULT_THRESHOLD_TOKENS,
     compact,
     model_summarizer,
 )
+from helpers.guards import GuardRefusal
 from helpers.policies import ResultPolicy
+from helpers.redaction import redact
 from helpers.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
+from helpers.replies import ProviderError, Reply, parse_reply
 from helpers.store import DuplicateToolCallError, ToolOutputStore
 from helpers.tokens import count_chat_tokens, count_tokens
 
 DEFAULT_MAX_ITERATIONS = 8
+#: Turn statuses (see the module docstring).
+STATUSES = ("ok", "incomplete", "max_iterations", "error")
 
 
 @dataclass(frozen=True)
@@ -68,8 +97,9 @@ MAX_ARGUMENTS_CHARS = 1_000_000
 class ModelCallRecord:
     """One chat-completions request: its token ``usage`` and what came back.
 
-    ``prompt_tokens`` and ``completion_tokens`` are the response's ``usage``; if a server sends
-    none, they are counted locally with o200k_base and ``usage_source`` says ``"counted"``.
+    ``prompt_tokens`` and ``completion_tokens`` are the response's ``usage``; when a server sends
+    none (or nulls, or ``{}``), they are counted locally with o200k_base and ``usage_source``
+    says ``"counted"`` (``"partly counted"`` when only one of the two was missing).
     """
 
     index: int
@@ -86,11 +116,14 @@ class ModelCallRecord:
 class ToolCallRecord:
     """One tool call: as the model sent it, and as the model saw its result.
 
+    ``id`` is the client's own ``tool_call_id`` (unique in the thread; the one in the messages,
+    the store and truncation markers); ``provider_id`` is the id the provider sent, if any.
     ``result_kind`` is ``inline``, ``truncated``, ``boxed``, ``middle`` or ``error``;
     ``output_chars`` is the length in characters of the full output (before any preview or
     boxing) and ``output_sha256`` the SHA-256 of its UTF-8 bytes. ``received_sha256`` holds, for
     each top-level string argument, the SHA-256 of the value the tool really received (after
-    unboxing): sink checks compare it with an earlier call's ``output_sha256``.
+    unboxing): sink checks compare it with an earlier call's ``output_sha256``. ``guards`` names
+    the guards (:data:`helpers.guards.GUARDS`) that repaired or refused this call.
     """
 
     id: str
@@ -103,11 +136,18 @@ class ToolCallRecord:
     received_sha256: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     ran: bool = False
+    provider_id: str | None = None
+    guards: list[str] = field(default_factory=list)
 
 
 @dataclass
 class TurnRecord:
-    """Everything about one turn. ``status`` is ``ok``, ``max_iterations`` or ``error``."""
+    """Everything about one turn; ``status`` is one of :data:`STATUSES`.
+
+    ``answer`` is the final message's text (cut or partial when ``incomplete``); ``reasoning`` is
+    the final message's reasoning text when the provider sent one; ``guard_events`` names
+    turn-level guards (ids replaced, provider fields echoed), one entry per occurrence.
+    """
 
     model: str
     strategy: str
@@ -122,6 +162,9 @@ class TurnRecord:
     error: str | None = None
     tool_schemas: list[dict[str, Any]] = field(default_factory=list, repr=False)
     compactions: list[dict[str, int]] = field(default_factory=list)
+    reasoning: str | None = None
+    guard_events: list[str] = field(default_factory=list)
+    history_messages: int = 0
 
     @property
     def ok(self) -> bool:
@@ -136,6 +179,13 @@ class TurnRecord:
             "calls": len(self.model_calls),
         }
 
+    def guard_counts(self) -> dict[str, int]:
+        """How often each guard fired in this turn: tool-call guards and turn-level ones."""
+        counts = Counter(self.guard_events)
+        for call in self.tool_calls:
+            counts.update(call.guards)
+        return dict(sorted(counts.items()))
+
     def to_json(self, *, include_context: bool = False) -> dict[str, Any]:
         """The CLI's ``--json`` object (``context`` holds the final messages if asked)."""
         data: dict[str, Any] = {
@@ -147,16 +197,21 @@ class TurnRecord:
             "tool_calls": [
                 {
                     "id": t.id,
+                    "provider_id": t.provider_id,
                     "name": t.name,
                     "arguments": t.arguments,
                     "result": t.result,
                     "result_kind": t.result_kind,
+                    "guards": t.guards,
                 }
                 for t in self.tool_calls
             ],
             "usage": self.usage(),
             "model_calls": [asdict(c) for c in self.model_calls],
             "answer": self.answer,
+            "reasoning": self.reasoning,
+            "guards": self.guard_counts(),
+            "history_messages": self.history_messages,
             "compactions": self.compactions,
         }
         if self.error:
@@ -171,6 +226,12 @@ def new_thread_id() -> str:
     return "thread_" + secrets.token_hex(8)
 
 
+def new_tool_call_id() -> str:
+    """A fresh tool-call id of the client's own: ``call_<24 hex>`` (29 characters, within the
+    40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require)."""
+    return "call_" + secrets.token_hex(12)
+
+
 def sha256_text(text: str) -> str:
     """SHA-256 (hex) of a string's UTF-8 bytes (lone surrogates kept, as the store keeps them)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -181,8 +242,25 @@ def error_result(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
-#: Called with (event name, data) as the turn goes: ``model_call``, ``tool_call``, ``answer``.
+#: Called with (event name, data) as the turn goes: ``model_call``, ``tool_call``, ``compaction``,
+#: ``answer``, ``error``.
 EventHook = Callable[[str, Any], None]
+
+_NO_KEY = ("", "not-needed", "offline-no-key-needed", "none")
+
+
+class _TurnFailed(Exception):
+    """The model call failed; the message is for the user (the turn ends with ``error``)."""
+
+
+@dataclass
+class _ToolCall:
+    """A tool call of one reply, named with the client's own id."""
+
+    id: str
+    provider_id: str | None
+    name: str
+    arguments: str
 
 
 def run_turn(
@@ -210,13 +288,15 @@ def run_turn(
         model: the model name to request.
         policy: what the model sees of tool results (:func:`helpers.policies.make_policy`).
         registry: the real tools; the policy's internal tools are added to them.
-        store: where every dispatch is logged; required by ``truncate`` and ``box``.
+        store: where every dispatch and every message is logged; required by ``truncate`` and
+            ``box``.
         thread_id: the conversation id; a new one if ``None``. Reusing a thread keeps its
             references resolvable across turns and process restarts.
         max_iterations: the most model calls in this turn.
         few_shot: include the policy's few-shot examples in the system message.
         system: a system message to use instead of the policy's.
-        history: earlier messages of the thread (after the system message), if any.
+        history: earlier messages of the thread (after the system message), if any; to continue
+            a stored thread, pass :func:`helpers.threads.load_history`.
         temperature: sampling temperature, if the model takes one.
         on_event: called with ``(name, data)`` as the turn progresses (for live display).
         compaction: if given, before each model call the history is compacted when the context
@@ -224,10 +304,9 @@ def run_turn(
             in ``record.compactions`` and the summary message marks the place in the transcript.
 
     Returns:
-        The record; ``status`` is ``ok`` (answered), ``max_iterations`` (no answer within the
-        limit) or ``error`` (the model endpoint failed after the client's retries, or answered
-        with something that is not a chat completion). Tool outputs logged before a failure stay
-        in the store; rerunning the turn in the same thread can still resolve them.
+        The record; ``status`` is one of :data:`STATUSES` (see the module docstring). Tool
+        outputs logged before a failure stay in the store; rerunning the turn in the same thread
+        can still resolve them.
 
     Raises:
         ValueError: the policy needs a store and none was given.
@@ -241,7 +320,6 @@ def run_turn(
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
         *(history or []),
-        {"role": "user", "content": prompt},
     ]
     record = TurnRecord(
         model=model,
@@ -251,101 +329,275 @@ def run_turn(
         prompt=prompt,
         messages=messages,
         tool_schemas=schemas,
+        history_messages=len(history or []),
     )
     emit = on_event or (lambda _name, _data: None)
-    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    secrets_to_hide = [k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY]
 
-    for index in range(max_iterations):
-        if compaction is not None:
-            done = compact(
-                messages,
-                tools=schemas,
-                keep_last=compaction.keep_last,
-                threshold_tokens=compaction.threshold_tokens,
-                summarizer=model_summarizer(client, model) if compaction.model_summary else None,
-            )
-            if done.compacted:
-                messages[:] = done.messages
-                event = {
-                    "before_model_call": index,
-                    "folded_calls": done.folded_calls,
-                    "tokens_before": done.tokens_before,
-                    "tokens_after": done.tokens_after,
-                }
-                record.compactions.append(event)
-                emit("compaction", event)
-        started = time.perf_counter()
-        try:
-            response = client.chat.completions.create(
-                model=model, messages=messages, tools=schemas, **extra
-            )
-        except openai.OpenAIError as exc:
-            record.status, record.error = "error", f"model call failed: {type(exc).__name__}: {exc}"
-            emit("error", record.error)
-            return record
-        except ValueError as exc:  # the SDK lets a body that is not JSON through as-is
-            record.status = "error"
-            record.error = f"model call failed: the endpoint answered with malformed JSON ({exc})"
-            emit("error", record.error)
-            return record
-        choice = response.choices[0]
-        message = choice.message
-        calls = list(message.tool_calls or [])
-        assistant: dict[str, Any] = {"role": "assistant", "content": message.content}
-        if calls:
-            assistant["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.function.name, "arguments": c.function.arguments},
-                }
-                for c in calls
-            ]
-        usage = response.usage
-        if usage is not None:
-            prompt_tokens, completion_tokens, source = (
-                usage.prompt_tokens,
-                usage.completion_tokens,
-                "response",
-            )
-        else:
-            prompt_tokens = count_chat_tokens(messages, schemas)
-            completion_tokens = count_tokens(message.content or "") + sum(
-                count_tokens(c.function.name) + count_tokens(c.function.arguments) for c in calls
-            )
-            source = "counted"
-        call_record = ModelCallRecord(
-            index=index,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            messages_sent=len(messages),
-            finish_reason=choice.finish_reason,
-            tool_calls=len(calls),
-            usage_source=source,
-            seconds=round(time.perf_counter() - started, 4),
-        )
-        record.model_calls.append(call_record)
-        emit("model_call", call_record)
-        messages.append(assistant)
-        if not calls:
-            record.answer = message.content or ""
-            record.status = "ok"
-            emit("answer", record.answer)
-            return record
-        for call in calls:
-            tool_record = dispatch(
-                call.id, call.function.name, call.function.arguments, tools, policy, ctx
-            )
-            record.tool_calls.append(tool_record)
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": tool_record.result}
-            )
-            emit("tool_call", tool_record)
+    def fail(message: str) -> TurnRecord:
+        record.status, record.error = "error", redact(message, secrets_to_hide)
+        emit("error", record.error)
+        return record
+
+    try:
+        if store is not None:
+            store.ensure_thread(thread_id)
+
+        def append(message: dict[str, Any]) -> None:
+            messages.append(message)
+            if store is not None:
+                store.append_message(thread_id, message)
+
+        used_ids = _ids_in(messages)
+        provider_ids_seen = _provider_ids_in(store, thread_id)
+        append({"role": "user", "content": prompt})
+        for index in range(max_iterations):
+            if compaction is not None:
+                _maybe_compact(messages, schemas, compaction, client, model, index, record, emit)
+            started = time.perf_counter()
+            try:
+                reply = _ask_model(client, model, messages, schemas, temperature)
+            except _TurnFailed as exc:
+                return fail(str(exc))
+            calls = _name_tool_calls(reply, used_ids, provider_ids_seen, record)
+            call_record = _model_call_record(reply, calls, messages, schemas, index, started)
+            record.model_calls.append(call_record)
+            emit("model_call", call_record)
+            append(_assistant_message(reply, calls, record))
+            if not calls:
+                _verdict(record, reply)
+                emit("answer" if record.ok else "incomplete", record.answer)
+                return record
+            for call in calls:
+                tool_record = dispatch(
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    tools,
+                    policy,
+                    ctx,
+                    provider_call_id=call.provider_id,
+                )
+                record.tool_calls.append(tool_record)
+                append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
+                emit("tool_call", tool_record)
+    except Exception as exc:  # a bug or a broken store: a verdict, never a traceback
+        return fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
 
     record.status = "max_iterations"
     record.error = f"no final answer after {max_iterations} model calls"
     emit("error", record.error)
     return record
+
+
+# -- the phases of a turn -------------------------------------------------------------------
+
+
+def _maybe_compact(
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    settings: CompactionSettings,
+    client: openai.OpenAI,
+    model: str,
+    index: int,
+    record: TurnRecord,
+    emit: EventHook,
+) -> None:
+    done = compact(
+        messages,
+        tools=schemas,
+        keep_last=settings.keep_last,
+        threshold_tokens=settings.threshold_tokens,
+        summarizer=model_summarizer(client, model) if settings.model_summary else None,
+    )
+    if done.compacted:
+        messages[:] = done.messages
+        event = {
+            "before_model_call": index,
+            "folded_calls": done.folded_calls,
+            "tokens_before": done.tokens_before,
+            "tokens_after": done.tokens_after,
+        }
+        record.compactions.append(event)
+        emit("compaction", event)
+
+
+def _ask_model(
+    client: openai.OpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    temperature: float | None,
+) -> Reply:
+    """One chat-completions request through the SDK (its retries included), read from the raw
+    body so that every shape a provider sends is handled.
+
+    Raises:
+        _TurnFailed: the endpoint failed or did not send a usable chat completion.
+    """
+    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    base_url = str(getattr(client, "base_url", "") or "")
+    try:
+        raw = client.chat.completions.with_raw_response.create(
+            model=model, messages=messages, tools=schemas, **extra
+        )
+        response = raw.http_response
+        return parse_reply(response.text, content_type=response.headers.get("content-type", ""))
+    except ProviderError as exc:
+        raise _TurnFailed(f"model call failed: {exc}") from None
+    except openai.APIStatusError as exc:
+        raise _TurnFailed(_status_message(exc, base_url, model)) from None
+    except openai.APITimeoutError:
+        raise _TurnFailed(
+            f"model call failed: APITimeoutError: no answer from {base_url} within the timeout "
+            "(raise it with --timeout or <PROFILE>_TIMEOUT)"
+        ) from None
+    except openai.APIConnectionError as exc:
+        cause = exc.__cause__ or exc
+        raise _TurnFailed(
+            f"model call failed: APIConnectionError: could not reach {base_url} "
+            f"({type(cause).__name__}: {cause})"
+        ) from None
+    except openai.OpenAIError as exc:
+        raise _TurnFailed(f"model call failed: {type(exc).__name__}: {exc}") from None
+
+
+def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:
+    body = exc.body
+    detail = ""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        detail = str(error.get("message") or "") if isinstance(error, dict) else str(error)
+    elif body is not None:
+        detail = str(body)
+    detail = " ".join(detail.split())[:500] or exc.message
+    status = exc.status_code
+    message = f"model call failed: {type(exc).__name__}: HTTP {status}: {detail}"
+    if status == 404:
+        path = base_url.rstrip("/")
+        hint = f"check the model name {model!r} and the base URL {base_url}"
+        if not path.endswith("/v1") and "/v1/" not in path + "/":
+            hint = (
+                f"the base URL {base_url} lacks /v1: OpenAI-compatible servers serve "
+                f"{path}/v1/chat/completions (set the base URL to {path}/v1)"
+            )
+        message += f" ({hint})"
+    elif status == 401:
+        message += " (check the API key of this profile)"
+    return message
+
+
+def _ids_in(messages: list[dict[str, Any]]) -> set[str]:
+    return {
+        str(c.get("id"))
+        for m in messages
+        for c in (m.get("tool_calls") or [])
+        if isinstance(c, dict) and c.get("id")
+    }
+
+
+def _provider_ids_in(store: ToolOutputStore | None, thread_id: str) -> set[str]:
+    if store is None:
+        return set()
+    return {r.provider_call_id for r in store.list_thread(thread_id) if r.provider_call_id}
+
+
+def _name_tool_calls(
+    reply: Reply, used_ids: set[str], provider_ids_seen: set[str], record: TurnRecord
+) -> list[_ToolCall]:
+    """Give each tool call of ``reply`` an id of the client's own, unique in the thread.
+
+    The provider's id is kept for reference; when it could not have been used as the key
+    (missing, empty, repeated in this reply or already used in this thread), the turn notes
+    ``tool_call_id_replaced``.
+    """
+    calls = []
+    in_reply: set[str] = set()
+    for raw in reply.tool_calls:
+        call_id = new_tool_call_id()
+        while call_id in used_ids:
+            call_id = new_tool_call_id()
+        used_ids.add(call_id)
+        provider_id = raw.provider_id
+        if not provider_id or provider_id in in_reply or provider_id in provider_ids_seen:
+            record.guard_events.append("tool_call_id_replaced")
+        if provider_id:
+            in_reply.add(provider_id)
+            provider_ids_seen.add(provider_id)
+        calls.append(_ToolCall(call_id, provider_id, raw.name, raw.arguments))
+    return calls
+
+
+def _model_call_record(
+    reply: Reply,
+    calls: list[_ToolCall],
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    index: int,
+    started: float,
+) -> ModelCallRecord:
+    prompt_tokens, completion_tokens = reply.prompt_tokens, reply.completion_tokens
+    counted = 0
+    if prompt_tokens is None:
+        prompt_tokens, counted = count_chat_tokens(messages, schemas), counted + 1
+    if completion_tokens is None:
+        completion_tokens = (
+            count_tokens(reply.content or "")
+            + count_tokens(reply.reasoning_text)
+            + sum(count_tokens(c.name) + count_tokens(c.arguments) for c in calls)
+        )
+        counted += 1
+    return ModelCallRecord(
+        index=index,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        messages_sent=len(messages),
+        finish_reason=reply.finish_reason,
+        tool_calls=len(calls),
+        usage_source=("response", "partly counted", "counted")[counted],
+        seconds=round(time.perf_counter() - started, 4),
+    )
+
+
+def _assistant_message(reply: Reply, calls: list[_ToolCall], record: TurnRecord) -> dict[str, Any]:
+    """The assistant message as it goes back to the model: the client's ids, and the provider's
+    reasoning fields unchanged (DeepSeek's thinking mode answers 400 without them)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.provider_fields:
+        message.update(reply.provider_fields)
+        record.guard_events.append("provider_fields_echoed")
+    if calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return message
+
+
+def _verdict(record: TurnRecord, reply: Reply) -> None:
+    """``ok``, or ``incomplete`` with the reason, for a final message (one without tool calls)."""
+    text = reply.content or ""
+    record.answer = text
+    record.reasoning = reply.reasoning_text or None
+    problem = None
+    if reply.finish_reason == "length":
+        problem = "the answer was cut at the model's output limit (finish_reason 'length')"
+    elif reply.finish_reason == "content_filter":
+        problem = "the provider's content filter stopped the answer (finish_reason 'content_filter')"
+    elif not text.strip() and reply.refusal:
+        problem = f"the model refused: {reply.refusal}"
+    elif not text.strip() and record.reasoning:
+        problem = (
+            "the final message has no content: the answer is only in the model's reasoning "
+            "(shown as reasoning, not as the answer)"
+        )
+    elif not text.strip():
+        problem = "the model's final message is empty"
+    record.status = "ok" if problem is None else "incomplete"
+    record.error = problem
+
+
+# -- one tool call --------------------------------------------------------------------------
 
 
 def dispatch(
@@ -355,13 +607,33 @@ def dispatch(
     tools: ToolRegistry,
     policy: ResultPolicy,
     ctx: ToolContext,
+    *,
+    provider_call_id: str | None = None,
 ) -> ToolCallRecord:
     """Run one tool call through the policy and the store; never raises for bad input.
 
-    Returns a :class:`ToolCallRecord` whose ``result`` is what goes into the ``tool`` message.
-    """
+    Args:
+        tool_call_id: the call's id (the client's own when called by :func:`run_turn`).
+        name: the tool the model named.
+        raw_arguments: the arguments JSON text as the model sent it ("" means ``{}``).
+        tools: the tools offered to the model (real and internal).
+        policy: the result policy.
+        ctx: the store and thread.
+        provider_call_id: the provider's id for the call, stored for reference.
 
-    def refuse(message: str, *, ran: bool = False) -> ToolCallRecord:
+    Returns:
+        A :class:`ToolCallRecord` whose ``result`` is what goes into the ``tool`` message.
+    """
+    raw_arguments = raw_arguments or ""
+    guards_before = len(ctx.guards)
+
+    def guards() -> list[str]:
+        fired = ctx.guards[guards_before:]
+        del ctx.guards[guards_before:]
+        return fired
+
+    def refuse(message: str, *, ran: bool = False, guard: str | None = None) -> ToolCallRecord:
+        fired = guards() + ([guard] if guard else [])
         return ToolCallRecord(
             id=tool_call_id,
             name=name,
@@ -370,9 +642,11 @@ def dispatch(
             result_kind="error",
             error=message,
             ran=ran,
+            provider_id=provider_call_id,
+            guards=fired,
         )
 
-    if len(raw_arguments or "") > MAX_ARGUMENTS_CHARS:
+    if len(raw_arguments) > MAX_ARGUMENTS_CHARS:
         return refuse(
             f"arguments for {name} are {len(raw_arguments):,} chars, over the limit of "
             f"{MAX_ARGUMENTS_CHARS:,}; pass large values by reference instead"
@@ -392,16 +666,27 @@ def dispatch(
     try:
         real_arguments = policy.prepare_arguments(ctx, tool, arguments)
         tool.check_arguments(real_arguments)
-    except (ReferenceRefused, ToolArgumentError) as exc:
+    except GuardRefusal as exc:
+        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
+    except ToolArgumentError as exc:
         return refuse(f"{name} was not run: {exc}")
     try:
         output = tool.call(real_arguments, ctx)
+    except GuardRefusal as exc:  # a resolve tool refusing its reference
+        return refuse(f"{name}: {exc}", ran=True, guard=exc.guard)
     except Exception as exc:  # a tool's failure is the model's information, not a crash
         return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
     row = None
     if ctx.store is not None and not tool.internal:
         try:
-            row = ctx.store.log_tool(ctx.thread_id, tool_call_id, name, raw_arguments, output)
+            row = ctx.store.log_tool(
+                ctx.thread_id,
+                tool_call_id,
+                name,
+                raw_arguments,
+                output,
+                provider_call_id=provider_call_id,
+            )
         except DuplicateToolCallError as exc:
             return refuse(str(exc), ran=True)
     presented = policy.present(ctx, tool, tool_call_id, output, row)
@@ -417,4 +702,6 @@ def dispatch(
             k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
         },
         ran=True,
+        provider_id=provider_call_id,
+        guards=guards(),
     )

@@ -2,10 +2,13 @@
 
 - ``inline``: the full result goes into the ``tool`` message.
 - ``truncate``: a result longer than ``limit`` characters becomes a preview ending in a
-  truncation marker; ``fetch_tool_output`` brings the full output back (seed 001).
+  truncation marker; ``fetch_tool_output`` brings the full output back (Part 11 "Tool-Output
+  Offload" of the Oracle AI Developer Hub agent workshop). A tool argument that still holds a
+  marker is refused: the model passed the preview on instead of the full output.
 - ``box``: a result longer than ``threshold`` characters becomes an opaque reference (or an MCP
   resource link); references in tool arguments are unboxed before a real tool runs; resolve tools
-  let the model look inside (seed 000).
+  let the model look inside (*tool-context-relay* by grzegorz-aniol). The unboxing rules for
+  references as models really write them are in :mod:`helpers.boxing`.
 
 The agent asks a policy three things, in the order data flows (tool → policy → store →
 messages): which extra tools the model gets (:meth:`ResultPolicy.internal_tools`), what a real
@@ -19,9 +22,21 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from helpers.boxing import BOXING_MODES, render_reference, resolve_in_thread, unbox_arguments
+from helpers.boxing import (
+    BOXING_MODES,
+    canonical_reference,
+    is_reference_of_thread,
+    render_reference,
+    resolve_in_thread,
+    unbox_arguments,
+)
 from helpers.instructions import system_instructions
-from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS, make_preview
+from helpers.preview import (
+    DEFAULT_PREVIEW_LIMIT_CHARS,
+    PreviewPassedAsValue,
+    make_preview,
+    marker_call_ids,
+)
 from helpers.registry import Tool, ToolContext
 from helpers.resolve_tools import fetch_tools, resolve_tools
 from helpers.store import StoredOutput
@@ -71,7 +86,8 @@ class ResultPolicy:
         return system_instructions(self.name, self.boxing, few_shot=few_shot)
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
-        """The arguments ``tool`` runs with. Raises ``ReferenceRefused`` to stop the call."""
+        """The arguments ``tool`` runs with. Raises a
+        :class:`~helpers.guards.GuardRefusal` (e.g. ``ReferenceRefused``) to stop the call."""
         return arguments
 
     def present(
@@ -102,6 +118,26 @@ class TruncatePolicy(ResultPolicy):
 
     def internal_tools(self) -> list[Tool]:
         return fetch_tools()
+
+    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        """Refuse a real tool's call whose arguments still hold a truncation marker of this
+        thread: the model passed a preview on as if it were the full output.
+
+        Raises:
+            PreviewPassedAsValue: the message tells the model to fetch the full output first.
+        """
+        if tool.internal or ctx.store is None:
+            return arguments
+        for path, text in _strings(arguments):
+            for call_id in marker_call_ids(text):
+                if ctx.store.get(ctx.thread_id, call_id) is not None:
+                    raise PreviewPassedAsValue(
+                        f"argument {path or 'value'!r} holds a truncated preview (it ends with the "
+                        f"truncation marker of tool_call_id {call_id!r}), not the full output. "
+                        f"Fetch the full output first with fetch_tool_output(tool_call_id="
+                        f"'{call_id}') and pass that, or pass only the part you need."
+                    )
+        return arguments
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -167,17 +203,36 @@ class BoxPolicy(ResultPolicy):
         return resolve_tools()
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
-        if tool.internal:  # resolve tools take the reference itself
-            return arguments
+        """Unbox every whole reference (wrapped ones too) and refuse references inside text.
+
+        A resolve tool takes the reference itself: its ``opaque_reference`` is only brought to
+        the bare ``internal://<id>`` form (from a wrapped string or a resource-link object).
+
+        Raises:
+            ReferenceRefused: a malformed, unknown, foreign or embedded reference.
+        """
         store = ctx.store
         if store is None:
             raise RuntimeError("the box strategy needs a store")
+        if tool.internal:
+            if not isinstance(arguments, dict) or "opaque_reference" not in arguments:
+                return arguments
+            given = arguments["opaque_reference"]
+            bare = canonical_reference(given)
+            if bare != given:
+                ctx.guards.append("reference_unwrapped")
+            return {**arguments, "opaque_reference": bare}
 
         def resolve(ref_id: str) -> str:
             row = resolve_in_thread(store, ctx.thread_id, ref_id)
             return store.read_all(row.id)
 
-        return unbox_arguments(arguments, resolve)
+        return unbox_arguments(
+            arguments,
+            resolve,
+            known=lambda ref_id: is_reference_of_thread(store, ctx.thread_id, ref_id),
+            on_guard=ctx.guards.append,
+        )
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -226,3 +281,18 @@ def make_policy(
     if strategy == "middle":
         return MiddleTruncatePolicy(limit)
     raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+
+
+def _strings(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """Every string in a JSON value, with its path (``files[0].content``)."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [
+            found
+            for key, item in value.items()
+            for found in _strings(item, f"{path}.{key}" if path else str(key))
+        ]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _strings(item, f"{path}[{i}]")]
+    return []

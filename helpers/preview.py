@@ -5,8 +5,12 @@ The marker tells the model how much is hidden and how to get it::
     <first 600 characters> ...[+11400 chars. full output: fetch_tool_output(tool_call_id='call_X7Y')]
 
 Units are characters (Python ``str`` length), not bytes: a preview never splits a character, and
-the count in the marker is exactly ``len(output) - limit``. The design follows Part 11
-"Tool-Output Offload" of the agent workshop (seed 001), which counted bytes; we count characters.
+the count in the marker is exactly ``len(output) - limit``. The design follows Part 11 "Tool-Output Offload"
+of the Oracle AI Developer Hub agent workshop, which counted bytes; we count characters.
+
+A preview is for the model to read, never a value to pass on: :func:`marker_call_ids` finds the
+markers inside any text, so the truncate strategy can refuse a tool call whose argument still
+holds one (the model meant the full output; see :class:`helpers.policies.TruncatePolicy`).
 """
 
 from __future__ import annotations
@@ -14,12 +18,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from helpers.guards import GuardRefusal
+
 #: Default preview length in characters.
 DEFAULT_PREVIEW_LIMIT_CHARS = 600
 
 MARKER_RE = re.compile(
     r" \.\.\.\[\+(?P<hidden>\d+) chars\. full output: "
     r"fetch_tool_output\(tool_call_id='(?P<call_id>[^']*)'\)\]\Z"
+)
+
+
+class PreviewPassedAsValue(GuardRefusal):
+    """A tool argument still holds a truncation marker: the model passed a preview on as if it
+    were the full output. The call is refused before the tool runs."""
+
+    guard = "refused_preview_as_value"
+
+
+#: A truncation marker anywhere in a text (a preview passed on, perhaps with more text around it).
+_MARKER_ANYWHERE_RE = re.compile(
+    r"\.\.\.\[\+\d+ chars\. full output: fetch_tool_output\(tool_call_id='(?P<call_id>[^']*)'\)\]"
 )
 
 
@@ -57,3 +76,10 @@ def parse_preview(content: str) -> Preview | None:
     if match is None:
         return None
     return Preview(content[: match.start()], int(match["hidden"]), match["call_id"])
+
+
+def marker_call_ids(text: str) -> list[str]:
+    """The ``tool_call_id`` of every truncation marker inside ``text``, in order."""
+    if "fetch_tool_output(" not in text:
+        return []
+    return [match["call_id"] for match in _MARKER_ANYWHERE_RE.finditer(text)]

@@ -47,10 +47,15 @@ class UnknownToolError(KeyError):
 
 @dataclass
 class ToolContext:
-    """What a context-taking tool gets besides its arguments: the store and the thread."""
+    """What a context-taking tool gets besides its arguments: the store and the thread.
+
+    ``guards`` collects the names of guards (:data:`helpers.guards.GUARDS`) that repaired a
+    mistake while a call was prepared; the agent moves them onto the call's record.
+    """
 
     store: ToolOutputStore | None
     thread_id: str
+    guards: list[str] = field(default_factory=list)
 
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}

@@ -1,16 +1,19 @@
 """Tools for the model only: they read the store, so it can look inside a long result when it must.
 
-- ``fetch_tool_output(tool_call_id)``: the truncate strategy's way back to a full output (seed 001).
-- ``internal_resource_*``: the box strategy's resolve tools, with the reference design's semantics
-  (seed 000): ``length``, ``read_slice`` (negative start counts from the end, Python-style),
+- ``fetch_tool_output(tool_call_id)``: the truncate strategy's way back to a full output (Part 11
+  "Tool-Output Offload" of the Oracle AI Developer Hub agent workshop).
+- ``internal_resource_*``: the box strategy's resolve tools, with the semantics of
+  *tool-context-relay* by grzegorz-aniol: ``length``, ``read_slice`` (negative start counts from the end, Python-style),
   ``read_lines`` (zero-based start line, negative from the end), ``grep`` (a regex per line with
   ±window lines of context, overlapping ranges merged, lines numbered from 1 as in an editor),
   and ``read`` (the full value: a last resort). Grep uses RE2 (google-re2), a linear-time
   engine, so no pattern can make it backtrack for ever.
 
 Their results are never boxed or truncated (a fetch that is cut again can never show more than
-the cut). Bad arguments raise ``ValueError`` (or ``ReferenceRefused``) with a message for the
-model; the agent turns that into an error tool result.
+the cut). Bad arguments raise ``ValueError`` (or a guard refusal: ``ReferenceRefused``,
+:class:`UnknownToolCallId`) with a message for the model; the agent turns that into an error tool
+result. A resolve tool takes its reference in any form :func:`helpers.boxing.reference_id`
+accepts (wrapped, or a resource-link object: the box strategy brings it to ``internal://<id>``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import time
 
 import re2
 
-from helpers.boxing import ReferenceRefused, reference_id, resolve_in_thread
+from helpers.boxing import MalformedReference, reference_id, resolve_in_thread
+from helpers.guards import GuardRefusal
 from helpers.registry import Tool, ToolContext, tool_from_function
 from helpers.store import StoredOutput, ToolOutputStore
 
@@ -34,6 +38,12 @@ GREP_TIME_LIMIT_S = 10.0
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # errors are reported to the model, not logged to stderr
+
+
+class UnknownToolCallId(GuardRefusal):
+    """``fetch_tool_output`` named a ``tool_call_id`` this thread never had (an invented one)."""
+
+    guard = "refused_unknown_tool_call_id"
 
 
 def _store(ctx: ToolContext) -> ToolOutputStore:
@@ -52,11 +62,15 @@ def fetch_tool_output(ctx: ToolContext, tool_call_id: str) -> str:
         tool_call_id: the id named in the truncation marker, e.g. 'call_abc123'.
 
     Returns:
-        JSON {"tool_name", "tool_args", "tool_output"}, or {"error": "no tool call with id ..."}.
+        JSON {"tool_name", "tool_args", "tool_output"}.
     """
-    row = _store(ctx).get(ctx.thread_id, tool_call_id, with_content=True)
+    wanted = tool_call_id.strip().strip("`'\"").strip()
+    row = _store(ctx).get(ctx.thread_id, wanted, with_content=True)
     if row is None:
-        return json.dumps({"error": f"no tool call with id {tool_call_id!r} in this thread"})
+        raise UnknownToolCallId(
+            f"no tool call with id {tool_call_id!r} in this thread: use the tool_call_id named in "
+            "a truncation marker you received, exactly as written there"
+        )
     return json.dumps(
         {"tool_name": row.tool_name, "tool_args": row.args, "tool_output": row.content},
         ensure_ascii=False,
@@ -67,7 +81,10 @@ def _row(ctx: ToolContext, opaque_reference: str) -> StoredOutput:
     ref_id = reference_id(opaque_reference)
     if ref_id is None:
         shown = opaque_reference if len(opaque_reference) <= 80 else opaque_reference[:77] + "..."
-        raise ReferenceRefused(f"{shown!r} is not an opaque reference (expected internal://<id>)")
+        raise MalformedReference(
+            f"{shown!r} is not an opaque reference (expected internal://<id>, as a tool result "
+            "gave it to you)"
+        )
     return resolve_in_thread(_store(ctx), ctx.thread_id, ref_id)
 
 

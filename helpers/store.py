@@ -1,9 +1,17 @@
 """The tool-output store: every tool dispatch, persisted through SQLAlchemy.
 
-One table, ``tool_outputs``: a row per tool call, keyed by ``(thread_id, tool_call_id)`` and
-also by ``ref_id``, the unguessable id that an opaque reference ``internal://<ref_id>`` names.
-The full output lives in ``content``; ``n_chars`` (characters, not bytes) and ``sha256`` (of the
-UTF-8 bytes) describe it without loading it.
+Tables:
+
+- ``tool_outputs``: a row per tool call, keyed by ``(thread, tool_call_id)`` and also by
+  ``ref_id``, the unguessable id that an opaque reference ``internal://<ref_id>`` names. The full
+  output lives in ``content``; ``n_chars`` (characters, not bytes) and ``sha256`` (of the UTF-8
+  bytes) describe it without loading it. ``provider_call_id`` keeps the id the provider gave the
+  call (providers reuse ids; the client's own ``tool_call_id`` is the key).
+- ``threads`` and ``thread_messages``: the conversation of each thread, message by message, so a
+  later process can continue it (``workbook ask --thread ID``).
+
+A thread id may be any text of any length: rows are found by ``thread_key``, the SHA-256 of the
+thread id (64 hex characters), so indexes stay small on SQLite and PostgreSQL alike.
 
 Reads of a part of a value (:meth:`ToolOutputStore.read_range`) never load the whole value: an
 output of up to ``CHUNK_CHARS`` characters sits in ``content`` and is sliced with ``substr`` in
@@ -56,6 +64,8 @@ KIND_TOOL_OUTPUT = "tool_output"
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 #: Bytes of randomness in a reference id (``secrets.token_urlsafe``): 16 URL-safe characters.
 REF_ID_BYTES = 12
+#: The longest ``tool_call_id`` the store takes, in characters (the client's own ids are 29).
+MAX_TOOL_CALL_ID_CHARS = 255
 #: Outputs longer than this many characters are stored in chunks of this many characters, so a
 #: slice reads one or two chunks instead of the whole value.
 CHUNK_CHARS = 16_384
@@ -69,17 +79,29 @@ class Base(DeclarativeBase):
     """Declarative base of the store's tables."""
 
 
+def thread_key(thread_id: str) -> str:
+    """The key a thread's rows are stored under: SHA-256 (hex) of the thread id's UTF-8 bytes."""
+    return hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _thread_key_default(context: Any) -> str:
+    # an INSERT that sets only thread_id (e.g. a notebook's own ToolOutput(...)) gets its key
+    return thread_key(context.get_current_parameters()["thread_id"])
+
+
 class ToolOutput(Base):
     """One tool dispatch: who called what, with which arguments, and the full output."""
 
     __tablename__ = "tool_outputs"
-    __table_args__ = (UniqueConstraint("thread_id", "tool_call_id", name="uq_thread_call"),)
+    __table_args__ = (UniqueConstraint("thread_key", "tool_call_id", name="uq_thread_key_call"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     ref_id: Mapped[str] = mapped_column(String(64), unique=True, index=True)
-    thread_id: Mapped[str] = mapped_column(String(128), index=True)
-    tool_call_id: Mapped[str] = mapped_column(String(128), index=True)
-    tool_name: Mapped[str] = mapped_column(String(128))
+    thread_id: Mapped[str] = mapped_column(Text)
+    thread_key: Mapped[str] = mapped_column(String(64), index=True, default=_thread_key_default)
+    tool_call_id: Mapped[str] = mapped_column(String(MAX_TOOL_CALL_ID_CHARS), index=True)
+    provider_call_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    tool_name: Mapped[str] = mapped_column(Text)
     tool_args: Mapped[str] = mapped_column(Text)  # JSON text, as the model sent it
     # the full output if it has at most CHUNK_CHARS characters; "" when it lives in chunks
     content: Mapped[str] = mapped_column(Text, deferred=True)
@@ -100,6 +122,28 @@ class ToolOutputChunk(Base):
     content: Mapped[str] = mapped_column(Text)
 
 
+class Thread(Base):
+    """A conversation: its id (any text) and when it started."""
+
+    __tablename__ = "threads"
+
+    thread_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ThreadMessage(Base):
+    """One chat message of a thread, as sent to the model (JSON text), in order of ``id``."""
+
+    __tablename__ = "thread_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    thread_key: Mapped[str] = mapped_column(String(64), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 @dataclass(frozen=True)
 class StoredOutput:
     """A row of ``tool_outputs`` as plain data. ``content`` is ``None`` when not loaded."""
@@ -115,6 +159,7 @@ class StoredOutput:
     kind: str
     created_at: datetime
     content: str | None = None
+    provider_call_id: str | None = None
 
     @property
     def args(self) -> Any:
@@ -143,6 +188,7 @@ def _to_record(row: ToolOutput, content: str | None) -> StoredOutput:
         kind=row.kind,
         created_at=_as_utc(row.created_at),
         content=content,
+        provider_call_id=row.provider_call_id,
     )
 
 
@@ -195,13 +241,48 @@ class ToolOutputStore:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def _migrate(self) -> None:
-        """Bring a database made by an earlier version of this schema up to date."""
+        """Bring a database made by an earlier version of this schema up to date: chunk counts,
+        provider call ids, and thread keys (with ids of any length on PostgreSQL)."""
         columns = {c["name"] for c in inspect(self.engine).get_columns("tool_outputs")}
-        if "n_chunks" not in columns:
-            with self.engine.begin() as connection:
+        postgres = self.engine.dialect.name == "postgresql"
+        with self.engine.begin() as connection:
+            if "n_chunks" not in columns:
                 connection.execute(
                     text("ALTER TABLE tool_outputs ADD COLUMN n_chunks INTEGER NOT NULL DEFAULT 0")
                 )
+            if "provider_call_id" not in columns:
+                connection.execute(text("ALTER TABLE tool_outputs ADD COLUMN provider_call_id TEXT"))
+            if "thread_key" in columns:
+                return
+            connection.execute(text("ALTER TABLE tool_outputs ADD COLUMN thread_key VARCHAR(64)"))
+            threads = connection.execute(text("SELECT DISTINCT thread_id FROM tool_outputs"))
+            for (thread_id,) in threads.all():
+                connection.execute(
+                    text("UPDATE tool_outputs SET thread_key = :key WHERE thread_id = :thread"),
+                    {"key": thread_key(thread_id), "thread": thread_id},
+                )
+            connection.execute(
+                text(
+                    "CREATE INDEX IF NOT EXISTS ix_tool_outputs_thread_key "
+                    "ON tool_outputs (thread_key)"
+                )
+            )
+            connection.execute(
+                text(
+                    "CREATE UNIQUE INDEX IF NOT EXISTS uq_thread_key_call "
+                    "ON tool_outputs (thread_key, tool_call_id)"
+                )
+            )
+            if postgres:  # SQLite does not enforce lengths; PostgreSQL needs wider columns
+                for statement in (
+                    "ALTER TABLE tool_outputs ALTER COLUMN thread_id TYPE TEXT",
+                    "ALTER TABLE tool_outputs ALTER COLUMN tool_name TYPE TEXT",
+                    f"ALTER TABLE tool_outputs ALTER COLUMN tool_call_id "
+                    f"TYPE VARCHAR({MAX_TOOL_CALL_ID_CHARS})",
+                    "ALTER TABLE tool_outputs DROP CONSTRAINT IF EXISTS uq_thread_call",
+                    "DROP INDEX IF EXISTS ix_tool_outputs_thread_id",
+                ):
+                    connection.execute(text(statement))
 
     def __repr__(self) -> str:
         return f"ToolOutputStore({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -221,24 +302,33 @@ class ToolOutputStore:
         tool_output: str,
         *,
         kind: str = KIND_TOOL_OUTPUT,
+        provider_call_id: str | None = None,
     ) -> StoredOutput:
         """Persist one dispatch and return its row (without ``content``).
 
         Args:
-            thread_id: the conversation the call belongs to.
-            tool_call_id: the model's id for the call (``call_…``); unique within the thread.
+            thread_id: the conversation the call belongs to (any text, any length).
+            tool_call_id: the id of the call (``call_…``); unique within the thread. The agent
+                gives every call an id of its own (:func:`helpers.agent.new_tool_call_id`).
             tool_name: the tool that ran.
             tool_args: the arguments as the model sent them: a mapping (stored as JSON text) or
                 JSON text already.
             tool_output: the full output, any length.
+            provider_call_id: the id the provider gave the call, if any (kept for reference).
 
         Raises:
             DuplicateToolCallError: ``tool_call_id`` is already logged in ``thread_id``.
             TypeError: ``tool_output`` is not a string.
-            ValueError: the output holds a NUL character and the database is PostgreSQL.
+            ValueError: ``tool_call_id`` is empty or longer than 255 characters, or the output
+                holds a NUL character and the database is PostgreSQL.
         """
         if not isinstance(tool_output, str):
             raise TypeError(f"tool_output must be str, got {type(tool_output).__name__}")
+        if not tool_call_id or len(tool_call_id) > MAX_TOOL_CALL_ID_CHARS:
+            raise ValueError(
+                f"tool_call_id must be 1-{MAX_TOOL_CALL_ID_CHARS} characters, "
+                f"got {len(tool_call_id)}"
+            )
         if "\x00" in tool_output and self.engine.dialect.name == "postgresql":
             raise ValueError(
                 "PostgreSQL TEXT cannot hold NUL characters; this output has one "
@@ -255,7 +345,9 @@ class ToolOutputStore:
         row = ToolOutput(
             ref_id=secrets.token_urlsafe(REF_ID_BYTES),
             thread_id=thread_id,
+            thread_key=thread_key(thread_id),
             tool_call_id=tool_call_id,
+            provider_call_id=provider_call_id,
             tool_name=tool_name,
             tool_args=args_text,
             content="" if chunks else tool_output,
@@ -292,7 +384,7 @@ class ToolOutputStore:
     ) -> StoredOutput | None:
         """The row of ``tool_call_id`` in ``thread_id``, or ``None``."""
         stmt = select(ToolOutput).where(
-            ToolOutput.thread_id == thread_id, ToolOutput.tool_call_id == tool_call_id
+            ToolOutput.thread_key == thread_key(thread_id), ToolOutput.tool_call_id == tool_call_id
         )
         return self._one(stmt, with_content)
 
@@ -321,7 +413,9 @@ class ToolOutputStore:
         """The rows of a thread in the order they were written (without ``content``)."""
         with self._sessions() as session:
             rows = session.scalars(
-                select(ToolOutput).where(ToolOutput.thread_id == thread_id).order_by(ToolOutput.id)
+                select(ToolOutput)
+                .where(ToolOutput.thread_key == thread_key(thread_id))
+                .order_by(ToolOutput.id)
             ).all()
             return [_to_record(r, None) for r in rows]
 
@@ -329,7 +423,7 @@ class ToolOutputStore:
         """Number of rows, in one thread or in all."""
         stmt = select(func.count(ToolOutput.id))
         if thread_id is not None:
-            stmt = stmt.where(ToolOutput.thread_id == thread_id)
+            stmt = stmt.where(ToolOutput.thread_key == thread_key(thread_id))
         with self._sessions() as session:
             return int(session.scalar(stmt) or 0)
 
@@ -431,8 +525,73 @@ class ToolOutputStore:
                 cutoff = cutoff.astimezone(UTC).replace(tzinfo=None)
             doomed = doomed.where(ToolOutput.created_at < cutoff)
         if thread_id is not None:
-            doomed = doomed.where(ToolOutput.thread_id == thread_id)
+            doomed = doomed.where(ToolOutput.thread_key == thread_key(thread_id))
         with self._sessions.begin() as session:
             session.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
             result = session.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
+            if thread_id is not None and older_than is None:  # the whole thread is forgotten
+                key = thread_key(thread_id)
+                session.execute(delete(ThreadMessage).where(ThreadMessage.thread_key == key))
+                session.execute(delete(Thread).where(Thread.thread_key == key))
             return int(result.rowcount or 0)
+
+    # -- threads and their messages ---------------------------------------------------------
+
+    def thread_exists(self, thread_id: str) -> bool:
+        """Whether anything was stored under ``thread_id``: the thread itself (its messages) or,
+        in a database from before threads were stored, a tool output."""
+        key = thread_key(thread_id)
+        with self._sessions() as session:
+            if session.get(Thread, key) is not None:
+                return True
+            found = session.scalar(select(ToolOutput.id).where(ToolOutput.thread_key == key))
+            return found is not None
+
+    def ensure_thread(self, thread_id: str) -> bool:
+        """Record ``thread_id`` as a thread if it is not one yet; return whether it was new."""
+        key = thread_key(thread_id)
+        with self._sessions() as session:
+            if session.get(Thread, key) is not None:
+                return False
+        try:
+            with self._sessions.begin() as session:
+                session.add(Thread(thread_key=key, thread_id=thread_id, created_at=_now()))
+        except IntegrityError:  # another process started it a moment ago
+            return False
+        return True
+
+    def append_message(self, thread_id: str, message: Mapping[str, Any]) -> None:
+        """Add one chat message (any JSON-serialisable mapping) to the end of a thread."""
+        body = json.dumps(dict(message), ensure_ascii=True, default=str)
+        with self._sessions.begin() as session:
+            session.add(
+                ThreadMessage(
+                    thread_key=thread_key(thread_id),
+                    role=str(message.get("role", ""))[:16],
+                    body=body,
+                    created_at=_now(),
+                )
+            )
+
+    def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every message of a thread, in the order it was added (empty for an unknown thread)."""
+        with self._sessions() as session:
+            bodies = session.scalars(
+                select(ThreadMessage.body)
+                .where(ThreadMessage.thread_key == thread_key(thread_id))
+                .order_by(ThreadMessage.id)
+            ).all()
+        return [json.loads(body) for body in bodies]
+
+    def list_threads(self, limit: int = 20) -> list[str]:
+        """The ids of the most recently started threads, newest first."""
+        with self._sessions() as session:
+            return list(
+                session.scalars(
+                    select(Thread.thread_id).order_by(Thread.created_at.desc()).limit(limit)
+                ).all()
+            )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

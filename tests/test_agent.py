@@ -119,14 +119,18 @@ def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, stor
     assert "get_page failed: LookupError: 404" in errors[3]
     assert "JSON object" in errors[4]
     assert rec.tool_calls[5].result_kind == "inline"
-    # the model saw one tool message per call, paired with its id, in the second request
+    # the model saw one tool message per call, paired with the client's id for it, in the
+    # second request; the provider's ids are kept on the records
+    echoed = next(m for m in seen[1]["messages"] if m.get("tool_calls"))
     tool_msgs = [m for m in seen[1]["messages"] if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2", "c3", "c4", "c5", "c6"]
+    assert [m["tool_call_id"] for m in tool_msgs] == [c["id"] for c in echoed["tool_calls"]]
+    assert [t.id for t in rec.tool_calls] == [m["tool_call_id"] for m in tool_msgs]
+    assert [t.provider_id for t in rec.tool_calls] == ["c1", "c2", "c3", "c4", "c5", "c6"]
 
 
 def test_max_iterations_stops_a_looping_model(registry, store) -> None:
     client, _ = scripted_client([tool_calls(("c", "yt_transcribe", '{"video_id": "999"}'))])
-    # the same id every time: the second dispatch is refused as a duplicate, the loop still ends
+    # the same provider id every time: each call still runs under an id of its own
     rec = run_turn(
         "x",
         client=client,
@@ -137,7 +141,9 @@ def test_max_iterations_stops_a_looping_model(registry, store) -> None:
         max_iterations=3,
     )
     assert rec.status == "max_iterations" and rec.answer is None and len(rec.model_calls) == 3
-    assert "already used" in rec.tool_calls[1].result
+    assert all(t.ran and t.result_kind == "inline" for t in rec.tool_calls)
+    assert len({t.id for t in rec.tool_calls}) == 3
+    assert rec.guard_counts() == {"tool_call_id_replaced": 2}
 
 
 def test_endpoint_failure_is_a_failed_record_not_a_crash(registry, store) -> None:

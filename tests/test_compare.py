@@ -106,13 +106,14 @@ def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, 
     floor = floor_tokens(record, needed_tools={"yt_transcribe", "internal_resource_length"})
     assert len(floor) == 3  # the read's model call is gone
     new_uri = json.loads(record.tool_calls[0].result)["uri"]
+    c1, c2 = (record.tool_calls[0].id, record.tool_calls[1].id)  # the client's ids
     kept = [
         m
         for m in record.messages
-        if m.get("tool_call_id") != "c2"
-        and not (m.get("tool_calls") and m["tool_calls"][0]["id"] == "c2")
+        if m.get("tool_call_id") != c2
+        and not (m.get("tool_calls") and m["tool_calls"][0]["id"] == c2)
     ]
-    kept = [{**m, "content": new_uri} if m.get("tool_call_id") == "c1" else m for m in kept]
+    kept = [{**m, "content": new_uri} if m.get("tool_call_id") == c1 else m for m in kept]
     assert floor == [count_chat_tokens(kept[:end], record.tool_schemas) for end in (2, 4, 6)]
 
 

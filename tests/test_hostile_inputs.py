@@ -60,6 +60,7 @@ def ref(store):
         ("internal://short", "malformed opaque reference"),
         ("internal://" + "A" * 65, "malformed opaque reference"),
         ("internal://AAAAAAAAAAAAAAAAAAAA", "unknown opaque reference"),
+        (" internal://AAAAAAAAAAAAAAAA\n", "unknown opaque reference"),  # wrapped in whitespace
         ('{"type": "resource_link", "uri": "internal://bad id!", "name": "n"}', "malformed"),
     ],
 )
@@ -74,7 +75,7 @@ def test_bad_references_refuse_with_a_reason(store, text, message) -> None:
         "INTERNAL://AAAAAAAAAAAAAAAA",
         "internal:/AAAAAAAAAAAAAAAA",
         "internal//AAAAAAAAAAAAAAAA",
-        " internal://AAAAAAAAAAAAAAAA",
+        "see internal://AAAAAAAAAAAAAAAA",  # inside text, and not a reference of this thread
     ],
 )
 def test_look_alike_schemes_are_plain_text(store, text) -> None:

@@ -1,0 +1,179 @@
+"""The model's reply as real providers send it: every shape read, or a clear reason why not.
+
+The OpenAI SDK parses a chat completion leniently: a body that is not JSON comes back as a
+string, ``choices`` may be ``null``, a tool call may lack its ``id``, ``arguments`` may be
+``null``, ``usage`` may be ``{}``. Real providers send all of these (OpenRouter answers HTTP 200
+with ``{"error": {...}}`` when an upstream fails; some local servers send HTML from the wrong
+path, number tool calls ``"0"`` in every response, or put the answer in ``reasoning_content``).
+So the agent reads the raw body itself (:func:`parse_reply`) and gets either a :class:`Reply`
+whose every field has a known type, or a :class:`ProviderError` whose message says what came back.
+
+Reasoning fields (``reasoning_content`` from DeepSeek and vLLM, ``reasoning`` and
+``reasoning_details`` from OpenRouter) are kept as they came, because thinking-mode providers
+require them back on the assistant message in later requests: DeepSeek answers HTTP 400
+"Missing `reasoning_content` field in the assistant message" otherwise (its *Thinking Mode*
+guide, section "Tool Calls").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Assistant-message fields a provider may send that must be sent back unchanged.
+PROVIDER_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+class ProviderError(Exception):
+    """The endpoint answered with something that is not a usable chat completion."""
+
+
+@dataclass(frozen=True)
+class ReplyToolCall:
+    """One tool call as the provider sent it.
+
+    ``provider_id`` is the provider's id (``None`` when missing or not a string); ``name`` is
+    ``""`` when missing; ``arguments`` is the JSON text of the arguments (``""`` when ``null``;
+    an arguments *object*, as some local servers send, is turned into its JSON text).
+    """
+
+    provider_id: str | None
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One chat-completion choice, normalised.
+
+    Attributes:
+        content: the text of the message (content parts joined), or ``None``.
+        tool_calls: the tool calls, in order.
+        finish_reason: as sent (``stop``, ``tool_calls``, ``length``, ``content_filter``, …).
+        prompt_tokens, completion_tokens: from ``usage``; ``None`` when missing, null or not a
+            whole number (the agent then counts them itself).
+        provider_fields: :data:`PROVIDER_FIELDS` present on the message, to send back as is.
+        refusal: the model's refusal text, if any (OpenAI's ``refusal``).
+    """
+
+    content: str | None
+    tool_calls: list[ReplyToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    provider_fields: dict[str, Any] = field(default_factory=dict)
+    refusal: str | None = None
+
+    @property
+    def reasoning_text(self) -> str:
+        """The model's reasoning as plain text ("" if none): ``reasoning_content``, else
+        ``reasoning``, else the text of ``reasoning_details``."""
+        for key in ("reasoning_content", "reasoning"):
+            value = self.provider_fields.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+        details = self.provider_fields.get("reasoning_details")
+        if isinstance(details, list):
+            parts = [
+                str(d.get("text") or d.get("summary") or "") for d in details if isinstance(d, dict)
+            ]
+            return "\n".join(p for p in parts if p)
+        return ""
+
+
+def _snippet(text: str, width: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _text_of(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(
+            str(part.get("text") or "")
+            for part in content
+            if isinstance(part, dict) and part.get("type", "text") in ("text", "output_text")
+        )
+    return str(content)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _tool_call(raw: Any) -> ReplyToolCall:
+    if not isinstance(raw, dict):
+        return ReplyToolCall(None, "", "")
+    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    provider_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+    name = function.get("name") if isinstance(function.get("name"), str) else ""
+    arguments = function.get("arguments")
+    if arguments is None:
+        text = ""
+    elif isinstance(arguments, str):
+        text = arguments
+    else:  # an object (or another JSON value) instead of JSON text
+        text = json.dumps(arguments, ensure_ascii=False)
+    return ReplyToolCall(provider_id, name, text)
+
+
+def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
+    """Read a ``/chat/completions`` response body (HTTP 2xx) into a :class:`Reply`.
+
+    Args:
+        body: the response body as text.
+        content_type: the response's ``Content-Type`` (only used in messages).
+
+    Raises:
+        ProviderError: the body is not JSON, not an object, carries an ``error`` and no choices,
+            has no choices, or its first choice has no message.
+    """
+    try:
+        data = json.loads(body)
+    except ValueError:
+        kind = content_type.split(";")[0].strip() or "no content type"
+        what = "malformed JSON" if kind.endswith("json") else "a body that is not JSON"
+        raise ProviderError(
+            f"the endpoint answered with {what} ({kind}, {len(body)} characters: "
+            f"{_snippet(body)!r}); is the base URL an OpenAI-compatible API?"
+        ) from None
+    if not isinstance(data, dict):
+        raise ProviderError(
+            f"the endpoint answered with JSON that is not an object: {_snippet(body)!r}"
+        )
+    choices = data.get("choices")
+    error = data.get("error")
+    if error and not choices:
+        if isinstance(error, dict):
+            message = error.get("message") or json.dumps(error, ensure_ascii=False)
+            code = error.get("code") or error.get("type")
+            raw = error.get("metadata", {}).get("raw") if isinstance(error.get("metadata"), dict) else None
+            detail = f" (code {code})" if code else ""
+            detail += f"; upstream said: {_snippet(str(raw))}" if raw else ""
+        else:
+            message, detail = str(error), ""
+        raise ProviderError(f"the provider reported an error in a 200 response: {message}{detail}")
+    if not isinstance(choices, list) or not choices:
+        shown = "null" if choices is None else json.dumps(choices)[:40]
+        raise ProviderError(
+            f"the response has no choices (choices: {shown}); the provider returned no message"
+        )
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ProviderError("the response's first choice has no message")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    raw_calls = message.get("tool_calls")
+    finish = choice.get("finish_reason")
+    refusal = message.get("refusal")
+    return Reply(
+        content=_text_of(message.get("content")),
+        tool_calls=[_tool_call(c) for c in raw_calls] if isinstance(raw_calls, list) else [],
+        finish_reason=finish if isinstance(finish, str) else None,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        provider_fields={k: message[k] for k in PROVIDER_FIELDS if message.get(k) is not None},
+        refusal=refusal if isinstance(refusal, str) and refusal else None,
+    )
