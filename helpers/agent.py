@@ -202,6 +202,10 @@ class TurnRecord:
                     "arguments": t.arguments,
                     "result": t.result,
                     "result_kind": t.result_kind,
+                    "ran": t.ran,
+                    "output_chars": t.output_chars,
+                    "output_sha256": t.output_sha256,
+                    "received_sha256": t.received_sha256,
                     "guards": t.guards,
                 }
                 for t in self.tool_calls
@@ -583,7 +587,9 @@ def _verdict(record: TurnRecord, reply: Reply) -> None:
     if reply.finish_reason == "length":
         problem = "the answer was cut at the model's output limit (finish_reason 'length')"
     elif reply.finish_reason == "content_filter":
-        problem = "the provider's content filter stopped the answer (finish_reason 'content_filter')"
+        problem = (
+            "the provider's content filter stopped the answer (finish_reason 'content_filter')"
+        )
     elif not text.strip() and reply.refusal:
         problem = f"the model refused: {reply.refusal}"
     elif not text.strip() and record.reasoning:
@@ -672,8 +678,8 @@ def dispatch(
         return refuse(f"{name} was not run: {exc}")
     try:
         output = tool.call(real_arguments, ctx)
-    except GuardRefusal as exc:  # a resolve tool refusing its reference
-        return refuse(f"{name}: {exc}", ran=True, guard=exc.guard)
+    except GuardRefusal as exc:  # a resolve tool refusing its reference before doing anything
+        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
     except Exception as exc:  # a tool's failure is the model's information, not a crash
         return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
     row = None

@@ -6,15 +6,21 @@
     workbook build-data
     workbook serve-offline [--port N]
 
-Exit codes: 0 success, 1 a failed run (no final answer, the model endpoint failed), 2 bad usage
-(unknown option, bad value, unusable ``.env`` profile).
+Exit codes (:data:`EXIT_CODES`): 0 answered (``ok``); 1 a failed run (``error``: the endpoint
+failed or sent no usable reply; ``max_iterations``: no final answer); 2 bad usage (unknown
+option, bad value, unusable ``.env`` profile, unknown thread); 3 an ``incomplete`` answer (cut,
+filtered, refused, empty, or only in the model's reasoning). With ``--json``, ``ask`` prints
+exactly one JSON object on stdout whatever happens, with a ``status``; no traceback reaches the
+user (``WORKBOOK_DEBUG=1`` shows one for an internal error).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,16 +48,20 @@ from helpers.agent import (
 from helpers.cases import Case, CaseError, load_cases
 from helpers.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.compare import Comparison, write_report
-from helpers.evaluation import VARIANTS, CaseRun, run_cases
+from helpers.evaluation import VARIANTS, CaseRun, run_cases, run_personas
 from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
 from helpers.modes import MODES, for_mode
 from helpers.paths import CASES_DIR
+from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona
 from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS, STRATEGIES, make_policy
 from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.store import ToolOutputStore
+from helpers.threads import ThreadError, open_thread
 from helpers.tools import default_registry
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+#: Turn status → exit code of ``workbook ask``.
+EXIT_CODES = {"ok": EXIT_OK, "incomplete": EXIT_INCOMPLETE, "max_iterations": EXIT_FAILED}
 DEFAULT_CASES = str(CASES_DIR / "*.md")
 _KIND_STYLE = {"boxed": "magenta", "truncated": "yellow", "error": "red", "inline": "green"}
 
@@ -74,6 +84,45 @@ def _add_context_controls(parser: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         help="compact earlier tool calls past this many context tokens (default %(const)s)",
     )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text}")
+    return value
+
+
+def _add_model_controls(parser: argparse.ArgumentParser, *, repeat: bool = False) -> None:
+    """--timeout and --persona, shared by ask and cases."""
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="seconds to wait for one model response (default: <PROFILE>_TIMEOUT, else 120)",
+    )
+    parser.add_argument(
+        "--persona",
+        action="append" if repeat else "store",
+        choices=(*PERSONAS, "all") if repeat else tuple(PERSONAS),
+        help="offline only: the offline model makes this persona's mistake"
+        + (" (repeat, or 'all')" if repeat else ""),
+    )
+
+
+def _persona_model(config: ModelConfig, persona: str | None) -> ModelConfig:
+    """``config`` with the persona's model name; raises ConfigError for a real model."""
+    if persona is None:
+        return config
+    if not config.offline:
+        raise ConfigError(
+            f"--persona is part of the offline reference model, but profile {config.profile!r} "
+            "is a real model; use --profile offline"
+        )
+    return ModelConfig(config.profile, "offline", get_persona(persona).model_name)
 
 
 def _compaction(args: argparse.Namespace) -> CompactionSettings | None:
@@ -108,8 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True)
     ask.add_argument("--max-iterations", type=int, default=DEFAULT_MAX_ITERATIONS)
     ask.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
-    ask.add_argument("--thread", help="continue this thread id (its references stay valid)")
+    ask.add_argument(
+        "--thread",
+        help="continue this thread: the model gets its earlier messages, its references resolve",
+    )
+    ask.add_argument(
+        "--new-thread",
+        action="store_true",
+        help="start the thread given by --thread instead of continuing it",
+    )
     _add_context_controls(ask)
+    _add_model_controls(ask)
     ask.add_argument("--db", help="store URL (default: WORKBOOK_DB_URL or var/tool_outputs.sqlite)")
     ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
@@ -132,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
     cases.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
     _add_context_controls(cases)
+    _add_model_controls(cases, repeat=True)
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
     cases.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -143,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--profile", help="a .env profile (default: WORKBOOK_PROFILE)")
     compare.add_argument("--model", help="override the profile's model name")
     compare.add_argument("--focus", help="case whose context growth the plot shows")
+    compare.add_argument(
+        "--personas",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="offline: add a row per persona (a model that makes a real model's mistake)",
+    )
     compare.add_argument("--out", default="build/compare", help="output folder")
     compare.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
@@ -168,18 +233,33 @@ def _short(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    """Report bad usage: one JSON object on stdout with ``--json``, else a line on stderr."""
+    if getattr(args, "json", False):
+        print(json.dumps({"status": "usage_error", "error": message}, ensure_ascii=False))
+    else:
+        print(f"workbook: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     try:
-        config = resolve_model(args.profile, args.model)
+        config = _persona_model(resolve_model(args.profile, args.model), args.persona)
         policy = make_policy(
             args.strategy, limit=args.limit, threshold=args.threshold, boxing=args.boxing
         )
     except (ConfigError, ValueError) as exc:
-        print(f"workbook: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    client = make_client(config, max_retries=args.max_retries)
-    registry = for_mode(default_registry(), args.mode)
+        return _usage_error(args, str(exc))
+    if args.new_thread and args.thread is None:
+        return _usage_error(args, "--new-thread starts the thread named by --thread ID")
     store = ToolOutputStore(args.db)
+    try:
+        thread_id, history = open_thread(store, args.thread, new=args.new_thread)
+    except ThreadError as exc:
+        store.close()
+        return _usage_error(args, str(exc))
+    client = make_client(config, max_retries=args.max_retries, timeout_s=args.timeout)
+    registry = for_mode(default_registry(), args.mode)
     out = _console(args.color)
     human = not args.json
 
@@ -196,6 +276,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         out.print(f"[bold]Strategy:[/] {escape(policy.describe())}")
         if args.mode:
             out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
+        if history:
+            out.print(
+                f"[bold]Thread:[/] {escape(thread_id)}, continued: {len(history)} earlier messages"
+            )
         if not config.offline:
             status = out.status("waiting for the model…")
             status.start()
@@ -204,9 +288,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if not human:
             return
         if name == "model_call" and isinstance(data, ModelCallRecord):
+            counted = "" if data.usage_source == "response" else f" ({data.usage_source})"
             out.print(
                 f"[dim]model call {data.index + 1}: {data.prompt_tokens} prompt tokens, "
-                f"{data.completion_tokens} completion tokens[/]"
+                f"{data.completion_tokens} completion tokens{counted}[/]"
             )
         elif name == "compaction":
             out.print(
@@ -219,7 +304,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
             size = (
                 f", full output {data.output_chars} chars" if data.output_chars is not None else ""
             )
-            out.print(f"  [{style}]← {data.result_kind}{size}:[/] {escape(_short(data.result))}")
+            guards = f" [magenta]guard: {', '.join(data.guards)}[/]" if data.guards else ""
+            out.print(
+                f"  [{style}]← {data.result_kind}{size}:[/] {escape(_short(data.result))}{guards}"
+            )
 
     try:
         record = run_turn(
@@ -229,9 +317,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
             policy=policy,
             registry=registry,
             store=store,
-            thread_id=args.thread,
+            thread_id=thread_id,
             max_iterations=args.max_iterations,
             few_shot=args.few_shot,
+            history=history,
             temperature=config.temperature,
             on_event=on_event,
             compaction=_compaction(args),
@@ -244,19 +333,39 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(record.to_json(include_context=args.dump_context), ensure_ascii=False))
     else:
-        if record.ok:
-            out.print(Panel(escape(record.answer or ""), title="answer", expand=False))
-        else:
-            out.print(f"[bold red]No answer:[/] {escape(record.error or record.status)}")
-        usage = record.usage()
-        out.print(
-            f"[bold]Usage:[/] {usage['prompt_tokens']} prompt tokens, "
-            f"{usage['completion_tokens']} completion tokens, {usage['calls']} model calls, "
-            f"{len(record.tool_calls)} tool calls; thread {record.thread_id}"
-        )
+        _print_outcome(out, record)
         if args.dump_context:
             out.print_json(json.dumps(record.messages, ensure_ascii=False))
-    return EXIT_OK if record.ok else EXIT_FAILED
+    return EXIT_CODES.get(record.status, EXIT_FAILED)
+
+
+def _print_outcome(out: Console, record: Any) -> None:
+    """The answer (or why there is none), then usage and how to continue the thread."""
+    if record.ok:
+        out.print(Panel(escape(record.answer or ""), title="answer", expand=False))
+    elif record.status == "incomplete":
+        out.print(f"[bold yellow]Incomplete:[/] {escape(record.error or '')}")
+        if (record.answer or "").strip():
+            out.print(Panel(escape(record.answer), title="what came back", expand=False))
+        if record.reasoning:
+            out.print(
+                Panel(
+                    escape(_short(record.reasoning, 2000)),
+                    title="the model's reasoning (not an answer)",
+                    expand=False,
+                )
+            )
+    else:
+        out.print(f"[bold red]No answer ({record.status}):[/] {escape(record.error or '')}")
+    usage = record.usage()
+    guards = record.guard_counts()
+    out.print(
+        f"[bold]Usage:[/] {usage['prompt_tokens']} prompt tokens, "
+        f"{usage['completion_tokens']} completion tokens, {usage['calls']} model calls, "
+        f"{len(record.tool_calls)} tool calls"
+        + (f"; guards: {', '.join(f'{g} ×{n}' for g, n in guards.items())}" if guards else "")
+    )
+    out.print(f"[bold]Thread:[/] {escape(record.thread_id)} (continue with --thread)")
 
 
 def _progress(out: Console, disable: bool) -> Progress:
@@ -290,11 +399,15 @@ def cmd_cases(args: argparse.Namespace) -> int:
     strategies = ["inline", "truncate", "box"] if args.strategy == "all" else [args.strategy]
     variants = ["box-json" if s == "box" and args.boxing == "json" else s for s in strategies]
     targets = [(p, m) for p in (args.profile or [None]) for m in (args.model or [None])]
+    personas: list[str | None] = [None]
+    if args.persona:
+        personas = list(PERSONAS) if "all" in args.persona else list(dict.fromkeys(args.persona))
     try:
-        configs = [resolve_model(p, m) for p, m in targets]
+        configs = [
+            _persona_model(resolve_model(p, m), persona) for p, m in targets for persona in personas
+        ]
     except ConfigError as exc:
-        print(f"workbook: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(args, str(exc))
     out = _console(args.color, sys.stderr if args.json else None)
     store = ToolOutputStore()
     results: list[tuple[ModelConfig, CaseRun]] = []
@@ -303,7 +416,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
             if not args.json:
                 out.print(f"[bold]Model:[/] {escape(config.describe())}")
             task = progress.add_task(config.model, total=len(cases) * len(variants))
-            client = make_client(config, max_retries=args.max_retries)
+            client = make_client(config, max_retries=args.max_retries, timeout_s=args.timeout)
 
             def done(run: CaseRun, task: TaskID = task) -> None:
                 progress.advance(task)
@@ -341,7 +454,15 @@ def cmd_cases(args: argparse.Namespace) -> int:
             caption="tokens: o200k_base, from usage; calls: model calls / tool calls",
         )
         several = len(configs) > 1
-        columns = ["model"] * several + ["case", "strategy", "result", "prompt", "compl.", "calls"]
+        columns = ["model"] * several + [
+            "case",
+            "strategy",
+            "result",
+            "prompt",
+            "compl.",
+            "calls",
+            "guards",
+        ]
         for column in columns:
             numeric = column in ("prompt", "compl.", "calls")
             table.add_column(column, justify="right" if numeric else "left")
@@ -360,6 +481,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 str(usage["prompt_tokens"]),
                 str(usage["completion_tokens"]),
                 f"{usage['calls']} / {len(run.record.tool_calls)}",
+                ", ".join(f"{g} ×{n}" for g, n in run.record.guard_counts().items()) or "–",
             )
         out.print(table)
     if args.markdown or len(configs) > 1:
@@ -380,6 +502,9 @@ def _run_json(config: ModelConfig, run: CaseRun, few_shot: bool) -> dict[str, An
         "reasons": run.validation.reasons,
         "usage": run.record.usage(),
         "tool_calls": len(run.record.tool_calls),
+        "status": run.record.status,
+        "guards": run.record.guard_counts(),
+        "persona": run.persona,
     }
 
 
@@ -401,32 +526,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         config = resolve_model(args.profile, args.model)
     except ConfigError as exc:
-        print(f"workbook: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(args, str(exc))
     out = _console(args.color)
     out.print(f"[bold]Model:[/] {escape(config.describe())}")
+    personas = [PERSONAS[name] for name in MISTAKE_PERSONAS] if args.personas else []
+    if personas and not config.offline:
+        out.print("[dim]personas are offline only: no persona rows for a real model[/]")
+        personas = []
     store = ToolOutputStore()
+    client = make_client(config)
+    common: dict[str, Any] = {
+        "client": client,
+        "store": store,
+        "threshold": args.threshold,
+        "limit": args.limit,
+        "temperature": config.temperature,
+    }
     with _progress(out, disable=False) as progress:
-        task = progress.add_task("comparing", total=len(cases) * len(VARIANTS))
+        task = progress.add_task("comparing", total=len(cases) * (len(VARIANTS) + len(personas)))
         runs = run_cases(
             cases,
             VARIANTS,
-            client=make_client(config),
             model=config.model,
-            store=store,
-            threshold=args.threshold,
-            limit=args.limit,
-            temperature=config.temperature,
             on_done=lambda _run: progress.advance(task),
+            **common,
         )
+        runs += run_personas(cases, personas, on_done=lambda _run: progress.advance(task), **common)
     store.close()
     comparison = Comparison(runs, config.model, args.threshold, args.limit)
     paths = write_report(comparison, Path(args.out), focus_case=args.focus)
-    totals = json.loads(paths["json"].read_text(encoding="utf-8"))["totals"]
+    data = json.loads(paths["json"].read_text(encoding="utf-8"))
     table = Table(title="Total prompt tokens per strategy")
     for column in ("strategy", "prompt tokens", "× inline", "× floor", "passed"):
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for variant, total in totals.items():
+    for variant, total in data["totals"].items():
         passed = f"{total['passed']}/{total['cases']}" if "passed" in total else "–"
         table.add_row(
             variant,
@@ -436,9 +569,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
             passed,
         )
     out.print(table)
+    if data["personas"]:
+        out.print(_persona_table(data["personas"]))
     for kind, path in paths.items():
         out.print(f"wrote {path} ({kind})")
     return EXIT_OK
+
+
+def _persona_table(rows: dict[str, Any]) -> Table:
+    table = Table(
+        title="When the model gets it wrong (offline personas)",
+        caption="guard: the client check meant to catch the mistake (✓ it fired); × ideal: "
+        "prompt tokens against the ideal model on the same cases and strategy",
+    )
+    for column in ("persona", "strategy", "guard", "passed", "prompt tokens", "× ideal"):
+        numeric = column in ("passed", "prompt tokens", "× ideal")
+        table.add_column(column, justify="right" if numeric else "left")
+    for name, row in rows.items():
+        if row["guard"] is None:
+            guard = "[yellow]none: costs tokens[/]"
+        else:
+            mark = "[green]✓[/]" if row["caught"] else "[red]✗[/]"
+            guard = f"{mark} {row['guard']} ×{row['guard_hits'].get(row['guard'], 0)}"
+        table.add_row(
+            name,
+            row["strategy"],
+            guard,
+            f"{row['passed']}/{row['cases']}",
+            f"{row['prompt_tokens']:,}",
+            str(row["ratio_to_ideal"]),
+        )
+    return table
 
 
 def cmd_build_data(_args: argparse.Namespace) -> int:
@@ -470,7 +631,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "build-data": cmd_build_data,
         "serve-offline": cmd_serve_offline,
     }
-    return handlers[args.command](args)
+    try:
+        return handlers[args.command](args)
+    except KeyboardInterrupt:
+        print("workbook: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a verdict, never a traceback (unless asked for)
+        if os.environ.get("WORKBOOK_DEBUG"):
+            traceback.print_exc()
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        if getattr(args, "json", False):
+            print(json.dumps({"status": "error", "error": message}, ensure_ascii=False))
+        else:
+            print(f"workbook: {message} (WORKBOOK_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ conversation where every long result costs only its bare reference, and every re
 case does not list as needed is removed (with its result). It is counted with o200k_base over the
 same tool schemas. An ideal model under ``box`` sits on the floor; a model that reads what it
 only had to route, or a costlier reference form (``box-json``), sits above it.
+
+**Personas** (offline only, :mod:`helpers.personas`): each mistake persona runs every case
+under its strategy; its row says which guard should catch the mistake, how often each guard
+fired, how many cases still passed, and what the mistake cost in prompt tokens against the ideal
+model on the same cases and strategy.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from typing import Any
 from helpers.agent import TurnRecord
 from helpers.boxing import ReferenceRefused, make_reference, reference_id
 from helpers.evaluation import CaseRun
+from helpers.guards import GUARDS
+from helpers.personas import PERSONAS
 from helpers.resolve_tools import RESOLVE_TOOL_FUNCTIONS
 from helpers.tokens import count_chat_tokens
 
@@ -114,13 +121,56 @@ class Comparison:
     limit: int
 
     def variants(self) -> list[str]:
-        return list(dict.fromkeys(r.variant for r in self.runs))
+        return list(dict.fromkeys(r.variant for r in self.runs if r.persona is None))
 
     def case_ids(self) -> list[str]:
         return list(dict.fromkeys(r.case.id for r in self.runs))
 
-    def run(self, case_id: str, variant: str) -> CaseRun | None:
-        return next((r for r in self.runs if r.case.id == case_id and r.variant == variant), None)
+    def run(self, case_id: str, variant: str, persona: str | None = None) -> CaseRun | None:
+        return next(
+            (
+                r
+                for r in self.runs
+                if r.case.id == case_id and r.variant == variant and r.persona == persona
+            ),
+            None,
+        )
+
+    def persona_rows(self) -> dict[str, Any]:
+        """One row per persona: its mistake, the guard meant to catch it, what fired, what passed,
+        and its prompt tokens against the ideal model's on the same cases and strategy."""
+        rows: dict[str, Any] = {}
+        for name in dict.fromkeys(r.persona for r in self.runs if r.persona):
+            runs = [r for r in self.runs if r.persona == name]
+            persona = PERSONAS.get(name)
+            guards: dict[str, int] = {}
+            for run in runs:
+                for guard, count in run.record.guard_counts().items():
+                    guards[guard] = guards.get(guard, 0) + count
+            ideal = [self.run(r.case.id, r.variant) for r in runs]
+            ideal_tokens = sum(i.record.usage()["prompt_tokens"] for i in ideal if i is not None)
+            tokens = sum(r.record.usage()["prompt_tokens"] for r in runs)
+            expected = persona.guard if persona else None
+            rows[name] = {
+                "strategy": ", ".join(dict.fromkeys(r.variant for r in runs)),
+                "mistake": persona.mistake if persona else "",
+                "seen_in": persona.seen_in if persona else "",
+                "guard": expected,
+                "guard_meaning": GUARDS.get(expected or "", "no guard: it only costs tokens"),
+                "caught": bool(expected and guards.get(expected)),
+                "guard_hits": guards,
+                "passed": sum(r.passed for r in runs),
+                "cases": len(runs),
+                "prompt_tokens": tokens,
+                "ideal_prompt_tokens": ideal_tokens,
+                "ratio_to_ideal": round(tokens / ideal_tokens, 3) if ideal_tokens else None,
+                "model_calls": sum(len(r.record.model_calls) for r in runs),
+                "ideal_model_calls": sum(len(i.record.model_calls) for i in ideal if i),
+                "failures": [
+                    f"{r.case.id}: {'; '.join(r.validation.reasons)}" for r in runs if not r.passed
+                ],
+            }
+        return rows
 
     def floor(self, case_id: str) -> list[int] | None:
         """The floor's prompt tokens per call, from the case's ``box`` run (if there is one)."""
@@ -172,6 +222,7 @@ class Comparison:
             "token_unit": "o200k_base tokens from each response's usage",
             "cases": cases,
             "totals": totals,
+            "personas": self.persona_rows(),
         }
 
 
@@ -225,7 +276,39 @@ def to_markdown(data: dict[str, Any]) -> str:
         "The floor: the box run's conversation with every long result costing only its bare "
         "reference and no resolve call the case does not need.",
     ]
+    lines += persona_markdown(data.get("personas") or {})
     return "\n".join(lines) + "\n"
+
+
+def persona_markdown(personas: dict[str, Any]) -> list[str]:
+    """The "When the model gets it wrong" section of ``compare.md`` (no lines without personas)."""
+    if not personas:
+        return []
+    lines = [
+        "",
+        "## When the model gets it wrong",
+        "",
+        "Each offline persona makes one mistake real models make, on every case, under the "
+        "strategy where it can happen. *Guard* is the client check meant to catch it; *fired* "
+        "counts what fired; tokens are prompt tokens against the ideal model on the same runs.",
+        "",
+        "| persona | strategy | mistake | guard | fired | passed | prompt tokens | × ideal | "
+        "model calls (ideal) |",
+        "|---|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for name, row in personas.items():
+        fired = ", ".join(f"{g} ×{n}" for g, n in row["guard_hits"].items()) or "–"
+        guard = f"`{row['guard']}`" if row["guard"] else "none"
+        lines.append(
+            f"| {name} | {row['strategy']} | {row['mistake']} | {guard} | {fired} | "
+            f"{row['passed']}/{row['cases']} | {row['prompt_tokens']:,} | {row['ratio_to_ideal']} "
+            f"| {row['model_calls']} ({row['ideal_model_calls']}) |"
+        )
+    failing = [(n, f) for n, row in personas.items() for f in row["failures"]]
+    if failing:
+        lines += ["", "Why persona runs failed:", ""]
+        lines += [f"- {name}, {failure}" for name, failure in failing]
+    return lines
 
 
 def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> Path:

@@ -3,6 +3,10 @@
 A *variant* names a strategy as it is run and reported: ``inline``, ``truncate``, ``box``
 (opaque references), ``box-json`` (MCP resource links) and ``middle`` (head + tail, the
 reference point coding agents use for logs).
+
+Offline, :func:`run_personas` runs the same cases with the personas of :mod:`helpers.personas`,
+each under the strategy where its mistake can happen, so a report can set each one beside the
+ideal model.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import openai
 
 from helpers.agent import CompactionSettings, TurnRecord, run_turn
 from helpers.cases import Case
+from helpers.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
 from helpers.policies import (
     DEFAULT_BOX_THRESHOLD_CHARS,
     DEFAULT_PREVIEW_LIMIT_CHARS,
@@ -50,6 +55,7 @@ class CaseRun:
     variant: str
     record: TurnRecord
     validation: Validation
+    persona: str | None = None  # the offline persona that ran it, if any
 
     @property
     def passed(self) -> bool:
@@ -82,7 +88,9 @@ def run_case(
         temperature=temperature,
         compaction=compaction,
     )
-    return CaseRun(case, variant, record, validate(case, record))
+    prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
+    persona = model[len(prefix) :] if model.startswith(prefix) else None
+    return CaseRun(case, variant, record, validate(case, record), persona)
 
 
 def run_cases(
@@ -101,4 +109,24 @@ def run_cases(
             runs.append(run)
             if on_done:
                 on_done(run)
+    return runs
+
+
+def run_personas(
+    cases: Iterable[Case],
+    personas: Iterable[Persona],
+    *,
+    on_done: Callable[[CaseRun], None] | None = None,
+    **kwargs: object,
+) -> list[CaseRun]:
+    """Every case run by every persona, under the persona's own strategy (box or truncate).
+
+    ``kwargs`` go to :func:`run_case` (``client`` must reach the offline model; ``model`` is
+    each persona's model name). Returns the runs in persona-major order.
+    """
+    runs = []
+    cases = list(cases)
+    for persona in personas:
+        variant = persona.strategy
+        runs += run_cases(cases, [variant], model=persona.model_name, on_done=on_done, **kwargs)
     return runs

@@ -2,26 +2,34 @@
 
 Settings come from the environment and a ``.env`` file in the project root (python-dotenv;
 the environment wins). Three provider blocks, each ``<P>_API_KEY``, ``<P>_BASE_URL``,
-``<P>_MODEL``:
+``<P>_MODEL``, ``<P>_TIMEOUT``:
 
 - ``OPENAI`` (base URL optional), ``OPENROUTER`` (base URL defaults to OpenRouter's),
   ``LOCAL`` (any OpenAI-compatible server; base URL required, key optional);
 - plus the built-in ``OFFLINE`` provider, the offline reference model (:mod:`helpers.offline`).
 
-A profile ``<NAME>`` picks a provider and may override the model and temperature:
-``<NAME>_PROVIDER``, ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``. Choose one with ``--profile`` or
+A profile ``<NAME>`` picks a provider and may set its own ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``,
+``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY``; what it does not set comes from its
+provider's block. A profile with its own base URL must bring its own key (a provider's key is only
+ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
+is an OpenAI-compatible server (``local``). Choose a profile with ``--profile`` or
 ``WORKBOOK_PROFILE``; a provider's own name works as a profile too. With no profile chosen, the
 default is ``openai`` when ``OPENAI_API_KEY`` is set, else the offline reference model. Every run
-says which model it uses (:meth:`ModelConfig.describe`). API keys are never printed: ``repr``
-hides them.
+says which model it uses (:meth:`ModelConfig.describe`).
+
+Values are stripped of surrounding whitespace. API keys are never printed (``repr`` hides them)
+and are redacted from every error message (:mod:`helpers.redaction`). OpenAI's organization and
+project headers (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``) and ``OPENAI_CUSTOM_HEADERS``, which the
+SDK reads from the environment, go to OpenAI's own endpoint only.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import openai
 from dotenv import load_dotenv
@@ -31,7 +39,12 @@ from helpers.paths import PROJECT_ROOT
 
 PROVIDERS = ("openai", "openrouter", "local", "offline")
 OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+OPENAI_HOST = "api.openai.com"
 DEFAULT_MAX_RETRIES = 2
+#: Seconds the SDK waits for one model response before it gives up (then retries).
+DEFAULT_TIMEOUT_S = 120.0
+#: How to choose a model, said the same way to CLI and notebook users.
+HOW_TO_CHOOSE = "(or choose one per run: --model on the command line, model= in Python)"
 
 
 class ConfigError(ValueError):
@@ -48,16 +61,26 @@ class ModelConfig:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     temperature: float | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    organization: str | None = None
+    project: str | None = None
 
     @property
     def offline(self) -> bool:
         return self.provider == "offline"
 
+    @property
+    def is_openai_endpoint(self) -> bool:
+        """The requests go to OpenAI itself (the only endpoint that gets OpenAI's headers)."""
+        if self.provider != "openai":
+            return False
+        return self.base_url is None or urlsplit(self.base_url).hostname == OPENAI_HOST
+
     def describe(self) -> str:
         """A line for the user, e.g. ``offline reference model (offline-reference; no network)``."""
         if self.offline:
             return f"offline reference model ({self.model}; no network, no key)"
-        where = self.base_url or "api.openai.com"
+        where = self.base_url or OPENAI_HOST
         return f"{self.model} via {self.provider} ({where}), profile {self.profile}"
 
 
@@ -70,13 +93,33 @@ def load_env(env_file: str | Path | None = None) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if v != ""}
 
 
+def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> float | None:
+    raw = env.get(key)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not a number") from None
+    if positive and value <= 0:
+        raise ConfigError(f"{key}={raw!r} must be a number of seconds above 0")
+    return value
+
+
+def _check_url(key: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{key}={url!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1")
+    return url
+
+
 def resolve_model(
     profile: str | None = None,
     model: str | None = None,
     *,
     env: Mapping[str, str] | None = None,
 ) -> ModelConfig:
-    """Work out provider, model, URL, key and temperature for a profile.
+    """Work out provider, model, URL, key, temperature and timeout for a profile.
 
     Args:
         profile: profile name (case-insensitive); default ``WORKBOOK_PROFILE``, else ``openai``
@@ -85,71 +128,126 @@ def resolve_model(
         env: the settings (default :func:`load_env`).
 
     Raises:
-        ConfigError: unknown provider, missing key or base URL, no model, bad temperature.
+        ConfigError: unknown provider, missing key or base URL, no model, a key with whitespace
+            inside, a bad URL, temperature or timeout. The message names the setting to fix.
     """
-    env = {k: v for k, v in (load_env() if env is None else env).items() if v != ""}
+    raw_env = load_env() if env is None else env
+    env = {k: v.strip() for k, v in raw_env.items() if v is not None and v.strip() != ""}
     name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
     if not name:
         name = "openai" if env.get("OPENAI_API_KEY") else "offline"
     prefix = name.upper().replace("-", "_")
-    provider = (env.get(f"{prefix}_PROVIDER") or "").strip().lower()
+    provider = (env.get(f"{prefix}_PROVIDER") or "").lower()
     if not provider:
-        if name.lower() not in PROVIDERS:
+        if name.lower() in PROVIDERS:
+            provider = name.lower()
+        elif env.get(f"{prefix}_BASE_URL"):
+            provider = "local"  # a base URL of its own: an OpenAI-compatible server
+        else:
             raise ConfigError(
-                f"profile {name!r} has no {prefix}_PROVIDER; set it to one of {', '.join(PROVIDERS)}"
+                f"profile {name!r} has no {prefix}_PROVIDER; set it to one of "
+                f"{', '.join(PROVIDERS)} (or give the profile its own {prefix}_BASE_URL)"
             )
-        provider = name.lower()
     if provider not in PROVIDERS:
         raise ConfigError(f"{prefix}_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}")
-    temperature = None
-    raw_temperature = env.get(f"{prefix}_TEMPERATURE")
-    if raw_temperature:
-        try:
-            temperature = float(raw_temperature)
-        except ValueError:
-            raise ConfigError(f"{prefix}_TEMPERATURE={raw_temperature!r} is not a number") from None
+    block = provider.upper()
+    keys = [prefix] if prefix == block else [prefix, block]
+
+    def setting(suffix: str) -> tuple[str | None, str | None]:
+        for key in keys:
+            if env.get(f"{key}_{suffix}"):
+                return env[f"{key}_{suffix}"], f"{key}_{suffix}"
+        return None, None
+
+    temperature = _number(env, f"{prefix}_TEMPERATURE")
+    timeout_s = next(
+        (t for k in keys if (t := _number(env, f"{k}_TIMEOUT", positive=True)) is not None),
+        DEFAULT_TIMEOUT_S,
+    )
     if provider == "offline":
         return ModelConfig(
-            name.lower(), "offline", model or OFFLINE_MODEL_NAME, None, None, temperature
+            name.lower(), "offline", model or OFFLINE_MODEL_NAME, None, None, temperature, timeout_s
         )
-    block = provider.upper()
-    chosen = model or env.get(f"{prefix}_MODEL") or env.get(f"{block}_MODEL")
+    chosen = model.strip() if model else setting("MODEL")[0]
     if not chosen:
+        wanted = " or ".join(f"{k}_MODEL" for k in keys)
+        raise ConfigError(f"no model for profile {name!r}: set {wanted} in .env {HOW_TO_CHOOSE}")
+    base_url, base_url_key = setting("BASE_URL")
+    if base_url is not None:
+        base_url = _check_url(str(base_url_key), base_url)
+    elif provider == "openrouter":
+        base_url = OPENROUTER_DEFAULT_BASE_URL
+    elif provider == "local":
         raise ConfigError(
-            f"no model for profile {name!r}: set {prefix}_MODEL or {block}_MODEL, or pass --model"
+            f"profile {name!r} is an OpenAI-compatible server and needs {keys[-1]}_BASE_URL, "
+            "e.g. http://127.0.0.1:1234/v1"
         )
-    api_key = env.get(f"{block}_API_KEY")
-    base_url = env.get(f"{block}_BASE_URL") or None
-    if provider == "openrouter":
-        base_url = base_url or OPENROUTER_DEFAULT_BASE_URL
-    if provider == "local":
-        if not base_url:
-            raise ConfigError(
-                "the local provider needs LOCAL_BASE_URL, e.g. http://127.0.0.1:1234/v1"
-            )
-        api_key = api_key or "not-needed"
+    own_endpoint = base_url_key == f"{prefix}_BASE_URL" and prefix != block
+    api_key = env.get(f"{prefix}_API_KEY") or (
+        None if own_endpoint else env.get(f"{block}_API_KEY")
+    )
+    if api_key and any(c.isspace() for c in api_key):
+        raise ConfigError(
+            f"the API key of profile {name!r} has whitespace inside it; copy the key again"
+        )
     if not api_key:
-        raise ConfigError(f"profile {name!r} uses {provider}, which needs {block}_API_KEY")
-    return ModelConfig(name.lower(), provider, chosen, base_url, api_key, temperature)
+        if provider == "local":
+            api_key = "not-needed"
+        elif own_endpoint:
+            raise ConfigError(
+                f"profile {name!r} sets its own {prefix}_BASE_URL, so it needs its own "
+                f"{prefix}_API_KEY ({block}_API_KEY is only sent to {provider}'s endpoint)"
+            )
+        else:
+            wanted = " or ".join(f"{k}_API_KEY" for k in keys)
+            raise ConfigError(f"profile {name!r} uses {provider}, which needs {wanted} in .env")
+    config = ModelConfig(name.lower(), provider, chosen, base_url, api_key, temperature, timeout_s)
+    if config.is_openai_endpoint:
+        config = replace(
+            config, organization=env.get("OPENAI_ORG_ID"), project=env.get("OPENAI_PROJECT_ID")
+        )
+    return config
 
 
 def make_client(
     config: ModelConfig,
     *,
     max_retries: int = DEFAULT_MAX_RETRIES,
-    timeout_s: float = 120.0,
+    timeout_s: float | None = None,
     offline_model: OfflineModel | None = None,
 ) -> openai.OpenAI:
     """An ``openai.OpenAI`` client for ``config`` (the offline model needs no network).
 
-    ``max_retries`` is the SDK's own retry count for connection errors, 408/409/429 and 5xx
-    responses (with its backoff, honouring ``Retry-After``); 0 disables retries.
+    Args:
+        config: from :func:`resolve_model`.
+        max_retries: the SDK's own retry count for connection errors, 408/409/429 and 5xx
+            responses (with its backoff, honouring ``Retry-After``); 0 disables retries.
+        timeout_s: seconds to wait for one response; default ``config.timeout_s``.
+        offline_model: the offline model to answer (default: one with every case's plan).
+
+    Organization and project headers, and the SDK's ``OPENAI_CUSTOM_HEADERS``, are sent only
+    when the endpoint is OpenAI's own.
     """
     if config.offline:
         return offline_client(offline_model, max_retries=max_retries)
-    return openai.OpenAI(
+    headers: dict[str, str] = {}
+    if not config.is_openai_endpoint:
+        # the SDK adds these from the environment; they belong to OpenAI, not to this endpoint
+        custom = os.environ.get("OPENAI_CUSTOM_HEADERS") or ""
+        for line in custom.splitlines():
+            if ":" in line:
+                headers[line.split(":", 1)[0].strip()] = openai.Omit()  # type: ignore[assignment]
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    client = openai.OpenAI(
         api_key=config.api_key,
         base_url=config.base_url,
+        organization=config.organization,
+        project=config.project,
         max_retries=max_retries,
-        timeout=timeout_s,
+        timeout=timeout_s if timeout_s is not None else config.timeout_s,
+        default_headers=headers or None,
     )
+    if not config.is_openai_endpoint:
+        client.organization = client.project = None
+        client.admin_api_key = None
+    return client

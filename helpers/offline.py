@@ -50,7 +50,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -58,10 +58,16 @@ import httpx2
 import openai
 
 from helpers.boxing import SCHEME
+from helpers.personas import (
+    IDEAL,
+    OFFLINE_MODEL_NAME,
+    Persona,
+    UnknownPersonaError,
+    persona_for_model,
+)
 from helpers.preview import parse_preview
 from helpers.tokens import count_chat_tokens, count_tokens
 
-OFFLINE_MODEL_NAME = "offline-reference"
 OFFLINE_BASE_URL = "http://offline.invalid/v1"
 
 NO_PLAN_ANSWER = (
@@ -136,6 +142,34 @@ class _Stop(Exception):
 
 Step = Generator[Call, Seen, Any]
 
+#: Full values the model already has in its context this turn (fetched or read), by call id:
+#: an ideal model does not fetch the same output twice.
+Memory = dict[str, str]
+
+#: What the persona ``invents`` passes instead of a real reference or tool_call_id: the ids of
+#: the few-shot examples in the system prompt (:mod:`helpers.instructions`).
+INVENTED_REFERENCE = "internal://Zx81Qa0pLm3v"
+INVENTED_TOOL_CALL_ID = "call_1"
+
+
+@dataclass
+class _Mind:
+    """What the model keeps while it carries out a plan: results, notes, values it has read,
+    and which one-time mistakes its persona has already made."""
+
+    persona: Persona = IDEAL
+    results: list[Seen] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    memory: Memory = field(default_factory=dict)
+    made: set[str] = field(default_factory=set)
+
+    def once(self, mistake: str) -> bool:
+        """True the first time ``mistake`` is asked about in this turn."""
+        if mistake in self.made:
+            return False
+        self.made.add(mistake)
+        return True
+
 
 def _check_error(seen: Seen, name: str) -> Seen:
     if seen.kind == "error":
@@ -144,18 +178,55 @@ def _check_error(seen: Seen, name: str) -> Seen:
     return seen
 
 
-#: Full values the model already has in its context this turn (fetched or read), by call id:
-#: an ideal model does not fetch the same output twice.
-Memory = dict[str, str]
+def _map_references(value: Any, change: Any) -> Any:
+    """``value`` with every bare reference string replaced by ``change(reference)``."""
+    if isinstance(value, str) and value.startswith(SCHEME) and " " not in value:
+        return change(value)
+    if isinstance(value, dict):
+        return {k: _map_references(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_references(v, change) for v in value]
+    return value
 
 
-def _fetch_full(seen: Seen, memory: Memory) -> Step:
-    if seen.call_id in memory:
-        return memory[seen.call_id]
+def _mistaken(call: Call, mind: _Mind) -> Call | None:
+    """The call as the persona gets it wrong, or ``None`` when it gets this one right."""
+    persona = mind.persona
+    internal = call.name.startswith("internal_resource_")
+    has_ref = _map_references(call.arguments, lambda r: "\0") != call.arguments
+    if persona.invents_ids:
+        if call.name == "fetch_tool_output" and mind.once("invent"):
+            return Call(call.name, {**call.arguments, "tool_call_id": INVENTED_TOOL_CALL_ID})
+        if has_ref and mind.once("invent"):
+            return Call(call.name, _map_references(call.arguments, lambda r: INVENTED_REFERENCE))
+    if persona.embeds_references and has_ref and not internal and mind.once("embed"):
+        return Call(call.name, _map_references(call.arguments, lambda r: f"Here is the text: {r}"))
+    if persona.wraps_references and has_ref:
+        quote = (lambda r: f'"{r}"') if internal else (lambda r: f"`{r}`")
+        return Call(call.name, _map_references(call.arguments, quote))
+    return None
+
+
+def _call(call: Call, mind: _Mind) -> Step:
+    """Make ``call``; a persona makes its mistake first, and corrects it if an error comes back
+    (a mistake that goes through unrefused stands: the client's guard was missing)."""
+    wrong = _mistaken(call, mind)
+    if wrong is not None:
+        seen = yield wrong
+        if seen.kind != "error" or mind.persona.wraps_references:
+            return seen
+    return (yield call)
+
+
+def _fetch_full(seen: Seen, mind: _Mind) -> Step:
+    if seen.call_id in mind.memory:
+        return mind.memory[seen.call_id]
     preview = parse_preview(seen.content)
     assert preview is not None
     while True:
-        fetched = yield Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id})
+        fetched = yield from _call(
+            Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id}), mind
+        )
         fetched = _check_error(fetched, "fetch_tool_output")
         if fetched.kind != "preview":
             break
@@ -163,63 +234,75 @@ def _fetch_full(seen: Seen, memory: Memory) -> Step:
         preview = parse_preview(fetched.content)
         assert preview is not None
     data = json.loads(fetched.content)
-    memory[seen.call_id] = data["tool_output"]
+    mind.memory[seen.call_id] = data["tool_output"]
     return data["tool_output"]
 
 
-def _pass_on(seen: Seen, memory: Memory) -> Step:
+def _pass_on(seen: Seen, mind: _Mind) -> Step:
     """The value to put in another tool's argument: copy, fetch, or pass the reference."""
     if seen.kind == "reference":
+        if mind.persona.reads_everything:  # reads what it only had to route, then copies it
+            return (yield from _read(seen, mind))
         return seen.uri
     if seen.kind == "preview":
-        return (yield from _fetch_full(seen, memory))
+        return (yield from _fetch_full(seen, mind))
     return seen.content
 
 
-def _read(seen: Seen, memory: Memory) -> Step:
+def _read(seen: Seen, mind: _Mind) -> Step:
     """The full value, for the model to read."""
-    if seen.call_id in memory:
-        return memory[seen.call_id]
+    if seen.call_id in mind.memory:
+        return mind.memory[seen.call_id]
     if seen.kind == "reference":
-        got = yield Call("internal_resource_read", {"opaque_reference": seen.uri})
-        memory[seen.call_id] = _check_error(got, "internal_resource_read").content
-        return memory[seen.call_id]
+        got = yield from _call(Call("internal_resource_read", {"opaque_reference": seen.uri}), mind)
+        mind.memory[seen.call_id] = _check_error(got, "internal_resource_read").content
+        return mind.memory[seen.call_id]
     if seen.kind == "preview":
-        return (yield from _fetch_full(seen, memory))
+        return (yield from _fetch_full(seen, mind))
     return seen.content
 
 
-def _tail(seen: Seen, chars: int, memory: Memory) -> Step:
-    if seen.call_id in memory:
-        return memory[seen.call_id][-chars:]
+def _tail(seen: Seen, chars: int, mind: _Mind) -> Step:
+    if seen.kind == "reference" and mind.persona.reads_everything:
+        yield from _read(seen, mind)
+    if seen.call_id in mind.memory:
+        return mind.memory[seen.call_id][-chars:]
     if seen.kind == "reference":
-        got = yield Call(
-            "internal_resource_read_slice",
-            {"opaque_reference": seen.uri, "start_index": -chars, "length": chars},
+        got = yield from _call(
+            Call(
+                "internal_resource_read_slice",
+                {"opaque_reference": seen.uri, "start_index": -chars, "length": chars},
+            ),
+            mind,
         )
         return _check_error(got, "internal_resource_read_slice").content
     if seen.kind == "preview":
-        return (yield from _fetch_full(seen, memory))[-chars:]
+        return (yield from _fetch_full(seen, mind))[-chars:]
     return seen.content[-chars:]
 
 
 _GREP_LINE_RE = re.compile(r"^\d+: (.*)$")
 
 
-def _find(seen: Seen, pattern: str, window: int, memory: Memory) -> Step:
+def _find(seen: Seen, pattern: str, window: int, mind: _Mind) -> Step:
     """Lines matching ``pattern`` (with context when window > 0)."""
-    if seen.kind == "reference" and seen.call_id not in memory:
-        got = yield Call(
-            "internal_resource_grep",
-            {"opaque_reference": seen.uri, "pattern": pattern, "window": window},
+    if seen.kind == "reference" and mind.persona.reads_everything:
+        yield from _read(seen, mind)
+    if seen.kind == "reference" and seen.call_id not in mind.memory:
+        got = yield from _call(
+            Call(
+                "internal_resource_grep",
+                {"opaque_reference": seen.uri, "pattern": pattern, "window": window},
+            ),
+            mind,
         )
         text = _check_error(got, "internal_resource_grep").content
         return [m[1] for line in text.splitlines() if (m := _GREP_LINE_RE.match(line))]
     # a preview may hide further matches: finding *all* of them needs the full value
-    if seen.call_id in memory:
-        value = memory[seen.call_id]
+    if seen.call_id in mind.memory:
+        value = mind.memory[seen.call_id]
     elif seen.kind == "preview":
-        value = yield from _fetch_full(seen, memory)
+        value = yield from _fetch_full(seen, mind)
     else:
         value = seen.content
     lines = value.splitlines()
@@ -231,18 +314,19 @@ def _find(seen: Seen, pattern: str, window: int, memory: Memory) -> Step:
     return [lines[i] for i in sorted(keep)]
 
 
-def _first(seen: Seen, pattern: str, memory: Memory) -> Step:
+def _first(seen: Seen, pattern: str, mind: _Mind) -> Step:
     """The first line matching ``pattern``: a preview that shows one needs no fetch."""
     regex = re.compile(pattern)
+    memory = mind.memory
     if seen.call_id in memory or seen.kind in ("inline", "preview"):
         preview = parse_preview(seen.content) if seen.call_id not in memory else None
         visible = memory.get(seen.call_id) or (preview.text if preview else seen.content)
         hit = next((line for line in visible.splitlines() if regex.search(line)), None)
         if hit is not None or seen.kind == "inline" or seen.call_id in memory:
             return hit or "(no match)"
-        full = yield from _fetch_full(seen, memory)
+        full = yield from _fetch_full(seen, mind)
         return next((line for line in full.splitlines() if regex.search(line)), "(no match)")
-    lines = yield from _find(seen, pattern, 0, memory)
+    lines = yield from _find(seen, pattern, 0, mind)
     return lines[0] if lines else "(no match)"
 
 
@@ -267,9 +351,7 @@ def _last_number(value: Any) -> str:
 _PLACEHOLDER_RE = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
 
 
-def _render_answer(
-    template: str, results: list[Seen], notes: dict[str, Any], memory: Memory
-) -> Step:
+def _render_answer(template: str, mind: _Mind) -> Step:
     parts: list[str] = []
     pos = 0
     for match in _PLACEHOLDER_RE.finditer(template):
@@ -277,9 +359,9 @@ def _render_answer(
         pos = match.end()
         name, transform = match[1], match[2]
         if name.startswith("result") and name[6:].isdigit():
-            value: Any = yield from _read(_result(results, int(name[6:])), memory)
-        elif name in notes:
-            value = notes[name]
+            value: Any = yield from _read(_result(mind.results, int(name[6:])), mind)
+        elif name in mind.notes:
+            value = mind.notes[name]
         else:
             raise PlanError(f"answer refers to {{{name}}}, which no step produced")
         if transform == "last_number":
@@ -301,49 +383,79 @@ def _result(results: list[Seen], number: Any) -> Seen:
     return results[number - 1]
 
 
-def _resolve_args(args: Any, results: list[Seen], memory: Memory) -> Step:
+def _resolve_args(args: Any, mind: _Mind, *, previews_as_seen: bool = False) -> Step:
+    """The plan's arguments with ``{result: N}`` filled in. With ``previews_as_seen``, a preview
+    is passed on as it was seen, marker and all (the mistake of ``passes-preview``)."""
     if isinstance(args, dict) and set(args) == {"result"}:
-        return (yield from _pass_on(_result(results, args["result"]), memory))
+        seen = _result(mind.results, args["result"])
+        if previews_as_seen and seen.kind == "preview":
+            return seen.content
+        return (yield from _pass_on(seen, mind))
     if isinstance(args, dict):
         out = {}
         for key, value in args.items():
-            out[key] = yield from _resolve_args(value, results, memory)
+            out[key] = yield from _resolve_args(value, mind, previews_as_seen=previews_as_seen)
         return out
     if isinstance(args, list):
         items = []
         for value in args:
-            items.append((yield from _resolve_args(value, results, memory)))
+            items.append((yield from _resolve_args(value, mind, previews_as_seen=previews_as_seen)))
         return items
     return args
 
 
-def interpret(plan: Plan) -> Step:
-    """Carry out ``plan``: yields each tool :class:`Call`, receives what the model saw of its
-    result, and returns the final answer text."""
-    results: list[Seen] = []
-    notes: dict[str, Any] = {}
-    memory: Memory = {}
+def _uses_preview(args: Any, results: list[Seen]) -> bool:
+    if isinstance(args, dict) and set(args) == {"result"}:
+        number = args["result"]
+        return (
+            isinstance(number, int)
+            and 1 <= number <= len(results)
+            and (results[number - 1].kind == "preview")
+        )
+    if isinstance(args, dict):
+        return any(_uses_preview(v, results) for v in args.values())
+    if isinstance(args, list):
+        return any(_uses_preview(v, results) for v in args)
+    return False
+
+
+def interpret(plan: Plan, persona: Persona = IDEAL) -> Step:
+    """Carry out ``plan`` as ``persona``: yields each tool :class:`Call`, receives what the model
+    saw of its result, and returns the final answer text."""
+    mind = _Mind(persona)
     try:
         for step in plan:
             if "call" in step:
-                args = yield from _resolve_args(step.get("args", {}), results, memory)
-                seen = yield Call(step["call"], args)
-                results.append(_check_error(seen, step["call"]))
+                plan_args = step.get("args", {})
+                if (
+                    persona.passes_previews
+                    and _uses_preview(plan_args, mind.results)
+                    and mind.once("preview")
+                ):
+                    wrong = yield from _resolve_args(plan_args, mind, previews_as_seen=True)
+                    seen = yield Call(step["call"], wrong)
+                    if seen.kind != "error":  # nothing refused it: the tool ran on a preview
+                        mind.results.append(seen)
+                        continue
+                args = yield from _resolve_args(plan_args, mind)
+                seen = yield from _call(Call(step["call"], args), mind)
+                mind.results.append(_check_error(seen, step["call"]))
             elif "tail" in step:
-                seen = _result(results, step["tail"])
-                notes[step["as"]] = yield from _tail(seen, int(step.get("chars", 200)), memory)
+                seen = _result(mind.results, step["tail"])
+                mind.notes[step["as"]] = yield from _tail(seen, int(step.get("chars", 200)), mind)
             elif "find" in step:
-                seen = _result(results, step["find"])
-                notes[step["as"]] = yield from _find(
-                    seen, step["pattern"], int(step.get("window", 0)), memory
+                seen = _result(mind.results, step["find"])
+                mind.notes[step["as"]] = yield from _find(
+                    seen, step["pattern"], int(step.get("window", 0)), mind
                 )
             elif "first" in step:
-                seen = _result(results, step["first"])
-                notes[step["as"]] = yield from _first(seen, step["pattern"], memory)
+                seen = _result(mind.results, step["first"])
+                mind.notes[step["as"]] = yield from _first(seen, step["pattern"], mind)
             elif "read" in step:
-                notes[step["as"]] = yield from _read(_result(results, step["read"]), memory)
+                seen = _result(mind.results, step["read"])
+                mind.notes[step["as"]] = yield from _read(seen, mind)
             elif "answer" in step:
-                return (yield from _render_answer(step["answer"], results, notes, memory))
+                return (yield from _render_answer(step["answer"], mind))
             else:
                 raise PlanError(f"unknown plan step {step!r}")
     except _Stop as stop:
@@ -428,25 +540,27 @@ class OfflineModel:
         """Teach the model one more prompt."""
         self.plans[normalize_prompt(prompt)] = check_plan(plan)
 
-    def next_message(self, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
+    def next_message(
+        self, messages: list[Mapping[str, Any]], persona: Persona = IDEAL
+    ) -> dict[str, Any]:
         """The assistant message the plan calls for next, given the conversation so far."""
         last_user = max(
             (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
         )
         if last_user is None:
-            return {"role": "assistant", "content": "Please ask me something."}
+            return _thinking(persona, {"role": "assistant", "content": "Please ask me something."})
         prompt = messages[last_user].get("content")
         if isinstance(prompt, list):
             prompt = " ".join(str(p.get("text", "")) for p in prompt if isinstance(p, dict))
         plan = self.plans.get(normalize_prompt(str(prompt or "")))
         if plan is None:
-            return {"role": "assistant", "content": NO_PLAN_ANSWER}
+            return _thinking(persona, {"role": "assistant", "content": NO_PLAN_ANSWER})
         tool_results = {
             m.get("tool_call_id"): str(m.get("content") or "")
             for m in messages[last_user:]
             if m.get("role") == "tool"
         }
-        steps = interpret(plan)
+        steps = interpret(plan, persona)
         try:
             wanted = next(steps)
             for message in messages[last_user + 1 :]:
@@ -461,37 +575,56 @@ class OfflineModel:
                     call_id = call["id"]
                     wanted = steps.send(classify(call_id, tool_results.get(call_id, "")))
         except StopIteration as done:
-            return {"role": "assistant", "content": str(done.value)}
+            return _thinking(persona, {"role": "assistant", "content": str(done.value)})
         arguments = json.dumps(wanted.arguments, ensure_ascii=False)
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_" + secrets.token_hex(12),
-                    "type": "function",
-                    "function": {"name": wanted.name, "arguments": arguments},
-                }
-            ],
-        }
+        call_id = "0" if persona.numbers_ids_zero else "call_" + secrets.token_hex(12)
+        return _thinking(
+            persona,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": wanted.name, "arguments": arguments},
+                    }
+                ],
+            },
+        )
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a ``/chat/completions`` request body with a ``chat.completion`` object.
 
+        The requested model name chooses the persona (:mod:`helpers.personas`):
+        ``offline-reference:<persona>``; any other name is the ideal model.
+
         Raises:
-            WireError: the request is malformed or breaks tool-call pairing (HTTP 400).
+            WireError: the request is malformed, breaks tool-call pairing, names an unknown
+                persona, or (persona ``deepseek-thinking``) sends back an assistant message with
+                tool calls but without its ``reasoning_content`` (HTTP 400, as DeepSeek does).
         """
         messages = request.get("messages")
         if not isinstance(messages, list) or not messages:
             raise WireError("'messages' must be a non-empty array")
         if request.get("stream"):
             raise WireError("the offline reference model does not stream; send stream=false")
+        try:
+            persona = persona_for_model(request.get("model"))
+        except UnknownPersonaError as exc:
+            raise WireError(str(exc)) from None
         _check_pairing(messages)
+        if persona.thinks:
+            _check_reasoning_sent_back(messages)
         tools = request.get("tools") or []
-        message = self.next_message(messages)
-        completion_tokens = count_tokens(message.get("content") or "") + sum(
-            count_tokens(c["function"]["name"]) + count_tokens(c["function"]["arguments"])
-            for c in message.get("tool_calls") or []
+        message = self.next_message(messages, persona)
+        completion_tokens = (
+            count_tokens(message.get("content") or "")
+            + count_tokens(message.get("reasoning_content") or "")
+            + sum(
+                count_tokens(c["function"]["name"]) + count_tokens(c["function"]["arguments"])
+                for c in message.get("tool_calls") or []
+            )
         )
         prompt_tokens = count_chat_tokens(messages, tools)
         return {
@@ -528,6 +661,38 @@ class OfflineModel:
             return 200, self.complete(request)
         except ValueError as exc:  # WireError, PlanError and bad JSON alike
             return 400, _api_error(str(exc), "invalid_request_error")
+
+
+def _thinking(persona: Persona, message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with a ``reasoning_content`` first, when the persona thinks aloud."""
+    if not persona.thinks:
+        return message
+    calls = message.get("tool_calls") or []
+    thought = (
+        f"The plan's next step is a call to {calls[0]['function']['name']}."
+        if calls
+        else "I have what I need; time to answer."
+    )
+    return {"role": "assistant", "reasoning_content": thought, **message}
+
+
+#: DeepSeek's answer when a thinking-mode tool call comes back without its reasoning.
+REASONING_MISSING = (
+    "Missing `reasoning_content` field in the assistant message at message index {index}. For "
+    "more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+)
+
+
+def _check_reasoning_sent_back(messages: list[Mapping[str, Any]]) -> None:
+    """Reject, as DeepSeek's thinking mode does, an assistant message with tool calls that comes
+    back without the ``reasoning_content`` it was sent with."""
+    for index, message in enumerate(messages):
+        if (
+            message.get("role") == "assistant"
+            and message.get("tool_calls")
+            and message.get("reasoning_content") is None
+        ):
+            raise WireError(REASONING_MISSING.format(index=index))
 
 
 def _api_error(message: str, kind: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from helpers.boxing import (
     BOXING_MODES,
     canonical_reference,
     is_reference_of_thread,
+    reference_id,
     render_reference,
     resolve_in_thread,
     unbox_arguments,
@@ -221,6 +222,9 @@ class BoxPolicy(ResultPolicy):
             bare = canonical_reference(given)
             if bare != given:
                 ctx.guards.append("reference_unwrapped")
+            ref_id = reference_id(bare)
+            if ref_id is not None:  # refuse an unknown or foreign reference before the tool runs
+                resolve_in_thread(store, ctx.thread_id, ref_id)
             return {**arguments, "opaque_reference": bare}
 
         def resolve(ref_id: str) -> str:

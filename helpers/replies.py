@@ -149,7 +149,11 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
         if isinstance(error, dict):
             message = error.get("message") or json.dumps(error, ensure_ascii=False)
             code = error.get("code") or error.get("type")
-            raw = error.get("metadata", {}).get("raw") if isinstance(error.get("metadata"), dict) else None
+            raw = (
+                error.get("metadata", {}).get("raw")
+                if isinstance(error.get("metadata"), dict)
+                else None
+            )
             detail = f" (code {code})" if code else ""
             detail += f"; upstream said: {_snippet(str(raw))}" if raw else ""
         else:

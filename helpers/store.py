@@ -251,7 +251,9 @@ class ToolOutputStore:
                     text("ALTER TABLE tool_outputs ADD COLUMN n_chunks INTEGER NOT NULL DEFAULT 0")
                 )
             if "provider_call_id" not in columns:
-                connection.execute(text("ALTER TABLE tool_outputs ADD COLUMN provider_call_id TEXT"))
+                connection.execute(
+                    text("ALTER TABLE tool_outputs ADD COLUMN provider_call_id TEXT")
+                )
             if "thread_key" in columns:
                 return
             connection.execute(text("ALTER TABLE tool_outputs ADD COLUMN thread_key VARCHAR(64)"))

@@ -1,0 +1,233 @@
+"""A scripted OpenAI-compatible provider on loopback, for tests: real HTTP, real shapes.
+
+Real providers are messy in ways the offline model never is. :class:`ScriptedProvider` is a
+standard-library HTTP server on 127.0.0.1 that answers each ``POST …/chat/completions`` with the
+next step of a script, and records every request (path, headers, JSON body) so a test can check
+what the client really sent.
+
+A step is a function of the request body returning a :class:`Answer` (any status, any body, any
+content type) or a ``dict`` (a JSON body, HTTP 200). Helpers build the common bodies:
+:func:`completion`, :func:`tool_call`, and readers of the conversation such as :func:`last_tool`.
+Server habits that apply to every response are flags: ``zero_ids`` (every tool-call id is
+``"0"``), ``thinking`` (DeepSeek's thinking mode: a ``reasoning_content`` on every message, and
+HTTP 400 when an assistant message with tool calls comes back without it).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: DeepSeek's message when reasoning_content is not sent back (its thinking-mode guide).
+DEEPSEEK_MISSING = (
+    "Missing `reasoning_content` field in the assistant message at message index {index}. "
+    "For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+)
+
+
+@dataclass
+class Answer:
+    """One HTTP response: status, body (bytes, text or a JSON value), content type, delay."""
+
+    body: Any
+    status: int = 200
+    content_type: str = "application/json"
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encoded(self) -> bytes:
+        if isinstance(self.body, bytes):
+            return self.body
+        if isinstance(self.body, str):
+            return self.body.encode()
+        return json.dumps(self.body).encode()
+
+
+Step = Callable[[dict[str, Any]], Any]
+
+
+def tool_call(
+    name: str, arguments: Any, call_id: Any = "call_p1", *, as_object: bool = False
+) -> dict[str, Any]:
+    """One tool call as a provider sends it. ``arguments``: a ``str`` is sent verbatim (JSON
+    text), ``None`` as ``null``, anything else as its JSON text (or, with ``as_object``, as the
+    object itself, as some local servers do). ``call_id=...`` leaves the id out."""
+    if isinstance(arguments, str) or arguments is None or as_object:
+        sent = arguments
+    else:
+        sent = json.dumps(arguments)
+    call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": sent}}
+    if call_id is not ...:
+        call["id"] = call_id
+    return call
+
+
+def completion(
+    content: Any = None,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str | None = None,
+    usage: Any = (10, 5),
+    message_extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``chat.completion`` body. ``usage``: ``(prompt, completion)``, a dict (sent as is), or
+    ``...`` to leave it out."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, **(message_extra or {})}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+    }
+    if isinstance(usage, tuple):
+        body["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        }
+    elif usage is not ...:
+        body["usage"] = usage
+    return body
+
+
+def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``tool`` messages of a request, in order."""
+    return [m for m in request["messages"] if m.get("role") == "tool"]
+
+
+def last_tool(request: dict[str, Any]) -> str:
+    """The content of the last ``tool`` message of a request."""
+    return str(tool_messages(request)[-1]["content"])
+
+
+class ScriptedProvider:
+    """The server: ``with ScriptedProvider(steps) as provider: provider.base_url``.
+
+    Args:
+        steps: answered in order; the last one repeats.
+        prefix: the path the API lives under (``/v1``); other paths get a 404.
+        zero_ids: every tool-call id in a response becomes ``"0"``.
+        thinking: behave like DeepSeek's thinking mode (see the module docstring).
+        reasoning_details: add OpenRouter's ``reasoning_details`` to every message.
+    """
+
+    def __init__(
+        self,
+        steps: list[Step],
+        *,
+        prefix: str = "/v1",
+        zero_ids: bool = False,
+        thinking: bool = False,
+        reasoning_details: bool = False,
+    ):
+        self.steps = steps
+        self.prefix = prefix
+        self.zero_ids = zero_ids
+        self.thinking = thinking
+        self.reasoning_details = reasoning_details
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                answer = outer._answer(self.path, dict(self.headers), raw)
+                if answer.delay_s:
+                    time.sleep(answer.delay_s)
+                data = answer.encoded()
+                try:
+                    self.send_response(answer.status)
+                    self.send_header("Content-Type", answer.content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    for key, value in answer.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1`` (with the configured prefix)."""
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}{self.prefix}"
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the chat requests received, in order."""
+        return [r["json"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> Answer:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "json": body})
+            expected = self.prefix.rstrip("/") + "/chat/completions"
+            if path.split("?")[0].rstrip("/") != expected:
+                return Answer({"error": {"message": f"no route {path}"}}, status=404)
+            if self.thinking:
+                for index, message in enumerate(body.get("messages", [])):
+                    if (
+                        message.get("role") == "assistant"
+                        and message.get("tool_calls")
+                        and message.get("reasoning_content") is None
+                    ):
+                        error = {"message": DEEPSEEK_MISSING.format(index=index)}
+                        return Answer({"error": error}, status=400)
+            step = self.steps[min(len(self.chat_requests), len(self.steps)) - 1]
+        result = step(body)
+        answer = result if isinstance(result, Answer) else Answer(result)
+        if isinstance(answer.body, dict):
+            self._habits(answer.body)
+        return answer
+
+    def _habits(self, body: dict[str, Any]) -> None:
+        for choice in body.get("choices") or []:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if not isinstance(message, dict):
+                continue
+            if self.zero_ids:
+                for call in message.get("tool_calls") or []:
+                    call["id"] = "0"
+            if self.thinking:
+                message.setdefault("reasoning_content", "Thinking about the next step.")
+            if self.reasoning_details:
+                message.setdefault(
+                    "reasoning_details",
+                    [{"type": "reasoning.text", "text": "step by step", "signature": "sig-1"}],
+                )
+
+    def __enter__(self) -> ScriptedProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

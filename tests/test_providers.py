@@ -1,0 +1,561 @@
+"""Real providers, real model mistakes: `workbook ask --profile local` against a scripted
+OpenAI-compatible server on loopback (tests/provider.py).
+
+Every scenario asserts the verdict (``status`` and exit code), that ``--json`` printed exactly
+one JSON object, that no API key appears in any output or store file, and, where a tool ran on a
+long value, that it received byte for byte the stored output (SHA-256 of what the tool received
+against the stored row).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from provider import Answer, ScriptedProvider, completion, last_tool, tool_call, tool_messages
+
+from helpers.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from helpers.store import ToolOutputStore
+
+SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
+PROMPT = "Transcribe video 123 and pass it to Deep Check."
+TRANSCRIBE = completion(tool_calls=[tool_call("yt_transcribe", {"video_id": "123"})])
+
+
+@dataclass
+class Run:
+    code: int
+    data: dict[str, Any]
+    out: str
+    err: str
+    db: str
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self.data["tool_calls"]
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [c for c in self.calls if c["name"] == name]
+
+
+@pytest.fixture
+def ask(tmp_path, monkeypatch, capsys):
+    """Run ``workbook ask PROMPT --json`` in-process against a provider; check the invariants."""
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+
+    def run(
+        provider: ScriptedProvider | None,
+        *flags: str,
+        env: dict[str, str] | None = None,
+        prompt: str = PROMPT,
+    ) -> Run:
+        monkeypatch.setenv("WORKBOOK_PROFILE", "local")
+        monkeypatch.setenv("LOCAL_MODEL", "scripted-model")
+        monkeypatch.setenv("LOCAL_API_KEY", SECRET)
+        if provider is not None:
+            monkeypatch.setenv("LOCAL_BASE_URL", provider.base_url)
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        code = main(["ask", prompt, "--json", "--db", db, "--max-retries", "0", *flags])
+        captured = capsys.readouterr()
+        assert captured.out.count("\n") == 1, captured.out  # exactly one line: one JSON object
+        data = json.loads(captured.out)
+        assert isinstance(data, dict) and "status" in data
+        assert SECRET not in captured.out and SECRET not in captured.err
+        for path in tmp_path.glob("store.sqlite*"):
+            assert SECRET.encode() not in path.read_bytes()
+        return Run(code, data, captured.out, captured.err, db)
+
+    return run
+
+
+def routed_exactly(run: Run, sink: str = "deep_check", argument: str = "text") -> None:
+    """Every run of ``sink`` received the byte-exact output of the transcript call."""
+    store = ToolOutputStore(run.db)
+    source = next(c for c in run.named("yt_transcribe") if c["ran"])
+    row = store.get(run.data["thread_id"], source["id"])
+    store.close()
+    assert row is not None and row.sha256 == source["output_sha256"] and row.n_chars == 10244
+    ran = [c for c in run.named(sink) if c["ran"]]
+    assert ran, f"{sink} never ran"
+    assert all(c["received_sha256"][argument] == row.sha256 for c in ran)
+
+
+def pass_on(wrap, sink: str = "deep_check", argument: str = "text"):
+    """A step that passes the first tool result (a reference) on, wrapped by ``wrap``."""
+
+    def step(request: dict[str, Any]) -> dict[str, Any]:
+        ref = tool_messages(request)[0]["content"]
+        return completion(tool_calls=[tool_call(sink, {argument: wrap(ref)}, "call_p2")])
+
+    return step
+
+
+def answer(text: str = "Deep Check is done.") -> Any:
+    return lambda request: completion(text)
+
+
+# -- 1. every response shape ends in a verdict ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        ({"id": "x", "choices": []}, "application/json", "no choices"),
+        ({"id": "x", "choices": None}, "application/json", "no choices"),
+        (
+            {"error": {"message": "Upstream timed out", "code": 502}},
+            "application/json",
+            "Upstream timed out",
+        ),
+        ("<html><body>Bad gateway</body></html>", "text/html", "not JSON"),
+        ('{"id": "x", "choices": [', "application/json", "malformed JSON"),
+        ({"choices": [{"index": 0}]}, "application/json", "no message"),
+        ([1, 2, 3], "application/json", "not an object"),
+    ],
+    ids=[
+        "choices-empty",
+        "choices-null",
+        "error-in-200",
+        "html",
+        "truncated-json",
+        "no-message",
+        "array",
+    ],
+)
+def test_a_broken_response_is_an_error_verdict(ask, body, content_type, expected) -> None:
+    with ScriptedProvider([lambda r: Answer(body, content_type=content_type)]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_FAILED and run.data["status"] == "error"
+    assert expected in run.data["error"]
+
+
+@pytest.mark.parametrize("usage", [{}, {"prompt_tokens": None, "completion_tokens": None}, ...])
+def test_missing_or_null_usage_is_counted(ask, usage) -> None:
+    with ScriptedProvider([lambda r: completion("The answer.", usage=usage)]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK and run.data["answer"] == "The answer."
+    call = run.data["model_calls"][0]
+    assert call["usage_source"] == "counted" and call["prompt_tokens"] > 100
+
+
+def test_null_arguments_without_usage_become_an_error_result(ask) -> None:
+    steps = [
+        lambda r: completion(tool_calls=[tool_call("yt_transcribe", None)], usage=...),
+        lambda r: completion(f"I got: {last_tool(r)}", usage=...),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK
+    assert "missing required argument(s): video_id" in run.calls[0]["result"]
+    assert not run.calls[0]["ran"]
+    assert {c["usage_source"] for c in run.data["model_calls"]} == {"counted"}
+
+
+def test_arguments_as_an_object_and_content_as_parts(ask) -> None:
+    steps = [
+        lambda r: completion(
+            tool_calls=[tool_call("yt_transcribe", {"video_id": "123"}, as_object=True)]
+        ),
+        pass_on(lambda ref: ref),
+        lambda r: completion([{"type": "text", "text": "Done, "}, {"type": "text", "text": "ok."}]),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK and run.data["answer"] == "Done, ok."
+    routed_exactly(run)
+
+
+@pytest.mark.parametrize(
+    ("final", "reason"),
+    [
+        (completion("The transcript says", finish_reason="length"), "finish_reason 'length'"),
+        (completion("", finish_reason="content_filter"), "content filter"),
+        (completion(None), "empty"),
+        (completion("   "), "empty"),
+        (completion(None, message_extra={"refusal": "I cannot help with that."}), "refused"),
+    ],
+    ids=["length", "content-filter", "null-content", "blank", "refusal"],
+)
+def test_a_cut_or_empty_answer_is_incomplete(ask, final, reason) -> None:
+    with ScriptedProvider([lambda r: final]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_INCOMPLETE and run.data["status"] == "incomplete"
+    assert reason in run.data["error"]
+    assert run.data["answer"] == (final["choices"][0]["message"]["content"] or "")
+
+
+def test_an_answer_only_in_reasoning_is_shown_as_reasoning(ask) -> None:
+    final = completion(None, message_extra={"reasoning_content": "The number is 6065."})
+    with ScriptedProvider([lambda r: final]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_INCOMPLETE and run.data["answer"] == ""
+    assert run.data["reasoning"] == "The number is 6065." and "reasoning" in run.data["error"]
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "expected"),
+    [
+        (500, f"internal error while serving key {SECRET}", "HTTP 500"),
+        (401, f"Incorrect API key provided: {SECRET[:-4]}XXXX.", "check the API key"),
+        (429, f"rate limited for {SECRET}", "HTTP 429"),
+    ],
+)
+def test_a_provider_error_is_reported_with_the_key_redacted(ask, status, message, expected) -> None:
+    error = Answer({"error": {"message": message, "type": "x"}}, status=status)
+    with ScriptedProvider([lambda r: error]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_FAILED and run.data["status"] == "error"
+    assert expected in run.data["error"] and "[redacted]" in run.data["error"]
+
+
+def test_a_base_url_without_v1_gets_a_hint(ask) -> None:
+    with ScriptedProvider([answer()]) as provider:
+        root = provider.base_url.removesuffix("/v1")
+        run = ask(provider, env={"LOCAL_BASE_URL": root})
+    assert run.code == EXIT_FAILED and "HTTP 404" in run.data["error"]
+    assert "lacks /v1" in run.data["error"] and f"{root}/v1" in run.data["error"]
+
+
+def test_timeout_from_the_flag_and_from_the_profile(ask) -> None:
+    slow = [lambda r: Answer(completion("late"), delay_s=1.5)]
+    with ScriptedProvider(slow) as provider:
+        by_flag = ask(provider, "--timeout", "0.3")
+        by_env = ask(provider, env={"LOCAL_TIMEOUT": "0.3"})
+        patient = ask(provider, "--timeout", "5")
+    for run in (by_flag, by_env):
+        assert run.code == EXIT_FAILED and "APITimeoutError" in run.data["error"]
+        assert "--timeout" in run.data["error"]
+    assert patient.code == EXIT_OK and patient.data["answer"] == "late"
+
+
+# -- 2. tool-call ids the client can trust ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "provider_id", ["0", "", ..., None], ids=["zero", "empty", "missing", "null"]
+)
+def test_unusable_provider_ids_still_route_byte_exact(ask, provider_id) -> None:
+    steps = [
+        lambda r: completion(
+            tool_calls=[tool_call("yt_transcribe", {"video_id": "123"}, provider_id)]
+        ),
+        lambda r: completion(
+            tool_calls=[tool_call("deep_check", {"text": last_tool(r)}, provider_id)]
+        ),
+        answer(),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+        sent = provider.chat_requests[-1]["messages"]
+    assert run.code == EXIT_OK
+    routed_exactly(run)
+    ids = [c["id"] for c in run.calls]
+    assert len(set(ids)) == 2 and all(i.startswith("call_") for i in ids)
+    # the conversation sent back pairs every call with its result under the client's ids
+    echoed = [c["id"] for m in sent if m.get("tool_calls") for c in m["tool_calls"]]
+    assert echoed == ids == [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert run.data["guards"].get("tool_call_id_replaced", 0) >= 1
+
+
+def test_a_server_that_numbers_every_call_zero(ask) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps, zero_ids=True) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK and [c["provider_id"] for c in run.calls] == ["0", "0"]
+    routed_exactly(run)
+
+
+def test_two_calls_with_one_id_in_one_message_both_run(ask) -> None:
+    twice = completion(
+        tool_calls=[
+            tool_call("yt_transcribe", {"video_id": "123"}, "dup"),
+            tool_call("yt_transcribe", {"video_id": "999"}, "dup"),
+        ]
+    )
+    with ScriptedProvider([lambda r: twice, answer("two transcripts")]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK and all(c["ran"] for c in run.calls)
+    assert len({c["id"] for c in run.calls}) == 2
+    assert run.calls[0]["result"].startswith("internal://") and "welcome" in run.calls[1]["result"]
+
+
+def test_truncation_marker_names_the_clients_id_under_a_zero_id_server(ask) -> None:
+    def fetch(request: dict[str, Any]) -> dict[str, Any]:
+        marker_id = last_tool(request).rsplit("tool_call_id='", 1)[1].split("'")[0]
+        return completion(tool_calls=[tool_call("fetch_tool_output", {"tool_call_id": marker_id})])
+
+    def copy(request: dict[str, Any]) -> dict[str, Any]:
+        full = json.loads(last_tool(request))["tool_output"]
+        return completion(tool_calls=[tool_call("deep_check", {"text": full})])
+
+    steps = [lambda r: TRANSCRIBE, fetch, copy, answer()]
+    with ScriptedProvider(steps, zero_ids=True) as provider:
+        run = ask(provider, "--strategy", "truncate")
+    assert run.code == EXIT_OK
+    assert json.loads(run.calls[1]["arguments"])["tool_call_id"] == run.calls[0]["id"]
+    routed_exactly(run)
+
+
+# -- 3. provider fields echoed back -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("zero_ids", [False, True], ids=["deepseek", "deepseek-and-id-zero"])
+def test_deepseek_thinking_mode_completes_the_transcript_task(ask, zero_ids) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps, thinking=True, zero_ids=zero_ids) as provider:
+        run = ask(provider)
+        second = provider.chat_requests[1]["messages"]
+    assert run.code == EXIT_OK, run.data.get("error")
+    routed_exactly(run)
+    echoed = next(m for m in second if m["role"] == "assistant")
+    assert echoed["reasoning_content"] == "Thinking about the next step."
+    assert run.data["reasoning"] == "Thinking about the next step."
+
+
+def test_openrouter_reasoning_details_are_sent_back(ask) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps, reasoning_details=True) as provider:
+        run = ask(provider)
+        second = provider.chat_requests[1]["messages"]
+    assert run.code == EXIT_OK
+    echoed = next(m for m in second if m["role"] == "assistant")
+    assert echoed["reasoning_details"][0]["signature"] == "sig-1"
+
+
+# -- 4. references as models really write them ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda ref: f"`{ref}`",
+        lambda ref: f'"{ref}"',
+        lambda ref: f"'{ref}'",
+        lambda ref: f"<{ref}>",
+        lambda ref: f"\n  {ref}  \n",
+        lambda ref: f"```\n{ref}\n```",
+        lambda ref: f"{ref}.",
+    ],
+    ids=[
+        "backticks",
+        "double-quotes",
+        "single-quotes",
+        "angle-brackets",
+        "whitespace",
+        "fence",
+        "full-stop",
+    ],
+)
+def test_a_wrapped_reference_is_resolved_byte_exact(ask, wrap) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(wrap), answer()]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK
+    routed_exactly(run)
+    assert run.named("deep_check")[0]["guards"] == ["reference_unwrapped"]
+
+
+def test_the_backticked_reference_is_written_as_the_transcript(ask, tmp_path) -> None:
+    from helpers.paths import outbox_dir
+
+    name = f"wrapped-{tmp_path.name}.txt"
+    write = pass_on(lambda ref: f"`{ref}`", "google_drive_write_file", "file_content")
+
+    def with_name(request: dict[str, Any]) -> dict[str, Any]:
+        body = write(request)
+        call = body["choices"][0]["message"]["tool_calls"][0]["function"]
+        call["arguments"] = json.dumps({"file_name": name, **json.loads(call["arguments"])})
+        return body
+
+    with ScriptedProvider([lambda r: TRANSCRIBE, with_name, answer("Saved.")]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK
+    routed_exactly(run, "google_drive_write_file", "file_content")
+    written = (outbox_dir() / name).read_text(encoding="utf-8")
+    assert len(written) == 10244 and written.endswith("The number to remember is 6065")
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        lambda ref: f"Please analyse {ref}",
+        lambda ref: f"{ref} is the transcript",
+        lambda ref: ref.replace("internal://", "INTERNAL://"),
+        lambda ref: f"Transcript: [{ref}]({ref})",
+    ],
+    ids=["sentence", "leading", "upper-case-scheme", "markdown-link"],
+)
+def test_a_reference_inside_text_is_refused_and_never_routed_as_text(ask, sentence) -> None:
+    def corrected(request: dict[str, Any]) -> dict[str, Any]:
+        error = json.loads(last_tool(request))["error"]
+        assert "alone" in error  # the error tells the model what to do
+        return pass_on(lambda ref: ref)(request)
+
+    steps = [lambda r: TRANSCRIBE, pass_on(sentence), corrected, answer()]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK
+    refused, accepted = run.named("deep_check")
+    assert not refused["ran"] and refused["guards"] == ["refused_embedded_reference"]
+    assert accepted["ran"]
+    routed_exactly(run)  # the only deep_check that ran got the transcript, never the sentence
+
+
+def test_a_resource_link_object_works_in_a_resolve_tool_and_as_json_text(ask) -> None:
+    def length(request: dict[str, Any]) -> dict[str, Any]:
+        link = json.loads(tool_messages(request)[0]["content"])
+        return completion(
+            tool_calls=[tool_call("internal_resource_length", {"opaque_reference": link})]
+        )
+
+    link_text = pass_on(lambda link_json: link_json)  # the resource link's JSON text, whole
+    steps = [lambda r: TRANSCRIBE, length, link_text, answer()]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider, "--boxing", "json")
+    assert run.code == EXIT_OK
+    assert json.loads(run.named("internal_resource_length")[0]["result"]) == {"length_chars": 10244}
+    routed_exactly(run)
+
+
+def test_an_invented_reference_is_refused_before_the_tool_runs(ask) -> None:
+    steps = [
+        lambda r: TRANSCRIBE,
+        lambda r: completion(
+            tool_calls=[tool_call("deep_check", {"text": "internal://Zx81Qa0pLm3v"})]
+        ),
+        answer("Could not."),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    call = run.named("deep_check")[0]
+    assert run.code == EXIT_OK and not call["ran"]
+    assert call["guards"] == ["refused_unknown_reference"]
+
+
+def test_a_preview_passed_as_the_value_is_refused_under_truncate(ask) -> None:
+    def fetch(request: dict[str, Any]) -> dict[str, Any]:
+        assert "fetch the full output first" in json.loads(last_tool(request))["error"].lower()
+        call_id = tool_messages(request)[0]["tool_call_id"]
+        return completion(tool_calls=[tool_call("fetch_tool_output", {"tool_call_id": call_id})])
+
+    def copy(request: dict[str, Any]) -> dict[str, Any]:
+        full = json.loads(last_tool(request))["tool_output"]
+        return completion(tool_calls=[tool_call("deep_check", {"text": full})])
+
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda preview: preview), fetch, copy, answer()]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider, "--strategy", "truncate")
+    assert run.code == EXIT_OK
+    refused = run.named("deep_check")[0]
+    assert not refused["ran"] and refused["guards"] == ["refused_preview_as_value"]
+    routed_exactly(run)
+
+
+# -- 5. threads that continue -----------------------------------------------------------------
+
+
+def test_a_thread_continues_with_its_messages(ask) -> None:
+    first_turn = [lambda r: TRANSCRIBE, answer("I transcribed it.")]
+    with ScriptedProvider(first_turn) as provider:
+        first = ask(provider, "--thread", "workshop-1", "--new-thread")
+    assert first.code == EXIT_OK and first.data["thread_id"] == "workshop-1"
+    ref = first.calls[0]["result"]
+    steps = [pass_on(lambda _ref: ref), answer()]
+    with ScriptedProvider(steps) as provider:
+        second = ask(provider, "--thread", "workshop-1", prompt="Now Deep Check it.")
+        request = provider.chat_requests[0]["messages"]
+    assert second.code == EXIT_OK and second.data["history_messages"] == 4
+    roles = [m["role"] for m in request]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert request[1]["content"] == PROMPT and request[3]["content"] == ref
+    assert request[4]["content"] == "I transcribed it."
+    second.data["tool_calls"] = first.calls + second.calls  # the source is in the first turn
+    routed_exactly(second)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (("--thread", "no-such-thread"), "unknown thread 'no-such-thread'"),
+        (("--new-thread",), "--new-thread starts the thread named by --thread"),
+        (("--thread", "   "), "must not be empty"),
+    ],
+)
+def test_thread_usage_errors(ask, flags, expected) -> None:
+    with ScriptedProvider([answer()]) as provider:
+        run = ask(provider, *flags)
+        assert provider.requests == []  # nothing was sent
+    assert run.code == EXIT_USAGE and run.data["status"] == "usage_error"
+    assert expected in run.data["error"]
+
+
+def test_a_long_thread_id_and_a_near_miss(ask) -> None:
+    long_id = "thread-" + "x" * 500
+    with ScriptedProvider([answer("hi")]) as provider:
+        started = ask(provider, "--thread", long_id, "--new-thread")
+        again = ask(provider, "--thread", long_id, "--new-thread")
+        mistyped = ask(provider, "--thread", long_id[:-1] + "y")
+    assert started.code == EXIT_OK and started.data["thread_id"] == long_id
+    assert again.code == EXIT_USAGE and "already exists" in again.data["error"]
+    assert mistyped.code == EXIT_USAGE and "Did you mean" in mistyped.data["error"]
+
+
+# -- 6. profiles that do what they say --------------------------------------------------------
+
+
+def test_openai_headers_never_reach_another_endpoint(ask) -> None:
+    env = {
+        "OPENAI_ORG_ID": "org-secretorg",
+        "OPENAI_PROJECT_ID": "proj_secret",
+        "OPENAI_CUSTOM_HEADERS": "X-Team: blue\nAuthorization: Bearer sk-other",
+        "OPENAI_API_KEY": "sk-openai-should-not-travel",
+    }
+    with ScriptedProvider([answer("hi")]) as provider:
+        run = ask(provider, env=env)
+        headers = {k.lower(): v for k, v in provider.requests[0]["headers"].items()}
+    assert run.code == EXIT_OK
+    assert headers["authorization"] == f"Bearer {SECRET}"
+    assert not {"openai-organization", "openai-project", "x-team"} & set(headers)
+
+
+def test_a_profile_with_its_own_url_and_key(ask) -> None:
+    with ScriptedProvider([answer("from deepseek")]) as provider:
+        run = ask(
+            None,
+            env={
+                "WORKBOOK_PROFILE": "deepseek",
+                "DEEPSEEK_PROVIDER": "openai",
+                "DEEPSEEK_BASE_URL": provider.base_url,
+                "DEEPSEEK_API_KEY": f"  {SECRET}\n",  # pasted with spaces: stripped
+                "DEEPSEEK_MODEL": "deepseek-reasoner",
+                "OPENAI_API_KEY": "sk-openai-must-stay-home",
+            },
+        )
+        request = provider.requests[0]
+    headers = {k.lower(): v for k, v in request["headers"].items()}
+    assert run.code == EXIT_OK and run.data["answer"] == "from deepseek"
+    assert headers["authorization"] == f"Bearer {SECRET}"
+    assert request["json"]["model"] == "deepseek-reasoner"
+
+
+def test_a_profile_url_without_its_own_key_is_refused(ask) -> None:
+    run = ask(
+        None,
+        env={
+            "WORKBOOK_PROFILE": "deepseek",
+            "DEEPSEEK_PROVIDER": "openai",
+            "DEEPSEEK_BASE_URL": "http://127.0.0.1:9/v1",
+            "DEEPSEEK_MODEL": "deepseek-chat",
+            "OPENAI_API_KEY": "sk-openai-must-stay-home",
+        },
+    )
+    assert run.code == EXIT_USAGE and "needs its own DEEPSEEK_API_KEY" in run.data["error"]
+
+
+def test_config_errors_are_one_json_object(ask) -> None:
+    run = ask(None, env={"WORKBOOK_PROFILE": "nosuch"})
+    assert run.code == EXIT_USAGE and run.data["status"] == "usage_error"
+    assert "NOSUCH_PROVIDER" in run.data["error"]
