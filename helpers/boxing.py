@@ -149,17 +149,18 @@ def _shown(text: str, width: int = 80) -> str:
 def unwrap_reference(value: str) -> str | None:
     """The bare ``internal://<id>`` that ``value`` is once its wrappers are stripped, else ``None``.
 
-    Strips, repeatedly (at most four layers): surrounding whitespace, one trailing sentence mark
+    Strips, repeatedly (at most five layers): surrounding whitespace, a trailing sentence mark
     (``. , ; : ! ?``), and a matching pair of backticks (1-3), straight or curly quotes, guillemets
     or angle brackets. ``"`internal://abc12345`"`` gives ``internal://abc12345``;
     ``"see internal://abc12345"`` gives ``None`` (that is a reference *inside* text).
     """
     text = value.strip()
-    for _ in range(4):
+    for _ in range(5):
         if _BARE_RE.fullmatch(text):
             return text
-        if text[-1:] in ".,;:!?" and _BARE_RE.fullmatch(text[:-1].strip()):
-            return text[:-1].strip()
+        if text[-1:] and text[-1] in ".,;:!?":
+            text = text[:-1].strip()
+            continue
         for left, right in _WRAPPERS:
             if (
                 len(text) > len(left) + len(right)

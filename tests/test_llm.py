@@ -92,3 +92,70 @@ def test_clients() -> None:
     assert "no plan" in reply.choices[0].message.content
     real = make_client(resolve_model("local", env=ENV), max_retries=5)
     assert str(real.base_url).startswith("http://127.0.0.1:1234/v1") and real.max_retries == 5
+
+
+def test_profile_settings_come_before_the_providers_and_stay_with_their_endpoint() -> None:
+    env = {
+        "OPENAI_API_KEY": "sk-openai",
+        "DEEPSEEK_PROVIDER": "openai",
+        "DEEPSEEK_BASE_URL": "https://api.deepseek.com/v1",
+        "DEEPSEEK_API_KEY": " sk-deepseek \n",
+        "DEEPSEEK_MODEL": "deepseek-reasoner",
+        "DEEPSEEK_TIMEOUT": "300",
+        "OPENAI_ORG_ID": "org-1",
+    }
+    deepseek = resolve_model("deepseek", env=env)
+    assert (deepseek.base_url, deepseek.api_key, deepseek.timeout_s) == (
+        "https://api.deepseek.com/v1",
+        "sk-deepseek",
+        300.0,
+    )
+    assert not deepseek.is_openai_endpoint and deepseek.organization is None
+    client = make_client(deepseek)
+    assert client.organization is None and client.project is None
+    assert client.timeout == 300.0 and make_client(deepseek, timeout_s=5).timeout == 5
+    openai_config = resolve_model("openai", "gpt-4o-mini", env=env)
+    assert (
+        openai_config.organization == "org-1" and make_client(openai_config).organization == "org-1"
+    )
+    # a base URL of its own without a provider: an OpenAI-compatible server
+    vllm = resolve_model(
+        "vllm", env={"VLLM_BASE_URL": "http://10.0.0.2:8000/v1", "VLLM_MODEL": "q"}
+    )
+    assert (vllm.provider, vllm.api_key) == ("local", "not-needed")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {
+                "D_PROVIDER": "openai",
+                "D_BASE_URL": "https://x.example/v1",
+                "D_MODEL": "m",
+                "OPENAI_API_KEY": "sk-o",
+            },
+            "needs its own D_API_KEY",
+        ),
+        ({"D_PROVIDER": "openai", "D_MODEL": "m", "OPENAI_API_KEY": "sk a"}, "whitespace inside"),
+        ({"D_PROVIDER": "local", "D_BASE_URL": "127.0.0.1:1234", "D_MODEL": "m"}, "not an http"),
+        (
+            {"D_PROVIDER": "local", "D_BASE_URL": "http://h/v1", "D_MODEL": "m", "D_TIMEOUT": "0"},
+            "above 0",
+        ),
+        (
+            {"D_PROVIDER": "openai", "OPENAI_API_KEY": "k"},
+            "--model on the command line, model= in Python",
+        ),
+    ],
+)
+def test_profile_errors_name_the_setting(env, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_model("d", env=env)
+
+
+def test_the_openai_profile_names_its_model_setting_once() -> None:
+    with pytest.raises(ConfigError) as error:
+        resolve_model(env={"OPENAI_API_KEY": "sk-x"})
+    assert "set OPENAI_MODEL in .env" in str(error.value)
+    assert "OPENAI_MODEL or OPENAI_MODEL" not in str(error.value)

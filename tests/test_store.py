@@ -98,7 +98,51 @@ def test_the_same_store_on_postgresql() -> None:
     with pytest.raises(DuplicateToolCallError):
         pg.log_tool(thread, "c1", "x", {}, "again")
     assert pg.prune(thread_id=thread) == 1
+    long_thread = thread + "-" + "é" * 5_000  # ids of any length
+    pg.log_tool(long_thread, "c1", "x", {}, "v", provider_call_id="0" * 300)
+    pg.append_message(long_thread, {"role": "user", "content": "hi\u0000there"})
+    assert pg.get(long_thread, "c1").provider_call_id == "0" * 300
+    assert pg.thread_messages(long_thread) == [{"role": "user", "content": "hi\u0000there"}]
+    assert pg.prune(thread_id=long_thread) == 1 and not pg.thread_exists(long_thread)
     pg.close()
+
+
+@pytest.mark.skipif(not os.environ.get("WORKBOOK_TEST_PG_URL"), reason="set WORKBOOK_TEST_PG_URL")
+def test_a_postgresql_table_from_the_first_schema_is_migrated() -> None:
+    from sqlalchemy import create_engine, text
+
+    url = os.environ["WORKBOOK_TEST_PG_URL"]
+    schema = f"old_{uuid.uuid4().hex[:8]}"
+    engine = create_engine(url)
+    with engine.begin() as db:
+        db.execute(text(f"CREATE SCHEMA {schema}"))
+        db.execute(
+            text(
+                f"CREATE TABLE {schema}.tool_outputs (id SERIAL PRIMARY KEY, "
+                "ref_id VARCHAR(64) UNIQUE, thread_id VARCHAR(128), tool_call_id VARCHAR(128), "
+                "tool_name VARCHAR(128), tool_args TEXT, content TEXT NOT NULL, n_chars INTEGER, "
+                "sha256 VARCHAR(64), kind VARCHAR(32), created_at TIMESTAMPTZ, "
+                "CONSTRAINT uq_thread_call UNIQUE (thread_id, tool_call_id))"
+            )
+        )
+        db.execute(
+            text(
+                f"INSERT INTO {schema}.tool_outputs (ref_id, thread_id, tool_call_id, tool_name, "
+                "tool_args, content, n_chars, sha256, kind, created_at) VALUES ('oldrefoldref1234', "
+                "'t', 'c0', 'x', '{}', 'old value', 9, 'h', 'tool_output', now())"
+            )
+        )
+    try:
+        sep = "&" if "?" in url else "?"
+        store = ToolOutputStore(f"{url}{sep}options=-csearch_path%3D{schema}")
+        assert store.get("t", "c0", with_content=True).content == "old value"
+        store.log_tool("t" * 3_000, "c1", "x", {}, "v")  # a long thread id fits now
+        assert store.count("t" * 3_000) == 1
+        store.close()
+    finally:
+        with engine.begin() as db:
+            db.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        engine.dispose()
 
 
 def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputStore) -> None:
@@ -154,5 +198,12 @@ def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
         )
     store = ToolOutputStore(f"sqlite:///{path}")
     assert store.read_all(1) == "old value" and store.read_range(1, 4, 5) == "value"
-    row = store.log_tool("t", "c1", "x", {}, "n" * 40_000)
+    row = store.log_tool("t", "c1", "x", {}, "n" * 40_000, provider_call_id="0")
     assert store.read_range(row.id, 39_990, 100) == "n" * 10
+    # the old row is found by its thread (through the new thread key) and the thread exists
+    assert store.get("t", "c0").ref_id == "oldrefoldref1234" and store.thread_exists("t")
+    assert store.get("t", "c1").provider_call_id == "0"
+    with pytest.raises(DuplicateToolCallError):
+        store.log_tool("t", "c0", "x", {}, "again")
+    store.close()
+    assert ToolOutputStore(f"sqlite:///{path}").count("t") == 2  # a second open is a no-op
