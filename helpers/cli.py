@@ -365,7 +365,9 @@ def _print_outcome(out: Console, record: Any) -> None:
         f"{len(record.tool_calls)} tool calls"
         + (f"; guards: {', '.join(f'{g} ×{n}' for g, n in guards.items())}" if guards else "")
     )
-    out.print(f"[bold]Thread:[/] {escape(record.thread_id)} (continue with --thread)")
+    out.print(
+        f"[bold]Thread:[/] {escape(record.thread_id)} (continue it: --thread {escape(record.thread_id)})"
+    )
 
 
 def _progress(out: Console, disable: bool) -> Progress:
