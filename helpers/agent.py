@@ -69,7 +69,14 @@ from helpers.guards import GuardRefusal
 from helpers.policies import ResultPolicy
 from helpers.redaction import redact
 from helpers.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
-from helpers.replies import ProviderError, Reply, parse_reply
+from helpers.replies import (
+    ProviderError,
+    Reply,
+    has_unpaired_surrogate,
+    map_strings,
+    parse_reply,
+    valid_text,
+)
 from helpers.store import DuplicateToolCallError, ToolOutputStore
 from helpers.tokens import count_chat_tokens, count_tokens
 
@@ -363,13 +370,15 @@ def run_turn(
                 reply = _ask_model(client, model, messages, schemas, temperature)
             except _TurnFailed as exc:
                 return fail(str(exc))
+            if secrets_to_hide:  # a key the model repeats goes no further: not to a tool either
+                reply = reply.map_text(lambda text: redact(text, secrets_to_hide))
             calls = _name_tool_calls(reply, used_ids, provider_ids_seen, record)
             call_record = _model_call_record(reply, calls, messages, schemas, index, started)
             record.model_calls.append(call_record)
             emit("model_call", call_record)
             append(_assistant_message(reply, calls, record))
-            if not calls:
-                _verdict(record, reply)
+            if not calls or reply.finish_reason == "content_filter":
+                _verdict(record, reply, unrun_calls=len(calls))
                 emit("answer" if record.ok else "incomplete", record.answer)
                 return record
             for call in calls:
@@ -471,7 +480,11 @@ def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> st
     detail = ""
     if isinstance(body, dict):
         error = body.get("error", body)
-        detail = str(error.get("message") or "") if isinstance(error, dict) else str(error)
+        if isinstance(error, dict):
+            found = error.get("message") or error.get("detail") or body.get("detail")
+            detail = found if isinstance(found, str) else json.dumps(found or error)
+        else:
+            detail = str(error)
     elif body is not None:
         detail = str(body)
     detail = " ".join(detail.split())[:500] or exc.message
@@ -572,14 +585,19 @@ def _assistant_message(reply: Reply, calls: list[_ToolCall], record: TurnRecord)
         record.guard_events.append("provider_fields_echoed")
     if calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": valid_text(c.arguments)},
+            }
             for c in calls
         ]
     return message
 
 
-def _verdict(record: TurnRecord, reply: Reply) -> None:
-    """``ok``, or ``incomplete`` with the reason, for a final message (one without tool calls)."""
+def _verdict(record: TurnRecord, reply: Reply, *, unrun_calls: int = 0) -> None:
+    """``ok``, or ``incomplete`` with the reason, for a final message: one without tool calls,
+    or one the provider's content filter stopped (its tool calls are not run)."""
     text = reply.content or ""
     record.answer = text
     record.reasoning = reply.reasoning_text or None
@@ -590,6 +608,8 @@ def _verdict(record: TurnRecord, reply: Reply) -> None:
         problem = (
             "the provider's content filter stopped the answer (finish_reason 'content_filter')"
         )
+        if unrun_calls:
+            problem += f"; its {unrun_calls} tool call(s) were not run"
     elif not text.strip() and reply.refusal:
         problem = f"the model refused: {reply.refusal}"
     elif not text.strip() and record.reasoning:
@@ -604,6 +624,18 @@ def _verdict(record: TurnRecord, reply: Reply) -> None:
 
 
 # -- one tool call --------------------------------------------------------------------------
+
+
+def _holds_unpaired_surrogate(value: Any) -> bool:
+    found = False
+
+    def check(text: str) -> str:
+        nonlocal found
+        found = found or has_unpaired_surrogate(text)
+        return text
+
+    map_strings(value, check)
+    return found
 
 
 def dispatch(
@@ -632,6 +664,8 @@ def dispatch(
     """
     raw_arguments = raw_arguments or ""
     guards_before = len(ctx.guards)
+    broken_text = has_unpaired_surrogate(raw_arguments)
+    raw_arguments = valid_text(raw_arguments) if broken_text else raw_arguments
 
     def guards() -> list[str]:
         fired = ctx.guards[guards_before:]
@@ -652,6 +686,12 @@ def dispatch(
             guards=fired,
         )
 
+    if broken_text:
+        return refuse(
+            f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate, "
+            "such as half of an emoji cut in two); nothing was run: send the arguments again as "
+            "valid text"
+        )
     if len(raw_arguments) > MAX_ARGUMENTS_CHARS:
         return refuse(
             f"arguments for {name} are {len(raw_arguments):,} chars, over the limit of "
@@ -667,6 +707,12 @@ def dispatch(
         return refuse(str(exc))
     if not isinstance(arguments, dict):
         return refuse(f"{name} takes a JSON object of arguments, got {type(arguments).__name__}")
+    if _holds_unpaired_surrogate(arguments):
+        return refuse(
+            f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate "
+            "such as \\ud83d, half of an emoji cut in two); nothing was run: send the arguments "
+            "again as valid text"
+        )
     if ctx.store is not None and not tool.internal and ctx.store.get(ctx.thread_id, tool_call_id):
         return refuse(f"tool_call_id {tool_call_id!r} was already used in this thread")
     try:

@@ -20,7 +20,8 @@ the way they got it, so the rules are (:func:`reference_id`, :func:`unbox_argume
 3. **A reference of this thread inside longer text is refused** before the tool runs
    (:class:`EmbeddedReference`), with an error telling the model to pass the reference alone. It
    is never resolved in place (the model may have meant only a part) and never sent on as the
-   literal text ``internal://…`` (the tool would get 27 bytes of nonsense). References inside
+   literal text ``internal://…`` (the tool would get 27 bytes of nonsense). Its id is looked for
+   anywhere in the text, with or without a scheme (:class:`IdFinder`). References inside
    text that this thread never produced are ordinary text.
 4. **Malformed, unknown and other-thread references are refused**, each with its reason.
 
@@ -32,8 +33,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
+
+import re2
 
 from helpers.guards import GuardRefusal
 
@@ -60,6 +63,11 @@ _WRAPPERS = (
     ("\u2018", "\u2019"),
     ("\u00ab", "\u00bb"),
 )
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_RE2_OPTIONS.max_mem = 64 << 20  # room for the ids of a long thread
+#: A code fence with a language tag around a whole value: ```text\n…\n```
+_FENCE_RE = re.compile(r"```[A-Za-z0-9_+.-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 #: A reference anywhere in a text, in any letter case and with 1-3 slashes (what a model writes
 #: when it copies a reference into a sentence).
 _EMBEDDED_RE = re.compile(r"internal:/{1,3}([A-Za-z0-9_-]{8,64})", re.IGNORECASE)
@@ -161,6 +169,10 @@ def unwrap_reference(value: str) -> str | None:
         if text[-1:] and text[-1] in ".,;:!?":
             text = text[:-1].strip()
             continue
+        fence = _FENCE_RE.fullmatch(text)
+        if fence:
+            text = fence[1].strip()
+            continue
         for left, right in _WRAPPERS:
             if (
                 len(text) > len(left) + len(right)
@@ -233,11 +245,37 @@ def embedded_reference_ids(text: str) -> list[str]:
 GuardHook = Callable[[str], None]
 
 
+class IdFinder:
+    """Unguessable ids of one thread (reference ids, tool-call ids), found *inside* any text.
+
+    A reference id is 16 unguessable characters, so an id of this thread anywhere in a tool
+    argument means the model copied a reference: with its scheme, without it, glued to other
+    characters (``_internal://<id>_``), or behind a look-alike scheme (``internal:\\/\\/``,
+    ``internal%3A%2F%2F``, a full-width colon, a zero-width space). RE2 matches all ids at once,
+    in time linear in the text.
+    """
+
+    def __init__(self, ref_ids: Iterable[str]):
+        self.ids = frozenset(ref_ids)
+        self._regex = (
+            re2.compile("|".join(re.escape(i) for i in sorted(self.ids)), _RE2_OPTIONS)
+            if self.ids
+            else None
+        )
+
+    def find(self, text: str) -> str | None:
+        """The first id of this thread inside ``text``, or ``None``."""
+        if self._regex is None:
+            return None
+        match = self._regex.search(text)
+        return match.group(0) if match else None
+
+
 def unbox_arguments(
     arguments: Any,
     resolve: Callable[[str], str],
     *,
-    known: Callable[[str], bool] | None = None,
+    known: IdFinder | None = None,
     on_guard: GuardHook | None = None,
 ) -> Any:
     """A copy of ``arguments`` in which every whole reference is replaced by ``resolve(id)``.
@@ -249,9 +287,9 @@ def unbox_arguments(
     Args:
         arguments: the parsed arguments object (any JSON value).
         resolve: reference id → stored value.
-        known: reference id → whether it is a reference of this thread; when given, a string
-            (or a key) that holds such a reference *inside* longer text raises
-            :class:`EmbeddedReference` instead of reaching the tool as text.
+        known: this thread's reference ids; when given, a string (or a key) that holds one of
+            them anywhere but as a whole reference raises :class:`EmbeddedReference` instead of
+            reaching the tool as text.
         on_guard: called with ``"reference_unwrapped"`` for each reference that was wrapped.
 
     Raises:
@@ -261,6 +299,11 @@ def unbox_arguments(
     def walk(value: Any, path: str) -> Any:
         ref_id = reference_id(value)
         if ref_id is not None:
+            if known is not None and ref_id not in known.ids:
+                # internal://<id>-1 and the like: a reference of this thread with more glued on
+                _refuse_embedded(
+                    value if isinstance(value, str) else json.dumps(value), path, known
+                )
             if on_guard is not None and value != make_reference(ref_id):
                 on_guard("reference_unwrapped")
             return resolve(ref_id)
@@ -279,20 +322,22 @@ def unbox_arguments(
     return walk(arguments, "")
 
 
-def _refuse_embedded(text: str, where: str, known: Callable[[str], bool] | None) -> None:
-    if known is None or ":/" not in text:
+def _refuse_embedded(text: str, where: str, known: IdFinder | None) -> None:
+    where = where or "the arguments"
+    if known is None:
         return
-    for ref_id in embedded_reference_ids(text):
-        if known(ref_id):
-            at = text.lower().find(ref_id.lower())
-            context = text[max(0, at - 40) : at + len(ref_id) + 20]
-            raise EmbeddedReference(
-                f"argument {where!r} holds the opaque reference {make_reference(ref_id)} inside "
-                f"longer text (...{context}...). A reference is replaced by its value only when "
-                f'it is the whole argument value: pass "{make_reference(ref_id)}" alone, exactly '
-                "as you received it. To use only a part of the value, read that part first with "
-                "internal_resource_read_slice or internal_resource_grep."
-            )
+    ref_id = known.find(text)
+    if ref_id is None:
+        return
+    at = text.find(ref_id)
+    context = " ".join(text[max(0, at - 40) : at + len(ref_id) + 20].split())
+    raise EmbeddedReference(
+        f"argument {where!r} holds the opaque reference {make_reference(ref_id)} inside longer "
+        f"text (...{context}...). A reference is replaced by its value only when it is the "
+        f'whole argument value: pass "{make_reference(ref_id)}" alone, exactly as you received '
+        "it. To use only a part of the value, read that part first with "
+        "internal_resource_read_slice or internal_resource_grep."
+    )
 
 
 def find_references(arguments: Any) -> list[str]:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -55,6 +57,7 @@ from helpers.paths import CASES_DIR
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona
 from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS, STRATEGIES, make_policy
 from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+from helpers.replies import has_unpaired_surrogate, valid_text
 from helpers.store import ToolOutputStore
 from helpers.threads import ThreadError, open_thread
 from helpers.tools import default_registry
@@ -66,11 +69,48 @@ DEFAULT_CASES = str(CASES_DIR / "*.md")
 _KIND_STYLE = {"boxed": "magenta", "truncated": "yellow", "error": "red", "inline": "green"}
 
 
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error under ``--json`` is one JSON object on stdout too."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            _print_json({"status": "usage_error", "error": f"{self.prog}: {message}"})
+            sys.exit(EXIT_USAGE)
+        super().error(message)
+
+
+def _print_json(data: Any) -> None:
+    """One JSON object on one line of stdout (valid UTF-8 whatever the data holds)."""
+    text = json.dumps(data, ensure_ascii=False)
+    if has_unpaired_surrogate(text):
+        text = json.dumps(data, ensure_ascii=True)
+    print(text, flush=True)
+
+
+def _whole_number(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+_non_negative = _whole_number(0)
+_positive = _whole_number(1)
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _terminal_safe(text: str) -> str:
+    """``text`` for a terminal: control characters (an ANSI escape a model or a page sends could
+    clear the screen or retitle the window) shown as ``\\xNN``, and rich markup escaped."""
+    return escape(_CONTROL_RE.sub(lambda m: f"\\x{ord(m[0]):02x}", valid_text(text)))
 
 
 def _add_context_controls(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +131,7 @@ def _positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text}")
     return value
 
@@ -131,12 +171,19 @@ def _compaction(args: argparse.Namespace) -> CompactionSettings | None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to document the CLI in tests)."""
-    parser = argparse.ArgumentParser(
-        prog="workbook", description="Context Relay Workbook: run agent turns and build data."
+    parser = _Parser(
+        prog="workbook",
+        description="Context Relay Workbook: run agent turns and build data.",
+        epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ask = sub.add_parser("ask", help="run one agent turn on a prompt")
+    ask = sub.add_parser(
+        "ask",
+        help="run one agent turn on a prompt",
+        epilog="status → exit code: ok 0; error 1; max_iterations 1; usage_error 2; incomplete 3 "
+        "(cut, filtered, refused, empty, or only in the model's reasoning)",
+    )
     ask.add_argument("prompt", help="the user message")
     ask.add_argument("--strategy", choices=STRATEGIES, default="box", help="result policy")
     ask.add_argument("--boxing", choices=("opaque", "json"), default="opaque", help="box format")
@@ -154,9 +201,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_PREVIEW_LIMIT_CHARS,
         help="truncate: preview length in characters (default %(default)s)",
     )
-    ask.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True)
-    ask.add_argument("--max-iterations", type=int, default=DEFAULT_MAX_ITERATIONS)
-    ask.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
+    ask.add_argument(
+        "--few-shot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="include the few-shot examples in the system message",
+    )
+    ask.add_argument(
+        "--max-iterations",
+        type=_positive,
+        default=DEFAULT_MAX_ITERATIONS,
+        help="model calls per turn at most (default %(default)s)",
+    )
+    ask.add_argument(
+        "--max-retries",
+        type=_non_negative,
+        default=DEFAULT_MAX_RETRIES,
+        help="the SDK's retries of a failed request (default %(default)s)",
+    )
     ask.add_argument(
         "--thread",
         help="continue this thread: the model gets its earlier messages, its references resolve",
@@ -185,10 +247,20 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--boxing", choices=("opaque", "json"), default="opaque")
     cases.add_argument("--profile", action="append", help="a .env profile (repeat for a matrix)")
     cases.add_argument("--model", action="append", help="a model name (repeat for a matrix)")
-    cases.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True)
+    cases.add_argument(
+        "--few-shot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="include the few-shot examples in the system message",
+    )
     cases.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
     cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
-    cases.add_argument("--max-retries", type=_non_negative, default=DEFAULT_MAX_RETRIES)
+    cases.add_argument(
+        "--max-retries",
+        type=_non_negative,
+        default=DEFAULT_MAX_RETRIES,
+        help="the SDK's retries of a failed request (default %(default)s)",
+    )
     _add_context_controls(cases)
     _add_model_controls(cases, repeat=True)
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
@@ -233,10 +305,25 @@ def _short(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _open_store(url: str | None) -> ToolOutputStore:
+    """The store at ``url``; raises ``ValueError`` with a one-line reason if it cannot be used."""
+    try:
+        store = ToolOutputStore(url)
+        store.count()  # opens a connection: a bad file or server fails here, not mid-turn
+        return store
+    except Exception as exc:
+        reason = " ".join(str(exc).split("\n")[0].split())[:300]
+        shown = url or "the default store"
+        raise ValueError(
+            f"cannot use {shown!r} as the store ({type(exc).__name__}: {reason}); give --db a "
+            "SQLAlchemy URL such as sqlite:///var/my.sqlite"
+        ) from None
+
+
 def _usage_error(args: argparse.Namespace, message: str) -> int:
     """Report bad usage: one JSON object on stdout with ``--json``, else a line on stderr."""
     if getattr(args, "json", False):
-        print(json.dumps({"status": "usage_error", "error": message}, ensure_ascii=False))
+        _print_json({"status": "usage_error", "error": message})
     else:
         print(f"workbook: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -252,7 +339,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return _usage_error(args, str(exc))
     if args.new_thread and args.thread is None:
         return _usage_error(args, "--new-thread starts the thread named by --thread ID")
-    store = ToolOutputStore(args.db)
+    if has_unpaired_surrogate(args.prompt):
+        return _usage_error(
+            args,
+            "the prompt is not valid UTF-8 text (the terminal passed bytes that do not decode)",
+        )
+    try:
+        store = _open_store(args.db)
+    except ValueError as exc:
+        return _usage_error(args, str(exc))
     try:
         thread_id, history = open_thread(store, args.thread, new=args.new_thread)
     except ThreadError as exc:
@@ -300,13 +395,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
         elif name == "tool_call" and isinstance(data, ToolCallRecord):
             style = _KIND_STYLE.get(data.result_kind, "white")
-            out.print(f"[cyan]→ {escape(data.name)}[/]({escape(_short(data.arguments, 200))})")
+            out.print(
+                f"[cyan]→ {_terminal_safe(data.name)}[/]({_terminal_safe(_short(data.arguments, 200))})"
+            )
             size = (
                 f", full output {data.output_chars} chars" if data.output_chars is not None else ""
             )
             guards = f" [magenta]guard: {', '.join(data.guards)}[/]" if data.guards else ""
             out.print(
-                f"  [{style}]← {data.result_kind}{size}:[/] {escape(_short(data.result))}{guards}"
+                f"  [{style}]← {data.result_kind}{size}:[/] {_terminal_safe(_short(data.result))}{guards}"
             )
 
     try:
@@ -331,7 +428,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         store.close()
 
     if args.json:
-        print(json.dumps(record.to_json(include_context=args.dump_context), ensure_ascii=False))
+        _print_json(record.to_json(include_context=args.dump_context))
     else:
         _print_outcome(out, record)
         if args.dump_context:
@@ -342,21 +439,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def _print_outcome(out: Console, record: Any) -> None:
     """The answer (or why there is none), then usage and how to continue the thread."""
     if record.ok:
-        out.print(Panel(escape(record.answer or ""), title="answer", expand=False))
+        out.print(Panel(_terminal_safe(record.answer or ""), title="answer", expand=False))
     elif record.status == "incomplete":
-        out.print(f"[bold yellow]Incomplete:[/] {escape(record.error or '')}")
+        out.print(f"[bold yellow]Incomplete:[/] {_terminal_safe(record.error or '')}")
         if (record.answer or "").strip():
-            out.print(Panel(escape(record.answer), title="what came back", expand=False))
+            out.print(Panel(_terminal_safe(record.answer), title="what came back", expand=False))
         if record.reasoning:
             out.print(
                 Panel(
-                    escape(_short(record.reasoning, 2000)),
+                    _terminal_safe(_short(record.reasoning, 2000)),
                     title="the model's reasoning (not an answer)",
                     expand=False,
                 )
             )
     else:
-        out.print(f"[bold red]No answer ({record.status}):[/] {escape(record.error or '')}")
+        out.print(f"[bold red]No answer ({record.status}):[/] {_terminal_safe(record.error or '')}")
     usage = record.usage()
     guards = record.guard_counts()
     out.print(
@@ -486,8 +583,8 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 ", ".join(f"{g} ×{n}" for g, n in run.record.guard_counts().items()) or "–",
             )
         out.print(table)
-    if args.markdown or len(configs) > 1:
-        path = Path(args.markdown or "build/cases-matrix.md")
+    if args.markdown:
+        path = Path(args.markdown)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(matrix_markdown(results, args.few_shot), encoding="utf-8")
         print(f"wrote {path}", file=sys.stderr)
@@ -625,7 +722,11 @@ def cmd_serve_offline(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``workbook`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else list(argv))
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or bad usage (already reported)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handlers = {
         "ask": cmd_ask,
         "cases": cmd_cases,
@@ -643,9 +744,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         message = f"internal error: {type(exc).__name__}: {exc}"
         if getattr(args, "json", False):
-            print(json.dumps({"status": "error", "error": message}, ensure_ascii=False))
+            _print_json({"status": "error", "error": message})
         else:
-            print(f"workbook: {message} (WORKBOOK_DEBUG=1 shows the traceback)", file=sys.stderr)
+            print(
+                f"workbook: {valid_text(message)} (WORKBOOK_DEBUG=1 shows the traceback)",
+                file=sys.stderr,
+            )
         return EXIT_FAILED
 
 

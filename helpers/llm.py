@@ -25,6 +25,7 @@ SDK reads from the environment, go to OpenAI's own endpoint only.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -101,6 +102,8 @@ def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> floa
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{key}={raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}={raw!r} must be a finite number")
     if positive and value <= 0:
         raise ConfigError(f"{key}={raw!r} must be a number of seconds above 0")
     return value
@@ -189,6 +192,11 @@ def resolve_model(
     if api_key and any(c.isspace() for c in api_key):
         raise ConfigError(
             f"the API key of profile {name!r} has whitespace inside it; copy the key again"
+        )
+    if api_key and not (api_key.isascii() and api_key.isprintable()):
+        raise ConfigError(
+            f"the API key of profile {name!r} holds a character that cannot travel in an HTTP "
+            "header (not printable ASCII, e.g. a zero-width space); copy the key again"
         )
     if not api_key:
         if provider == "local":

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from helpers.boxing import (
     BOXING_MODES,
+    IdFinder,
     canonical_reference,
-    is_reference_of_thread,
     reference_id,
     render_reference,
     resolve_in_thread,
@@ -36,13 +36,19 @@ from helpers.preview import (
     DEFAULT_PREVIEW_LIMIT_CHARS,
     PreviewPassedAsValue,
     make_preview,
-    marker_call_ids,
 )
 from helpers.registry import Tool, ToolContext
 from helpers.resolve_tools import fetch_tools, resolve_tools
 from helpers.store import StoredOutput
 
 STRATEGIES = ("inline", "truncate", "box", "middle")
+#: A string that starts with this many characters (or more) of a truncated output the model
+#: never fetched is taken for a preview passed on as a value (truncate strategy).
+PREVIEW_PREFIX_MIN_CHARS = 64
+_FETCH_FIRST = (
+    "Fetch the full output first with fetch_tool_output(tool_call_id='{call_id}') and pass that "
+    "(or, after fetching, only the part you need)."
+)
 #: Default boxing threshold in characters (the reference design's ``MAX_RESULT_SIZE``).
 DEFAULT_BOX_THRESHOLD_CHARS = 256
 
@@ -121,23 +127,48 @@ class TruncatePolicy(ResultPolicy):
         return fetch_tools()
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
-        """Refuse a real tool's call whose arguments still hold a truncation marker of this
-        thread: the model passed a preview on as if it were the full output.
+        """Refuse a real tool's call that passes a preview on as if it were the full output.
+
+        Two signs, for any string at any depth of the arguments: it names the ``tool_call_id``
+        of a truncated result of this thread (the marker, however the model rewrote it: other
+        quotes, ``…`` for ``...``, a line break inside), or it starts with the first
+        :data:`PREVIEW_PREFIX_MIN_CHARS` characters of a truncated output whose full text the
+        model has not fetched in this turn and is not that whole output (the preview with its
+        marker cut off, or a piece of it).
 
         Raises:
             PreviewPassedAsValue: the message tells the model to fetch the full output first.
         """
-        if tool.internal or ctx.store is None:
+        store = ctx.store
+        if tool.internal or store is None:
             return arguments
+        cut = [row for row in store.list_thread(ctx.thread_id) if row.n_chars > self.limit]
+        if not cut:
+            return arguments
+        markers = IdFinder(row.tool_call_id for row in cut)
         for path, text in _strings(arguments):
-            for call_id in marker_call_ids(text):
-                if ctx.store.get(ctx.thread_id, call_id) is not None:
-                    raise PreviewPassedAsValue(
-                        f"argument {path or 'value'!r} holds a truncated preview (it ends with the "
-                        f"truncation marker of tool_call_id {call_id!r}), not the full output. "
-                        f"Fetch the full output first with fetch_tool_output(tool_call_id="
-                        f"'{call_id}') and pass that, or pass only the part you need."
-                    )
+            where = repr(path or "value")
+            call_id = markers.find(text)
+            if call_id is not None:
+                raise PreviewPassedAsValue(
+                    f"argument {where} holds a truncated preview (it names tool_call_id "
+                    f"{call_id!r}, from the truncation marker), not the full output. "
+                    f"{_FETCH_FIRST.format(call_id=call_id)}"
+                )
+            if len(text) < PREVIEW_PREFIX_MIN_CHARS:
+                continue
+            for row in cut:
+                if row.tool_call_id in ctx.fetched:
+                    continue
+                if not text.startswith(store.read_range(row.id, 0, PREVIEW_PREFIX_MIN_CHARS)):
+                    continue
+                if len(text) >= row.n_chars and store.read_all(row.id) == text[: row.n_chars]:
+                    continue  # the whole output (fetched in an earlier turn): what it meant
+                raise PreviewPassedAsValue(
+                    f"argument {where} starts with the output of {row.tool_call_id!r}, but the "
+                    f"model has seen only its preview, not all of its {row.n_chars} characters. "
+                    f"{_FETCH_FIRST.format(call_id=row.tool_call_id)}"
+                )
         return arguments
 
     def present(
@@ -234,7 +265,7 @@ class BoxPolicy(ResultPolicy):
         return unbox_arguments(
             arguments,
             resolve,
-            known=lambda ref_id: is_reference_of_thread(store, ctx.thread_id, ref_id),
+            known=IdFinder(store.ref_ids(ctx.thread_id)),
             on_guard=ctx.guards.append,
         )
 

@@ -8,9 +8,9 @@ Units are characters (Python ``str`` length), not bytes: a preview never splits 
 the count in the marker is exactly ``len(output) - limit``. The design follows Part 11 "Tool-Output Offload"
 of the Oracle AI Developer Hub agent workshop, which counted bytes; we count characters.
 
-A preview is for the model to read, never a value to pass on: :func:`marker_call_ids` finds the
-markers inside any text, so the truncate strategy can refuse a tool call whose argument still
-holds one (the model meant the full output; see :class:`helpers.policies.TruncatePolicy`).
+A preview is for the model to read, never a value to pass on: the truncate strategy refuses a
+tool call whose argument still holds a marker, or is a preview with its marker cut off (the model
+meant the full output; see :meth:`helpers.policies.TruncatePolicy.prepare_arguments`).
 """
 
 from __future__ import annotations
@@ -34,12 +34,6 @@ class PreviewPassedAsValue(GuardRefusal):
     were the full output. The call is refused before the tool runs."""
 
     guard = "refused_preview_as_value"
-
-
-#: A truncation marker anywhere in a text (a preview passed on, perhaps with more text around it).
-_MARKER_ANYWHERE_RE = re.compile(
-    r"\.\.\.\[\+\d+ chars\. full output: fetch_tool_output\(tool_call_id='(?P<call_id>[^']*)'\)\]"
-)
 
 
 def truncation_marker(hidden_chars: int, tool_call_id: str) -> str:
@@ -76,10 +70,3 @@ def parse_preview(content: str) -> Preview | None:
     if match is None:
         return None
     return Preview(content[: match.start()], int(match["hidden"]), match["call_id"])
-
-
-def marker_call_ids(text: str) -> list[str]:
-    """The ``tool_call_id`` of every truncation marker inside ``text``, in order."""
-    if "fetch_tool_output(" not in text:
-        return []
-    return [match["call_id"] for match in _MARKER_ANYWHERE_RE.finditer(text)]

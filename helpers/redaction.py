@@ -7,12 +7,16 @@ that shares 12 or more consecutive characters with it, by ``[redacted]``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from urllib.parse import quote
 
 REDACTED = "[redacted]"
 #: The shortest piece of a secret that is still treated as the secret.
 MIN_SECRET_FRAGMENT_CHARS = 12
+#: Shorter "secrets" (a placeholder such as "k" or "none") are not API keys: left alone.
+MIN_SECRET_CHARS = 8
 _KEYLIKE_RE = re.compile(r"[A-Za-z0-9_\-.+/=:]{" + str(MIN_SECRET_FRAGMENT_CHARS) + ",}")
 
 
@@ -23,13 +27,15 @@ def _shares_fragment(word: str, secret: str) -> bool:
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every secret (and every key-like word holding 12+ characters of one)
-    replaced by ``[redacted]``. Secrets shorter than 12 characters are replaced only whole."""
+    """``text`` with every secret (also URL-encoded or JSON-escaped, and every key-like word
+    holding 12+ characters of one) replaced by ``[redacted]``. Secrets shorter than 12 characters
+    are replaced only whole; shorter than 8, not at all (placeholders, not keys)."""
     for secret in secrets:
-        if not secret or not secret.strip():
+        secret = (secret or "").strip()
+        if len(secret) < MIN_SECRET_CHARS:
             continue
-        secret = secret.strip()
-        text = text.replace(secret, REDACTED)
+        for form in {secret, quote(secret, safe=""), json.dumps(secret)[1:-1]}:
+            text = text.replace(form, REDACTED)
         if len(secret) >= MIN_SECRET_FRAGMENT_CHARS:
             text = _KEYLIKE_RE.sub(
                 lambda m, s=secret: REDACTED if _shares_fragment(m[0], s) else m[0], text

@@ -50,12 +50,14 @@ class ToolContext:
     """What a context-taking tool gets besides its arguments: the store and the thread.
 
     ``guards`` collects the names of guards (:data:`helpers.guards.GUARDS`) that repaired a
-    mistake while a call was prepared; the agent moves them onto the call's record.
+    mistake while a call was prepared; the agent moves them onto the call's record. ``fetched``
+    holds the ``tool_call_id`` of every output fetched in full this turn (``fetch_tool_output``).
     """
 
     store: ToolOutputStore | None
     thread_id: str
     guards: list[str] = field(default_factory=list)
+    fetched: set[str] = field(default_factory=set)
 
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}

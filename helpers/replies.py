@@ -18,11 +18,37 @@ guide, section "Tool Calls").
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: Assistant-message fields a provider may send that must be sent back unchanged.
 PROVIDER_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every unpaired surrogate (half of a cut emoji; not Unicode text, so it cannot
+    be encoded as UTF-8) replaced by U+FFFD, the replacement character."""
+    return _SURROGATE_RE.sub("\ufffd", text)
+
+
+def has_unpaired_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a character that cannot be encoded as UTF-8."""
+    return _SURROGATE_RE.search(text) is not None
+
+
+def map_strings(value: Any, change: Any) -> Any:
+    """``value`` (any JSON value) with ``change`` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {change(str(k)): map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change) for v in value]
+    return value
 
 
 class ProviderError(Exception):
@@ -41,6 +67,11 @@ class ReplyToolCall:
     provider_id: str | None
     name: str
     arguments: str
+
+    @property
+    def valid_arguments(self) -> str:
+        """``arguments`` as valid Unicode text (what is echoed back and shown)."""
+        return valid_text(self.arguments)
 
 
 @dataclass(frozen=True)
@@ -64,6 +95,20 @@ class Reply:
     completion_tokens: int | None = None
     provider_fields: dict[str, Any] = field(default_factory=dict)
     refusal: str | None = None
+
+    def map_text(self, change: Any) -> Reply:
+        """A copy with ``change`` applied to the content, the refusal, the provider fields and
+        each tool call's name and arguments (e.g. to redact a secret the model echoed)."""
+        return replace(
+            self,
+            content=None if self.content is None else change(self.content),
+            refusal=None if self.refusal is None else change(self.refusal),
+            provider_fields=map_strings(self.provider_fields, change),
+            tool_calls=[
+                ReplyToolCall(c.provider_id, change(c.name), change(c.arguments))
+                for c in self.tool_calls
+            ],
+        )
 
     @property
     def reasoning_text(self) -> str:
@@ -108,7 +153,7 @@ def _tool_call(raw: Any) -> ReplyToolCall:
         return ReplyToolCall(None, "", "")
     function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
     provider_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-    name = function.get("name") if isinstance(function.get("name"), str) else ""
+    name = valid_text(function["name"]) if isinstance(function.get("name"), str) else ""
     arguments = function.get("arguments")
     if arguments is None:
         text = ""
@@ -170,14 +215,24 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
         raise ProviderError("the response's first choice has no message")
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     raw_calls = message.get("tool_calls")
+    if raw_calls is not None and not isinstance(raw_calls, list):
+        raise ProviderError(
+            f"the message's tool_calls is a {type(raw_calls).__name__}, not a list: "
+            f"{_snippet(json.dumps(raw_calls, ensure_ascii=False))!r}"
+        )
     finish = choice.get("finish_reason")
     refusal = message.get("refusal")
+    content = _text_of(message.get("content"))
+    # text the provider cut mid-character is made valid (U+FFFD), except tool arguments, which
+    # the agent refuses to run on (see helpers.agent.dispatch)
     return Reply(
-        content=_text_of(message.get("content")),
-        tool_calls=[_tool_call(c) for c in raw_calls] if isinstance(raw_calls, list) else [],
+        content=None if content is None else valid_text(content),
+        tool_calls=[_tool_call(c) for c in raw_calls or []],
         finish_reason=finish if isinstance(finish, str) else None,
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
-        provider_fields={k: message[k] for k in PROVIDER_FIELDS if message.get(k) is not None},
-        refusal=refusal if isinstance(refusal, str) and refusal else None,
+        provider_fields=map_strings(
+            {k: message[k] for k in PROVIDER_FIELDS if message.get(k) is not None}, valid_text
+        ),
+        refusal=valid_text(refusal) if isinstance(refusal, str) and refusal else None,
     )

@@ -71,6 +71,7 @@ def fetch_tool_output(ctx: ToolContext, tool_call_id: str) -> str:
             f"no tool call with id {tool_call_id!r} in this thread: use the tool_call_id named in "
             "a truncation marker you received, exactly as written there"
         )
+    ctx.fetched.add(wanted)
     return json.dumps(
         {"tool_name": row.tool_name, "tool_args": row.args, "tool_output": row.content},
         ensure_ascii=False,

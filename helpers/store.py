@@ -421,6 +421,15 @@ class ToolOutputStore:
             ).all()
             return [_to_record(r, None) for r in rows]
 
+    def ref_ids(self, thread_id: str) -> list[str]:
+        """The reference ids of every output of a thread (what ``internal://<id>`` may name)."""
+        with self._sessions() as session:
+            return list(
+                session.scalars(
+                    select(ToolOutput.ref_id).where(ToolOutput.thread_key == thread_key(thread_id))
+                ).all()
+            )
+
     def count(self, thread_id: str | None = None) -> int:
         """Number of rows, in one thread or in all."""
         stmt = select(func.count(ToolOutput.id))

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from helpers.agent import new_thread_id
+from helpers.replies import has_unpaired_surrogate
 from helpers.store import ToolOutputStore
 
 #: The result a replayed tool call gets when its turn stopped before the call finished.
@@ -36,7 +37,8 @@ def repair_pairing(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     message whose tool calls have no ``tool`` message; the API refuses such a history. Each
     missing result becomes :data:`INTERRUPTED_RESULT`, placed right after the call's other
     results; a ``tool`` message answering no pending call is dropped; system messages are dropped
-    (the next turn brings its own).
+    (the next turn brings its own); a user message the model never answered at all (the endpoint
+    failed at once) is dropped, so a retried prompt is not sent twice.
     """
     repaired: list[dict[str, Any]] = []
     pending: list[str] = []
@@ -62,7 +64,12 @@ def repair_pairing(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if role == "assistant":
             pending = [c.get("id") for c in message.get("tool_calls") or [] if c.get("id")]
     close_pending()
-    return repaired
+    return [
+        m
+        for i, m in enumerate(repaired)
+        if m.get("role") != "user"
+        or (i + 1 < len(repaired) and repaired[i + 1].get("role") != "user")
+    ]
 
 
 def load_history(store: ToolOutputStore, thread_id: str) -> list[dict[str, Any]]:
@@ -85,13 +92,17 @@ def open_thread(
         ``(thread_id, history)``: history is ``[]`` for a new thread.
 
     Raises:
-        ThreadError: the id is empty; or nothing was stored under it and ``new`` is false (a
+        ThreadError: the id is empty or not valid text; or nothing was stored under it and ``new`` is false (a
             mistyped id); or ``new`` is true and the thread already exists.
     """
     if thread_id is None:
         return new_thread_id(), []
     if not thread_id.strip():
         raise ThreadError("a thread id must not be empty")
+    if has_unpaired_surrogate(thread_id):
+        raise ThreadError(
+            "the thread id is not valid UTF-8 text (the terminal passed bytes that do not decode)"
+        )
     exists = store.thread_exists(thread_id)
     if new and exists:
         raise ThreadError(

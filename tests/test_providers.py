@@ -559,3 +559,169 @@ def test_config_errors_are_one_json_object(ask) -> None:
     run = ask(None, env={"WORKBOOK_PROFILE": "nosuch"})
     assert run.code == EXIT_USAGE and run.data["status"] == "usage_error"
     assert "NOSUCH_PROVIDER" in run.data["error"]
+
+
+# -- found by an adversarial review: disguises, cut text, echoed keys, bad options -------------
+
+
+@pytest.mark.parametrize(
+    "disguise",
+    [
+        lambda ref: f"_{ref}_",
+        lambda ref: f"Please analyse {ref}_full thanks",
+        lambda ref: f"{ref}-1",
+        lambda ref: ref + ref,
+        lambda ref: ref.replace("internal://", "internal:\\/\\/"),
+        lambda ref: ref.replace("internal://", "internal%3A%2F%2F"),
+        lambda ref: ref.replace("internal://", "inter\u200bnal://"),
+        lambda ref: ref.replace("internal://", "internal\uff1a//"),
+        lambda ref: ref.replace("internal://", "internal:"),
+        lambda ref: ref.removeprefix("internal://"),
+    ],
+    ids=[
+        "underscores",
+        "glued-suffix",
+        "dash-suffix",
+        "twice",
+        "escaped-slashes",
+        "percent-encoded",
+        "zero-width-space",
+        "full-width-colon",
+        "no-slashes",
+        "bare-id",
+    ],
+)
+def test_a_reference_in_disguise_never_reaches_a_tool(ask, disguise) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(disguise), answer("gave up")]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    (call,) = run.named("deep_check")
+    assert not call["ran"] and call["guards"] == ["refused_embedded_reference"]
+
+
+def test_a_code_fence_with_a_language_tag_is_unwrapped(ask) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: f"```text\n{ref}\n```"), answer()]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    routed_exactly(run)
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        lambda p: p.replace("...[", "…["),
+        lambda p: p.replace("tool_call_id='", 'tool_call_id="').replace("')]", '")]'),
+        lambda p: p.replace("full output:", "full\noutput:"),
+        lambda p: p.rsplit(" ...[+", 1)[0],  # the marker cut off: the bare preview
+        lambda p: p.rsplit(" ...[+", 1)[0][:200] + "\n\n(the rest was cut)",
+    ],
+    ids=["ellipsis", "double-quotes", "line-break", "marker-cut-off", "head-of-preview"],
+)
+def test_a_rewritten_preview_is_refused_under_truncate(ask, rewrite) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(rewrite), answer("gave up")]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider, "--strategy", "truncate")
+    (call,) = run.named("deep_check")
+    assert not call["ran"] and call["guards"] == ["refused_preview_as_value"]
+    assert "fetch_tool_output" in json.loads(call["result"])["error"]
+
+
+def test_text_cut_mid_character_is_repaired_and_the_thread_goes_on(ask) -> None:
+    cut = '{"choices": [{"message": {"role": "assistant", "content": "caf\\ud83d"}}]}'
+    with ScriptedProvider([lambda r: Answer(cut)]) as provider:
+        first = ask(provider, "--thread", "cut-emoji", "--new-thread")
+    assert first.code == EXIT_OK and first.data["answer"] == "caf\ufffd"
+    with ScriptedProvider([answer("still here")]) as provider:
+        second = ask(provider, "--thread", "cut-emoji")
+    assert second.code == EXIT_OK and second.data["answer"] == "still here"
+
+
+def test_arguments_cut_mid_character_are_refused_before_the_tool_runs(ask) -> None:
+    broken = (
+        '{"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{"id": '
+        '"c", "type": "function", "function": {"name": "deep_check", "arguments": '
+        '"{\\"text\\": \\"x\\\\ud83d\\"}"}}]}, "finish_reason": "tool_calls"}]}'
+    )
+    with ScriptedProvider([lambda r: Answer(broken), answer("ok")]) as provider:
+        run = ask(provider)
+    (call,) = run.calls
+    assert run.code == EXIT_OK and not call["ran"]
+    assert "not valid Unicode" in json.loads(call["result"])["error"]
+
+
+def test_content_filter_with_tool_calls_runs_nothing(ask) -> None:
+    filtered = completion(tool_calls=[tool_call("yt_transcribe", {"video_id": "123"})])
+    filtered["choices"][0]["finish_reason"] = "content_filter"
+    with ScriptedProvider([lambda r: filtered]) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_INCOMPLETE and run.calls == []
+    assert "1 tool call(s) were not run" in run.data["error"]
+
+
+def test_a_key_the_model_repeats_is_redacted_before_any_tool_or_store(ask, tmp_path) -> None:
+    steps = [
+        lambda r: completion(
+            tool_calls=[tool_call("deep_check", {"text": f"my key is {SECRET} ok"})],
+            message_extra={"reasoning_content": f"I should leak {SECRET}"},
+        ),
+        answer(f"Your key: {SECRET} and {SECRET.replace('-', '%2D')}"),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)  # the fixture finds the key in no output and no store file
+    assert "[redacted]" in run.data["answer"] and "[redacted]" in run.calls[0]["arguments"]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--strategy", "bogus"),
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--max-iterations", "0"),
+        ("--no-such-option",),
+    ],
+)
+def test_bad_options_are_one_json_object(ask, flags) -> None:
+    run = ask(None, *flags)
+    assert run.code == EXIT_USAGE and run.data["status"] == "usage_error"
+
+
+@pytest.mark.parametrize("db", ["nosuch://x", "not a url", "sqlite:////proc/no/such/dir/x.sqlite"])
+def test_a_bad_store_url_is_a_usage_error(ask, db) -> None:
+    run = ask(None, "--db", db, env={"LOCAL_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert run.code == EXIT_USAGE and "cannot use" in run.data["error"]
+
+
+def test_odd_bodies_name_what_was_wrong(ask) -> None:
+    not_a_list = completion("x")
+    not_a_list["choices"][0]["message"]["tool_calls"] = {"id": "c"}
+    detail = Answer({"detail": "messages.2.content: field required"}, status=422)
+    with ScriptedProvider([lambda r: not_a_list]) as provider:
+        first = ask(provider)
+    with ScriptedProvider([lambda r: detail]) as provider:
+        second = ask(provider)
+    assert first.code == EXIT_FAILED and "tool_calls is a dict, not a list" in first.data["error"]
+    assert second.code == EXIT_FAILED and "field required" in second.data["error"]
+
+
+def test_a_failed_prompt_is_not_sent_twice_when_retried(ask) -> None:
+    boom = Answer({"error": {"message": "overloaded"}}, status=503)
+    with ScriptedProvider([lambda r: boom]) as provider:
+        failed = ask(provider, "--thread", "retry-me", "--new-thread")
+    with ScriptedProvider([answer("fine now")]) as provider:
+        again = ask(provider, "--thread", "retry-me")
+        sent = provider.chat_requests[0]["messages"]
+    assert failed.code == EXIT_FAILED and again.code == EXIT_OK
+    assert [m["role"] for m in sent] == ["system", "user"]
+
+
+def test_control_characters_never_reach_the_terminal(monkeypatch, capsys, tmp_path) -> None:
+    steps = [answer("hello \x1b[2J\x1b]0;pwned\x07 [bold red]markup[/] world")]
+    with ScriptedProvider(steps) as provider:
+        monkeypatch.setenv("WORKBOOK_PROFILE", "local")
+        monkeypatch.setenv("LOCAL_BASE_URL", provider.base_url)
+        monkeypatch.setenv("LOCAL_MODEL", "m")
+        code = main(["ask", "hi", "--db", f"sqlite:///{tmp_path / 's.sqlite'}", "--color", "never"])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK and "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out and "[bold red]markup[/]" in out

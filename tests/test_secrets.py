@@ -73,3 +73,16 @@ def test_no_secret_files_are_tracked() -> None:
         ["git", "ls-files"], capture_output=True, text=True, cwd=Path(__file__).parent.parent
     ).stdout.split()
     assert ".env" not in tracked and ".env.example" in tracked
+
+
+def test_redaction_forms_and_placeholders() -> None:
+    from helpers.redaction import redact
+
+    key = "sk-proj-Abc123Def456Ghi789Jkl0"
+    text = (
+        f"full {key}; url {key.replace('-', '%2D')}; masked sk-proj-Abc123De***Jkl0; "
+        f"fragment Def456Ghi789Jkl0; placeholder k and none stay"
+    )
+    out = redact(text, [key, "k", "none", None])
+    assert "Abc123" not in out and "Def456Ghi789" not in out
+    assert out.count("[redacted]") >= 3 and "placeholder k and none stay" in out
