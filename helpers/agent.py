@@ -58,7 +58,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import openai
+from sqlalchemy.exc import SQLAlchemyError
 
+from helpers.boxing import canonicalize_references
 from helpers.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
     DEFAULT_THRESHOLD_TOKENS,
@@ -67,7 +69,7 @@ from helpers.compaction import (
 )
 from helpers.guards import GuardRefusal
 from helpers.policies import ResultPolicy
-from helpers.redaction import redact
+from helpers.redaction import configured_secrets, redact
 from helpers.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
 from helpers.replies import (
     ProviderError,
@@ -145,6 +147,7 @@ class ToolCallRecord:
     ran: bool = False
     provider_id: str | None = None
     guards: list[str] = field(default_factory=list)
+    fatal: str | None = None  # the turn cannot go on (the store failed)
 
 
 @dataclass
@@ -327,7 +330,12 @@ def run_turn(
     thread_id = thread_id or new_thread_id()
     tools = registry.merged(policy.internal_tools())
     schemas = tools.schemas()
-    ctx = ToolContext(store=store, thread_id=thread_id)
+    emit = on_event or (lambda _name, _data: None)
+    secrets_to_hide = [
+        *configured_secrets(),
+        *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
+    ]
+    ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
         *(history or []),
@@ -342,8 +350,6 @@ def run_turn(
         tool_schemas=schemas,
         history_messages=len(history or []),
     )
-    emit = on_event or (lambda _name, _data: None)
-    secrets_to_hide = [k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY]
 
     def fail(message: str) -> TurnRecord:
         record.status, record.error = "error", redact(message, secrets_to_hide)
@@ -361,7 +367,7 @@ def run_turn(
 
         used_ids = _ids_in(messages)
         provider_ids_seen = _provider_ids_in(store, thread_id)
-        append({"role": "user", "content": prompt})
+        append({"role": "user", "content": redact(prompt, secrets_to_hide)})
         for index in range(max_iterations):
             if compaction is not None:
                 _maybe_compact(messages, schemas, compaction, client, model, index, record, emit)
@@ -394,6 +400,8 @@ def run_turn(
                 record.tool_calls.append(tool_record)
                 append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
                 emit("tool_call", tool_record)
+                if tool_record.fatal:
+                    return fail(f"the turn stopped: {tool_record.fatal}")
     except Exception as exc:  # a bug or a broken store: a verdict, never a traceback
         return fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
 
@@ -648,7 +656,7 @@ def dispatch(
     *,
     provider_call_id: str | None = None,
 ) -> ToolCallRecord:
-    """Run one tool call through the policy and the store; never raises for bad input.
+    """Run one tool call through the policy and the store; never raises (but for Ctrl-C).
 
     Args:
         tool_call_id: the call's id (the client's own when called by :func:`run_turn`).
@@ -656,42 +664,88 @@ def dispatch(
         raw_arguments: the arguments JSON text as the model sent it ("" means ``{}``).
         tools: the tools offered to the model (real and internal).
         policy: the result policy.
-        ctx: the store and thread.
+        ctx: the store, the thread, and the secrets to redact from outputs.
         provider_call_id: the provider's id for the call, stored for reference.
 
     Returns:
-        A :class:`ToolCallRecord` whose ``result`` is what goes into the ``tool`` message.
-    """
-    raw_arguments = raw_arguments or ""
-    guards_before = len(ctx.guards)
-    broken_text = has_unpaired_surrogate(raw_arguments)
-    raw_arguments = valid_text(raw_arguments) if broken_text else raw_arguments
+        A :class:`ToolCallRecord` whose ``result`` is what goes into the ``tool`` message. Bad
+        input of any kind (malformed or too deep JSON, text that is not valid Unicode, unknown
+        tools, refused references, wrong arguments), a tool that fails in any way (``SystemExit``
+        included) and a broken store all end here as an error result; a store failure also sets
+        ``fatal``, so the turn stops instead of going on without its outputs.
 
-    def guards() -> list[str]:
-        fired = ctx.guards[guards_before:]
-        del ctx.guards[guards_before:]
+    Raises:
+        KeyboardInterrupt: Ctrl-C still stops the turn.
+    """
+    call = _Call(tool_call_id, name, raw_arguments or "", provider_call_id, ctx, len(ctx.guards))
+    try:
+        return _dispatch(call, tools, policy)
+    except KeyboardInterrupt:
+        raise
+    except SQLAlchemyError as exc:
+        reason = " ".join(str(exc).split("\n")[0].split())[:300]
+        message = f"the tool-output store failed ({type(exc).__name__}: {reason})"
+        record = call.refuse(f"{name}: {message}; nothing of this call was kept")
+        record.fatal = message
+        return record
+    except BaseException as exc:  # a bug, MemoryError, RecursionError: an error result
+        return call.refuse(f"{name} could not be dispatched: {type(exc).__name__}: {exc}")
+
+
+@dataclass
+class _Call:
+    """One dispatch in progress: what is needed to answer it with an error at any point."""
+
+    id: str
+    name: str
+    raw_arguments: str
+    provider_id: str | None
+    ctx: ToolContext
+    guards_before: int
+
+    def guards(self) -> list[str]:
+        fired = self.ctx.guards[self.guards_before :]
+        del self.ctx.guards[self.guards_before :]
         return fired
 
-    def refuse(message: str, *, ran: bool = False, guard: str | None = None) -> ToolCallRecord:
-        fired = guards() + ([guard] if guard else [])
+    def refuse(
+        self, message: str, *, ran: bool = False, guard: str | None = None
+    ) -> ToolCallRecord:
         return ToolCallRecord(
-            id=tool_call_id,
-            name=name,
-            arguments=raw_arguments,
+            id=self.id,
+            name=self.name,
+            arguments=valid_text(self.raw_arguments),
             result=error_result(message),
             result_kind="error",
             error=message,
             ran=ran,
-            provider_id=provider_call_id,
-            guards=fired,
+            provider_id=self.provider_id,
+            guards=self.guards() + ([guard] if guard else []),
         )
 
-    if broken_text:
-        return refuse(
-            f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate, "
-            "such as half of an emoji cut in two); nothing was run: send the arguments again as "
-            "valid text"
-        )
+
+#: The deepest nesting of lists and objects a tool call's arguments may have.
+MAX_ARGUMENT_DEPTH = 32
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a JSON value, counted up to ``limit + 1`` (no deeper recursion)."""
+    if limit < 0 or not isinstance(value, dict | list):
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in items), default=0)
+
+
+def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCallRecord:
+    ctx, name, refuse = call.ctx, call.name, call.refuse
+    raw_arguments = call.raw_arguments
+    not_text = (
+        f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate such "
+        "as \\ud83d, half of an emoji cut in two); nothing was run: send the arguments again "
+        "as valid text"
+    )
+    if has_unpaired_surrogate(raw_arguments):
+        return refuse(not_text)
     if len(raw_arguments) > MAX_ARGUMENTS_CHARS:
         return refuse(
             f"arguments for {name} are {len(raw_arguments):,} chars, over the limit of "
@@ -701,21 +755,22 @@ def dispatch(
         arguments = json.loads(raw_arguments or "{}")
     except ValueError as exc:
         return refuse(f"malformed JSON arguments for {name}: {exc}")
+    except RecursionError:
+        return refuse(f"arguments for {name} are nested too deeply to read")
     try:
         tool = tools.get(name)
     except UnknownToolError as exc:
         return refuse(str(exc))
     if not isinstance(arguments, dict):
         return refuse(f"{name} takes a JSON object of arguments, got {type(arguments).__name__}")
+    if _depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        return refuse(f"arguments for {name} are nested more than {MAX_ARGUMENT_DEPTH} levels deep")
     if _holds_unpaired_surrogate(arguments):
-        return refuse(
-            f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate "
-            "such as \\ud83d, half of an emoji cut in two); nothing was run: send the arguments "
-            "again as valid text"
-        )
-    if ctx.store is not None and not tool.internal and ctx.store.get(ctx.thread_id, tool_call_id):
-        return refuse(f"tool_call_id {tool_call_id!r} was already used in this thread")
+        return refuse(not_text)
+    if ctx.store is not None and not tool.internal and ctx.store.get(ctx.thread_id, call.id):
+        return refuse(f"tool_call_id {call.id!r} was already used in this thread")
     try:
+        tool.check_arguments(_shape_only(arguments))
         real_arguments = policy.prepare_arguments(ctx, tool, arguments)
         tool.check_arguments(real_arguments)
     except GuardRefusal as exc:
@@ -724,26 +779,30 @@ def dispatch(
         return refuse(f"{name} was not run: {exc}")
     try:
         output = tool.call(real_arguments, ctx)
+    except KeyboardInterrupt:
+        raise
     except GuardRefusal as exc:  # a resolve tool refusing its reference before doing anything
         return refuse(f"{name} was not run: {exc}", guard=exc.guard)
-    except Exception as exc:  # a tool's failure is the model's information, not a crash
+    except BaseException as exc:  # a tool's failure (SystemExit too) is the model's information
         return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
+    # what the model and the store get: valid text, no configured secret in it
+    output = redact(valid_text(output), ctx.secrets)
     row = None
     if ctx.store is not None and not tool.internal:
         try:
             row = ctx.store.log_tool(
                 ctx.thread_id,
-                tool_call_id,
+                call.id,
                 name,
                 raw_arguments,
                 output,
-                provider_call_id=provider_call_id,
+                provider_call_id=call.provider_id,
             )
         except DuplicateToolCallError as exc:
             return refuse(str(exc), ran=True)
-    presented = policy.present(ctx, tool, tool_call_id, output, row)
+    presented = policy.present(ctx, tool, call.id, output, row)
     return ToolCallRecord(
-        id=tool_call_id,
+        id=call.id,
         name=name,
         arguments=raw_arguments,
         result=presented.content,
@@ -754,6 +813,15 @@ def dispatch(
             k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
         },
         ran=True,
-        provider_id=provider_call_id,
-        guards=guards(),
+        provider_id=call.provider_id,
+        guards=call.guards(),
     )
+
+
+def _shape_only(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with every whole reference counted as the string it stands for, so their
+    shape can be checked before anything is unboxed (a resource-link object is a string here)."""
+    try:
+        return canonicalize_references(arguments)
+    except GuardRefusal:
+        return arguments  # a malformed reference: the policy refuses it with its reason

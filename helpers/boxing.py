@@ -301,28 +301,30 @@ def unbox_arguments(
         if ref_id is not None:
             if known is not None and ref_id not in known.ids:
                 # internal://<id>-1 and the like: a reference of this thread with more glued on
-                _refuse_embedded(
-                    value if isinstance(value, str) else json.dumps(value), path, known
-                )
+                refuse_embedded(value if isinstance(value, str) else json.dumps(value), path, known)
             if on_guard is not None and value != make_reference(ref_id):
                 on_guard("reference_unwrapped")
             return resolve(ref_id)
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                _refuse_embedded(str(key), f"{path} (a key)" if path else "a key", known)
+                refuse_embedded(str(key), f"{path} (a key)" if path else "a key", known)
                 out[key] = walk(item, f"{path}.{key}" if path else str(key))
             return out
         if isinstance(value, list):
             return [walk(item, f"{path}[{i}]") for i, item in enumerate(value)]
         if isinstance(value, str):
-            _refuse_embedded(value, path or "the arguments", known)
+            refuse_embedded(value, path or "the arguments", known)
         return value
 
     return walk(arguments, "")
 
 
-def _refuse_embedded(text: str, where: str, known: IdFinder | None) -> None:
+def refuse_embedded(text: str, where: str, known: IdFinder | None) -> None:
+    """Raise :class:`EmbeddedReference` if ``text`` holds an id of ``known`` (any part of it).
+
+    ``where`` names the argument in the message (``"text"``, ``"files[0].content"``).
+    """
     where = where or "the arguments"
     if known is None:
         return
@@ -338,6 +340,27 @@ def _refuse_embedded(text: str, where: str, known: IdFinder | None) -> None:
         "it. To use only a part of the value, read that part first with "
         "internal_resource_read_slice or internal_resource_grep."
     )
+
+
+def canonicalize_references(arguments: Any, *, on_guard: GuardHook | None = None) -> Any:
+    """A copy of ``arguments`` with every whole reference, in any accepted form (wrapped, a
+    resource-link object or its JSON text), written as the bare ``internal://<id>``; nothing is
+    read from the store. ``on_guard("reference_unwrapped")`` is called for each one rewritten.
+
+    Raises:
+        MalformedReference: a value claims to be a reference but its id is malformed.
+    """
+    ref_id = reference_id(arguments)
+    if ref_id is not None:
+        bare = make_reference(ref_id)
+        if on_guard is not None and arguments != bare:
+            on_guard("reference_unwrapped")
+        return bare
+    if isinstance(arguments, dict):
+        return {k: canonicalize_references(v, on_guard=on_guard) for k, v in arguments.items()}
+    if isinstance(arguments, list):
+        return [canonicalize_references(v, on_guard=on_guard) for v in arguments]
+    return arguments
 
 
 def find_references(arguments: Any) -> list[str]:

@@ -102,6 +102,13 @@ def _whole_number(minimum: int) -> Any:
     return parse
 
 
+def _port(text: str) -> int:
+    value = _whole_number(1)(text)
+    if value > 65_535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, got {value}")
+    return value
+
+
 _non_negative = _whole_number(0)
 _positive = _whole_number(1)
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -119,7 +126,7 @@ def _add_context_controls(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compact",
         nargs="?",
-        type=int,
+        type=_positive,
         const=DEFAULT_THRESHOLD_TOKENS,
         metavar="TOKENS",
         help="compact earlier tool calls past this many context tokens (default %(const)s)",
@@ -286,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("build-data", help="(re)build the reference database from pycountry")
 
     serve = sub.add_parser("serve-offline", help="serve the offline model over loopback HTTP")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--port", type=_port, default=8765, help="loopback port, 1-65535 (default %(default)s)"
+    )
     return parser
 
 
@@ -703,11 +712,13 @@ def _persona_table(rows: dict[str, Any]) -> Table:
 
 def cmd_build_data(_args: argparse.Namespace) -> int:
     from helpers.dataset import build_reference_db
+    from helpers.pages import build_pages, pages_dir
     from helpers.paths import reference_db_path
 
     counts = build_reference_db()
     rows = ", ".join(f"{table} {n}" for table, n in counts.items())
     print(f"built {reference_db_path()}: {rows} rows")
+    print(f"built {pages_dir()}: {build_pages()} documentation pages")
     return EXIT_OK
 
 

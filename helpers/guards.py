@@ -26,6 +26,8 @@ GUARDS: dict[str, str] = {
     "refused_preview_as_value": "under truncate, a value that still holds a truncation marker "
     "is refused: fetch the full output first",
     "refused_unknown_tool_call_id": "fetch_tool_output with a tool_call_id this thread never had",
+    "refused_too_much_to_unbox": "more references in one call, or more characters behind them, "
+    "than one call may unbox (checked before anything is read)",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
     "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details sent back with "

@@ -25,8 +25,13 @@ from typing import Any, Literal
 from helpers.boxing import (
     BOXING_MODES,
     IdFinder,
+    ReferenceRefused,
     canonical_reference,
+    canonicalize_references,
+    find_references,
+    make_reference,
     reference_id,
+    refuse_embedded,
     render_reference,
     resolve_in_thread,
     unbox_arguments,
@@ -42,6 +47,10 @@ from helpers.resolve_tools import fetch_tools, resolve_tools
 from helpers.store import StoredOutput
 
 STRATEGIES = ("inline", "truncate", "box", "middle")
+#: The most references one tool call may unbox, and the most characters they may stand for in
+#: all (box strategy): a call over either is refused before anything is read.
+MAX_REFERENCES_PER_CALL = 16
+MAX_UNBOXED_CHARS = 64_000_000
 #: A string that starts with this many characters (or more) of a truncated output the model
 #: never fetched is taken for a preview passed on as a value (truncate strategy).
 PREVIEW_PREFIX_MIN_CHARS = 64
@@ -75,6 +84,12 @@ def guess_mime_type(output: str) -> str:
         except ValueError:
             pass
     return "text/plain"
+
+
+class TooMuchToUnbox(ReferenceRefused):
+    """A call names more references, or more characters behind them, than one call may unbox."""
+
+    guard = "refused_too_much_to_unbox"
 
 
 class ResultPolicy:
@@ -240,8 +255,15 @@ class BoxPolicy(ResultPolicy):
         A resolve tool takes the reference itself: its ``opaque_reference`` is only brought to
         the bare ``internal://<id>`` form (from a wrapped string or a resource-link object).
 
+        Before anything is read, the arguments' shape is checked against the tool's signature
+        (each reference standing for a string), and the number of references and the size of
+        what they stand for are capped (:data:`MAX_REFERENCES_PER_CALL`,
+        :data:`MAX_UNBOXED_CHARS`).
+
         Raises:
-            ReferenceRefused: a malformed, unknown, foreign or embedded reference.
+            ReferenceRefused: a malformed, unknown, foreign or embedded reference, or too much
+                to unbox (:class:`TooMuchToUnbox`).
+            ToolArgumentError: the arguments do not fit the tool's signature.
         """
         store = ctx.store
         if store is None:
@@ -258,15 +280,29 @@ class BoxPolicy(ResultPolicy):
                 resolve_in_thread(store, ctx.thread_id, ref_id)
             return {**arguments, "opaque_reference": bare}
 
-        def resolve(ref_id: str) -> str:
-            row = resolve_in_thread(store, ctx.thread_id, ref_id)
-            return store.read_all(row.id)
-
+        # the shape is checked before anything is read: a reference stands for a string
+        arguments = canonicalize_references(arguments, on_guard=ctx.guards.append)
+        tool.check_arguments(arguments)
+        wanted = find_references(arguments)
+        if len(wanted) > MAX_REFERENCES_PER_CALL:
+            raise TooMuchToUnbox(
+                f"{len(wanted)} references in one call; at most {MAX_REFERENCES_PER_CALL}"
+            )
+        known = IdFinder(store.ref_ids(ctx.thread_id))
+        for ref_id in wanted:  # internal://<id>-1 and the like: an id of ours with more glued on
+            if ref_id not in known.ids:
+                refuse_embedded(make_reference(ref_id), "a reference", known)
+        rows = {ref_id: resolve_in_thread(store, ctx.thread_id, ref_id) for ref_id in wanted}
+        total = sum(rows[ref_id].n_chars for ref_id in wanted)
+        if total > MAX_UNBOXED_CHARS:
+            raise TooMuchToUnbox(
+                f"the references in this call stand for {total:,} characters; at most "
+                f"{MAX_UNBOXED_CHARS:,} may be unboxed into one call"
+            )
         return unbox_arguments(
             arguments,
-            resolve,
-            known=IdFinder(store.ref_ids(ctx.thread_id)),
-            on_guard=ctx.guards.append,
+            lambda ref_id: store.read_all(rows[ref_id].id),
+            known=known,
         )
 
     def present(

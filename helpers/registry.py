@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
+from helpers.redaction import configured_secrets
+
 if TYPE_CHECKING:
     from helpers.store import ToolOutputStore
 
@@ -52,12 +54,15 @@ class ToolContext:
     ``guards`` collects the names of guards (:data:`helpers.guards.GUARDS`) that repaired a
     mistake while a call was prepared; the agent moves them onto the call's record. ``fetched``
     holds the ``tool_call_id`` of every output fetched in full this turn (``fetch_tool_output``).
+    ``secrets`` are redacted from every tool output before the store or the model sees it
+    (default: the secrets configured in the environment and ``.env``).
     """
 
     store: ToolOutputStore | None
     thread_id: str
     guards: list[str] = field(default_factory=list)
     fetched: set[str] = field(default_factory=set)
+    secrets: tuple[str, ...] = field(default_factory=configured_secrets)
 
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import re2
 
@@ -28,16 +29,27 @@ from helpers.guards import GuardRefusal
 from helpers.registry import Tool, ToolContext, tool_from_function
 from helpers.store import StoredOutput, ToolOutputStore
 
-#: The most characters one slice may ask for (a bigger read is ``internal_resource_read``).
+#: The most characters one slice may ask for.
 MAX_SLICE_CHARS = 100_000
+#: The most characters ``read_lines`` and ``read`` return; past it they stop and say how to ask
+#: for the rest.
+MAX_READ_CHARS = 100_000
+#: The longest grep pattern, in characters, and the largest compiled RE2 program (a measure of
+#: how much work each character of the text costs): a pattern over either is refused.
+MAX_GREP_PATTERN_CHARS = 1_000
+MAX_GREP_PROGRAM_SIZE = 1_000
+#: The most characters of grep output (lines past it are left out, and the output says so).
+MAX_GREP_OUTPUT_CHARS = 50_000
 #: The most lines of context around a grep match.
 MAX_GREP_WINDOW = 50
-#: A grep stops after this many lines of output, or this many seconds, and says so.
+#: A grep stops after this many lines of output, or this many seconds (checked at every line),
+#: and says so.
 MAX_GREP_OUTPUT_LINES = 500
 GREP_TIME_LIMIT_S = 10.0
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # errors are reported to the model, not logged to stderr
+_RE2_OPTIONS.max_mem = 8 << 20
 
 
 class UnknownToolCallId(GuardRefusal):
@@ -140,13 +152,56 @@ def internal_resource_read_lines(
         line_count: how many lines to return (>= 0).
 
     Returns:
-        The lines joined with newlines ("" past the end).
+        The lines joined with newlines ("" past the end). At most 100000 characters: a longer
+        range stops at a whole line (or cuts a single long line) and ends with a note saying
+        which start_line to ask for next.
     """
     if line_count < 0:
         raise ValueError(f"line_count must be >= 0, got {line_count}")
     lines = _value(ctx, opaque_reference).splitlines()
     start = max(len(lines) + start_line, 0) if start_line < 0 else start_line
-    return "\n".join(lines[start : start + line_count])
+    chosen = lines[start : start + line_count]
+    out: list[str] = []
+    size = 0
+    for offset, line in enumerate(chosen):
+        if size + len(line) > MAX_READ_CHARS:
+            if not out:  # one line longer than the cap: cut it
+                out.append(line[:MAX_READ_CHARS])
+                next_hint = "internal_resource_read_slice for the rest of this line"
+            else:
+                next_hint = f"start_line={start + offset}"
+            out.append(
+                f"[cut at {MAX_READ_CHARS} characters; {len(chosen) - offset} of the "
+                f"{len(chosen)} lines asked for not shown: ask again with {next_hint}]"
+            )
+            break
+        out.append(line)
+        size += len(line) + 1
+    return "\n".join(out)
+
+
+def _grep_regex(pattern: str) -> Any:
+    if not pattern:
+        raise ValueError("pattern must be a non-empty regular expression")
+    if len(pattern) > MAX_GREP_PATTERN_CHARS:
+        raise ValueError(
+            f"the pattern has {len(pattern):,} characters; at most {MAX_GREP_PATTERN_CHARS:,}"
+        )
+    try:
+        regex = re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+        raise ValueError(
+            f"invalid regular expression {shown!r}: {reason} (RE2 syntax, which runs in "
+            "linear time: no backreferences or lookaround)"
+        ) from None
+    if regex.programsize > MAX_GREP_PROGRAM_SIZE:
+        raise ValueError(
+            f"the pattern is too complex (RE2 program size {regex.programsize}, at most "
+            f"{MAX_GREP_PROGRAM_SIZE}): use fewer or smaller counted repetitions like {{1,100}}"
+        )
+    return regex
 
 
 def internal_resource_grep(
@@ -163,28 +218,19 @@ def internal_resource_grep(
     Returns:
         Blocks headed 'Lines A-B:' with each line numbered from 1 ('12: text'); overlapping
         blocks are merged. 'No matches found.' when nothing matches. Line N here is
-        start_line N-1 for internal_resource_read_lines. Output stops after 500 lines (or 10 s)
-        with a note saying so.
+        start_line N-1 for internal_resource_read_lines. Output stops after 500 lines, 50000
+        characters or 10 s, with a note saying so.
     """
     if not 0 <= window <= MAX_GREP_WINDOW:
         raise ValueError(f"window must be between 0 and {MAX_GREP_WINDOW} lines, got {window}")
-    if not pattern:
-        raise ValueError("pattern must be a non-empty regular expression")
-    try:
-        regex = re2.compile(pattern, _RE2_OPTIONS)
-    except re2.error as exc:
-        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise ValueError(
-            f"invalid regular expression {pattern!r}: {reason} (RE2 syntax, which runs in "
-            "linear time: no backreferences or lookaround)"
-        ) from None
+    regex = _grep_regex(pattern)
     lines = _value(ctx, opaque_reference).splitlines()
     merged: list[list[int]] = []
     shown = 0
     stopped = ""
     deadline = time.monotonic() + GREP_TIME_LIMIT_S
     for index, line in enumerate(lines):
-        if index % 4096 == 0 and time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             stopped = f"stopped after {GREP_TIME_LIMIT_S:g} s at line {index + 1} of {len(lines)}"
             break
         if not regex.search(line):
@@ -203,11 +249,27 @@ def internal_resource_grep(
             )
             break
     if not merged:
-        return "No matches found."
-    blocks = []
+        return f"No matches found.{f' [grep {stopped}]' if stopped else ''}"
+    blocks: list[str] = []
+    size = 0
     for start, end in merged:
-        body = "\n".join(f"{n + 1}: {lines[n]}" for n in range(start, end + 1))
-        blocks.append(f"Lines {start + 1}-{end + 1}:\n{body}")
+        body = []
+        for n in range(start, end + 1):
+            text = f"{n + 1}: {lines[n]}"
+            room = MAX_GREP_OUTPUT_CHARS - size
+            if len(text) > room:
+                body.append(text[: max(room, 0)])
+                stopped = stopped or (
+                    f"output cut at {MAX_GREP_OUTPUT_CHARS} characters at line {n + 1}; narrow "
+                    "the pattern, lower the window, or read that line with "
+                    "internal_resource_read_slice"
+                )
+                break
+            body.append(text)
+            size += len(text) + 1
+        blocks.append(f"Lines {start + 1}-{end + 1}:\n" + "\n".join(body))
+        if size >= MAX_GREP_OUTPUT_CHARS or (stopped and stopped.startswith("output cut")):
+            break
     if stopped:
         blocks.append(f"[grep {stopped}]")
     return "\n\n".join(blocks)
@@ -223,9 +285,18 @@ def internal_resource_read(ctx: ToolContext, opaque_reference: str) -> str:
         opaque_reference: an opaque reference such as 'internal://<id>'.
 
     Returns:
-        The full value.
+        The full value, up to 100000 characters; a longer value is cut there, with a note saying
+        how to read the rest (internal_resource_read_slice from that index).
     """
-    return _value(ctx, opaque_reference)
+    row = _row(ctx, opaque_reference)
+    if row.n_chars <= MAX_READ_CHARS:
+        return _store(ctx).read_all(row.id)
+    head = _store(ctx).read_range(row.id, 0, MAX_READ_CHARS)
+    return (
+        f"{head}\n[cut at {MAX_READ_CHARS} of {row.n_chars} characters: read the rest with "
+        f"internal_resource_read_slice(start_index={MAX_READ_CHARS}, length=...), or pass the "
+        "reference on unchanged if a tool needs the whole value]"
+    )
 
 
 RESOLVE_TOOL_FUNCTIONS = (

@@ -116,7 +116,7 @@ def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, stor
         "missing required argument(s): text" in errors[2]
         and "unexpected argument(s): txt" in errors[2]
     )
-    assert "get_page failed: LookupError: 404" in errors[3]
+    assert "get_page failed: PageNotFound: 404" in errors[3]
     assert "JSON object" in errors[4]
     assert rec.tool_calls[5].result_kind == "inline"
     # the model saw one tool message per call, paired with the client's id for it, in the

@@ -1,0 +1,169 @@
+"""The offline web that ``get_page`` serves: pages rendered once, from a fixed list.
+
+``get_page("https://docs.python.org/3/library/<module>.html")`` used to import whatever module the
+model named, and pydoc renders a module by importing it: a model (or a page it read) could run
+code (``this`` prints, ``antigravity`` opens a browser, ``venv.__main__`` makes virtualenvs, a file
+the model wrote into the outbox becomes importable) and could read the environment (pydoc's page
+for ``os`` shows ``os.environ``, API keys included). So:
+
+- pages exist only for :data:`PAGE_MODULES`, a fixed list of standard-library modules that are
+  plain libraries: importing them runs no program and touches nothing (``this``, ``antigravity``,
+  ``__hello__``, ``*.__main__``, ``idlelib.*``, ``turtledemo``, ``test.*``, ``os``, ``sys`` and
+  everything outside ``sys.stdlib_module_names`` are not on it);
+- they are rendered at set-up time (``workbook build-data``) into ``var/pages/``, so serving a
+  page imports nothing at all (a page missing there is rendered on first use, from the same list);
+- every page is passed through :func:`helpers.redaction.redact` with the values of the secrets
+  configured in the environment and ``.env`` (:func:`helpers.redaction.configured_secrets`), when
+  it is rendered and again when it is served;
+- anything else is a 404.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+from helpers.paths import var_dir
+from helpers.redaction import configured_secrets, redact
+
+#: Standard-library modules whose pydoc pages are served (plain libraries, no import side effects).
+PAGE_MODULES: tuple[str, ...] = (
+    "abc",
+    "argparse",
+    "array",
+    "ast",
+    "asyncio",
+    "base64",
+    "bisect",
+    "calendar",
+    "collections",
+    "contextlib",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "enum",
+    "fnmatch",
+    "fractions",
+    "functools",
+    "glob",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "http.client",
+    "inspect",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "logging",
+    "math",
+    "operator",
+    "pathlib",
+    "pickle",
+    "pprint",
+    "queue",
+    "random",
+    "re",
+    "secrets",
+    "shlex",
+    "shutil",
+    "socket",
+    "sqlite3",
+    "statistics",
+    "string",
+    "struct",
+    "subprocess",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "time",
+    "timeit",
+    "tomllib",
+    "typing",
+    "unicodedata",
+    "urllib.parse",
+    "uuid",
+    "warnings",
+    "zipfile",
+    "zoneinfo",
+)
+_PAGE_SET = frozenset(PAGE_MODULES)
+_NAME_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
+
+
+class PageNotFound(LookupError):
+    """No offline page for this URL (a 404); the message lists what is served."""
+
+
+def pages_dir() -> Path:
+    """Where rendered pages live: ``var/pages``."""
+    path = var_dir() / "pages"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _page_path(module_name: str) -> Path:
+    return pages_dir() / f"{module_name}.html"
+
+
+def render_page(module_name: str) -> str:
+    """pydoc's HTML for one module of :data:`PAGE_MODULES`, machine paths and secrets removed.
+
+    Raises:
+        PageNotFound: the module is not on the list (nothing is imported then).
+    """
+    if module_name not in _PAGE_SET or module_name.split(".")[0] not in sys.stdlib_module_names:
+        raise PageNotFound(_not_found(module_name))
+    import pydoc
+
+    module = importlib.import_module(module_name)
+    page = pydoc.html.page(pydoc.describe(module), pydoc.html.document(module, module_name))
+    # pydoc links the module's source file on this machine; keep pages machine-independent.
+    stdlib = sysconfig.get_paths()["stdlib"]
+    page = page.replace("file:" + stdlib, "file:Lib").replace(stdlib, "Lib")
+    return redact(page, configured_secrets())
+
+
+def build_pages() -> int:
+    """Render every page of :data:`PAGE_MODULES` into ``var/pages/``; return how many."""
+    for name in PAGE_MODULES:
+        path = _page_path(name)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(render_page(name), encoding="utf-8")
+        tmp.replace(path)
+    return len(PAGE_MODULES)
+
+
+def serve_page(module_name: str) -> str:
+    """The stored page of a listed module (rendered now if missing); imports nothing otherwise.
+
+    Raises:
+        PageNotFound: not a listed module.
+    """
+    if not _NAME_RE.fullmatch(module_name) or module_name not in _PAGE_SET:
+        raise PageNotFound(_not_found(module_name))
+    path = _page_path(module_name)
+    if path.is_file():
+        page = path.read_text(encoding="utf-8")
+    else:
+        page = render_page(module_name)
+        path.write_text(page, encoding="utf-8")
+    return redact(page, configured_secrets())
+
+
+def _not_found(module_name: str) -> str:
+    shown = module_name if len(module_name) <= 60 else module_name[:57] + "..."
+    return (
+        f"404 Not Found: no offline page for {shown!r}. Pages exist for these standard-library "
+        f"modules: {', '.join(PAGE_MODULES[:12])}, … ({len(PAGE_MODULES)} in all)"
+    )
