@@ -4,6 +4,7 @@ Data flows one way through an agent turn: tool → result policy → store → m
 
 - :mod:`helpers.registry`   tool schemas from type hints and docstrings, argument checks
 - :mod:`helpers.tools`      the real tools (transcripts, deep check, drive outbox, pages, SQL)
+- :mod:`helpers.pages`      the offline web: pages rendered once from a fixed list
 - :mod:`helpers.store`      the SQLAlchemy tool-output store (``tool_outputs`` table)
 - :mod:`helpers.preview`    truncated previews and the truncation marker
 - :mod:`helpers.boxing`     opaque references, resource links, unboxing of arguments

@@ -402,7 +402,9 @@ def run_turn(
                 emit("tool_call", tool_record)
                 if tool_record.fatal:
                     return fail(f"the turn stopped: {tool_record.fatal}")
-    except Exception as exc:  # a bug or a broken store: a verdict, never a traceback
+    except SQLAlchemyError as exc:  # disk full, read-only, locked, corrupt: a verdict
+        return fail(f"the turn stopped: {_store_failure(exc)}")
+    except Exception as exc:  # a bug: a verdict, never a traceback
         return fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
 
     record.status = "max_iterations"
@@ -683,13 +685,17 @@ def dispatch(
     except KeyboardInterrupt:
         raise
     except SQLAlchemyError as exc:
-        reason = " ".join(str(exc).split("\n")[0].split())[:300]
-        message = f"the tool-output store failed ({type(exc).__name__}: {reason})"
+        message = _store_failure(exc)
         record = call.refuse(f"{name}: {message}; nothing of this call was kept")
         record.fatal = message
         return record
     except BaseException as exc:  # a bug, MemoryError, RecursionError: an error result
         return call.refuse(f"{name} could not be dispatched: {type(exc).__name__}: {exc}")
+
+
+def _store_failure(exc: BaseException) -> str:
+    reason = " ".join(str(exc).split("\n")[0].split())[:300]
+    return f"the tool-output store failed ({type(exc).__name__}: {reason})"
 
 
 @dataclass
