@@ -338,7 +338,8 @@ def run_turn(
     ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
-        *(history or []),
+        # a secret configured after an earlier turn was stored still never goes to the model
+        *(map_strings(m, lambda text: redact(text, secrets_to_hide)) for m in history or []),
     ]
     record = TurnRecord(
         model=model,
