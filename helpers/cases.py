@@ -1,4 +1,4 @@
-"""Prompt cases: Markdown files with YAML frontmatter, as in the reference design (seed 000).
+"""Prompt cases: Markdown files with YAML frontmatter, as in *tool-context-relay* by grzegorz-aniol.
 
 The body is the prompt. The frontmatter says what a good run looks like and, under
 ``offline_plan``, how the offline reference model carries the prompt out::

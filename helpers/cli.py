@@ -617,7 +617,7 @@ def _run_json(config: ModelConfig, run: CaseRun, few_shot: bool) -> dict[str, An
 
 
 def matrix_markdown(results: list[tuple[ModelConfig, CaseRun]], few_shot: bool) -> str:
-    """Results across models, in the reference design's published form."""
+    """Results across models, in the form *tool-context-relay* (grzegorz-aniol) publishes."""
     lines = ["| Model | Prompt Id | Strategy | Few-shot | Validation |", "|---|---|---|---|---|"]
     for config, run in results:
         lines.append(

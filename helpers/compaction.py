@@ -1,4 +1,4 @@
-"""Tool-history compaction in tiers (RFC 013, seed 004).
+"""Tool-history compaction in tiers ("RFC 013: Tool Call Truncation for OpenResponses").
 
 A long session piles up old tool calls even when each result is boxed. When the context passes a
 token threshold, the history is compacted:

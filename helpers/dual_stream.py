@@ -1,6 +1,6 @@
 """The dual stream: a short summary to the model, the full result to the interface.
 
-From a production agent's tool context (seed 003): the model does not need 5 MB of base64 image
+From a production agent's tool context (RitoSwap's tool context, its ``tool-bridge.ts``): the model does not need 5 MB of base64 image
 data or 200 SQL rows to know that the call worked; the user's screen does. So each result is
 split in two:
 

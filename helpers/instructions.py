@@ -2,7 +2,7 @@
 
 They tell the model what it will meet in tool results (a full value, a truncated preview with a
 marker, or an opaque reference) and what to do with it. Kept in code, keyed by strategy and
-boxing mode, as the reference design (seed 000) does; few-shot examples are optional
+boxing mode, as *tool-context-relay* by grzegorz-aniol does; few-shot examples are optional
 (``few_shot=False`` gives the zero-shot prompt).
 """
 

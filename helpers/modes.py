@@ -1,6 +1,7 @@
 """Per-mode tool whitelists: the model is given, and may run, only its mode's tools.
 
-The pattern comes from a production agent's tool context (seed 003): a dangerous tool is offered
+The pattern comes from a production agent's tool context (RitoSwap's tool context, its
+``tool-bridge.ts``): a dangerous tool is offered
 only in the mode that needs it, and filtering the *schemas* is not enough on its own. The
 dispatcher must refuse a call to a tool outside the whitelist too, because a model (or a prompt
 injection speaking through it) can name a tool it was never given. :class:`ModeRegistry` does

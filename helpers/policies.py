@@ -58,7 +58,7 @@ _FETCH_FIRST = (
     "Fetch the full output first with fetch_tool_output(tool_call_id='{call_id}') and pass that "
     "(or, after fetching, only the part you need)."
 )
-#: Default boxing threshold in characters (the reference design's ``MAX_RESULT_SIZE``).
+#: Default boxing threshold in characters (``MAX_RESULT_SIZE`` of *tool-context-relay* by grzegorz-aniol).
 DEFAULT_BOX_THRESHOLD_CHARS = 256
 
 ResultKind = Literal["inline", "truncated", "boxed", "middle"]

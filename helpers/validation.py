@@ -1,6 +1,6 @@
 """Checking a turn against its prompt case.
 
-Semantics of the reference design (seed 000):
+Semantics of *tool-context-relay* by grzegorz-aniol:
 
 - ``tool_calls`` is the ordered list of expected calls. Only calls of tools named there are
   matched against it; other calls (a ``fetch_tool_output``, a resolve tool nobody asked about)
