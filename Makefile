@@ -1,5 +1,6 @@
 # Context Relay Workbook. Two commands set everything up:
-#   make lab    create .venv, install, build the data, start JupyterLab on notebooks/ (loopback)
+#   make lab    create .venv, install, build the data, start JupyterLab on notebooks/ (loopback):
+#               the attendee notebooks only, offline unless .env chooses a WORKBOOK_PROFILE
 #   make test   the same install with dev extras, then lint, the output-strip check and every test
 PYTHON ?= python3
 VENV   := .venv
@@ -10,7 +11,8 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test test-pg e2e bench install install-dev data lint format check-notebooks strip student clean
+.PHONY: lab lab-instructor restore test test-pg e2e bench install install-dev data lint format \
+	check-notebooks strip student clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +33,17 @@ data: $(STAMP)
 	$(BIN)/workbook build-data
 
 lab: install data
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	WORKBOOK_LAB=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 		--ServerApp.root_dir=notebooks $(ROOT_FLAG)
+
+# the instructor's copy: the solution notebooks
+lab-instructor: install data
+	WORKBOOK_LAB=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+		--ServerApp.root_dir=solutions $(ROOT_FLAG)
+
+# put one attendee notebook back as it was (yours is kept in var/backups/): make restore NB=04
+restore: install
+	$(BIN)/workbook restore $(NB)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
@@ -43,21 +54,21 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff format .
 
 check-notebooks: $(DEV_STAMP)
-	@nbs=$$(find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*'); \
+	@nbs=$$(find notebooks solutions -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*'); \
 	if [ -n "$$nbs" ]; then $(BIN)/nbstripout --verify $$nbs || \
 		{ echo "notebooks hold outputs: run 'make strip'"; exit 1; }; fi
 
 strip: $(DEV_STAMP)
-	find notebooks -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -exec $(BIN)/nbstripout {} +
+	find notebooks solutions -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -exec $(BIN)/nbstripout {} +
 
-# regenerate the student notebooks (notebooks/NN_*.ipynb) from notebooks/solutions/
+# regenerate the student notebooks (notebooks/NN_*.ipynb) from solutions/
 student: $(DEV_STAMP)
 	$(BIN)/python -m helpers.student_notebooks
 
 # unit tests, the checkpoint test, and nbval over every solution notebook, all offline
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests notebooks/solutions --ignore=tests/e2e \
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests solutions --ignore=tests/e2e \
 		--nbval-lax --nbval-current-env
 
 # the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)

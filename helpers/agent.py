@@ -64,6 +64,7 @@ from helpers.boxing import canonicalize_references
 from helpers.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
     DEFAULT_THRESHOLD_TOKENS,
+    CompactionRules,
     compact,
     model_summarizer,
 )
@@ -95,6 +96,7 @@ class CompactionSettings:
     threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS
     keep_last: int = DEFAULT_KEEP_LAST_CALLS
     model_summary: bool = False  # let the model write the summary (through the same client)
+    rules: CompactionRules | None = None  # how calls are categorised, summarised and cut
 
 
 #: The longest arguments JSON text a tool call may carry, in characters; longer is refused
@@ -175,6 +177,7 @@ class TurnRecord:
     reasoning: str | None = None
     guard_events: list[str] = field(default_factory=list)
     history_messages: int = 0
+    box_threshold_chars: int | None = None  # the box policy's threshold, when boxing
 
     @property
     def ok(self) -> bool:
@@ -350,6 +353,7 @@ def run_turn(
         messages=messages,
         tool_schemas=schemas,
         history_messages=len(history or []),
+        box_threshold_chars=getattr(policy, "threshold", None) if policy.name == "box" else None,
     )
 
     def fail(message: str) -> TurnRecord:
@@ -433,6 +437,7 @@ def _maybe_compact(
         keep_last=settings.keep_last,
         threshold_tokens=settings.threshold_tokens,
         summarizer=model_summarizer(client, model) if settings.model_summary else None,
+        rules=settings.rules,
     )
     if done.compacted:
         messages[:] = done.messages

@@ -50,7 +50,7 @@ from helpers.agent import (
 from helpers.cases import Case, CaseError, load_cases
 from helpers.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.compare import Comparison, write_report
-from helpers.evaluation import VARIANTS, CaseRun, run_cases, run_personas
+from helpers.evaluation import VARIANTS, CaseRun, client_for_cases, run_cases, run_personas
 from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
 from helpers.modes import MODES, for_mode
 from helpers.paths import CASES_DIR
@@ -292,6 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("build-data", help="(re)build the reference database from pycountry")
 
+    restore = sub.add_parser(
+        "restore", help="put one attendee notebook back as it was (yours goes to var/backups/)"
+    )
+    restore.add_argument("notebook", help="its number, e.g. 04")
+
     serve = sub.add_parser("serve-offline", help="serve the offline model over loopback HTTP")
     serve.add_argument(
         "--port", type=_port, default=8765, help="loopback port, 1-65535 (default %(default)s)"
@@ -524,7 +529,9 @@ def cmd_cases(args: argparse.Namespace) -> int:
             if not args.json:
                 out.print(f"[bold]Model:[/] {escape(config.describe())}")
             task = progress.add_task(config.model, total=len(cases) * len(variants))
-            client = make_client(config, max_retries=args.max_retries, timeout_s=args.timeout)
+            client = client_for_cases(
+                config, cases, max_retries=args.max_retries, timeout_s=args.timeout
+            )
 
             def done(run: CaseRun, task: TaskID = task) -> None:
                 progress.advance(task)
@@ -642,7 +649,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out.print("[dim]personas are offline only: no persona rows for a real model[/]")
         personas = []
     store = ToolOutputStore()
-    client = make_client(config)
+    client = client_for_cases(config, cases)
     common: dict[str, Any] = {
         "client": client,
         "store": store,
@@ -722,6 +729,19 @@ def cmd_build_data(_args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_restore(args: argparse.Namespace) -> int:
+    from helpers.student_notebooks import restore
+
+    try:
+        path, backup = restore(args.notebook)
+    except FileNotFoundError as exc:
+        return _usage_error(args, str(exc))
+    print(f"restored {path}")
+    if backup is not None:
+        print(f"your copy is in {backup}")
+    return EXIT_OK
+
+
 def cmd_serve_offline(args: argparse.Namespace) -> int:
     from helpers.offline import OfflineServer
 
@@ -743,6 +763,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cases": cmd_cases,
         "compare": cmd_compare,
         "build-data": cmd_build_data,
+        "restore": cmd_restore,
         "serve-offline": cmd_serve_offline,
     }
     try:

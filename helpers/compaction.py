@@ -173,17 +173,42 @@ def summarize_category(category: str, exchanges: list[Exchange]) -> str:
     return f"- Ran {n} quer{'ies' if n != 1 else 'y'}{fails}"
 
 
-def summarize_history(exchanges: list[Exchange], requests: list[str] | None = None) -> str:
+@dataclass(frozen=True)
+class CompactionRules:
+    """The three decisions compaction makes, each a plain function you can replace (notebook 06
+    plugs in the learner's):
+
+    - ``categorize(tool_name) -> category`` (:func:`categorize`);
+    - ``summarize(category, exchanges) -> text`` (:func:`summarize_category`);
+    - ``cut(messages, keep_last) -> indices to fold`` (:func:`pairing_safe_cut`).
+    """
+
+    categorize: Callable[[str], str] = field(default=lambda name: categorize(name))
+    summarize: Callable[[str, list[Exchange]], str] = field(
+        default=lambda category, exchanges: summarize_category(category, exchanges)
+    )
+    cut: Callable[[list[dict[str, Any]], int], set[int]] = field(
+        default=lambda messages, keep_last: pairing_safe_cut(messages, keep_last)
+    )
+
+
+def summarize_history(
+    exchanges: list[Exchange],
+    requests: list[str] | None = None,
+    *,
+    rules: CompactionRules | None = None,
+) -> str:
     """The summary message's text: a header, the earlier requests, one block per category, and
     the references."""
+    rules = rules or CompactionRules()
     lines = [SUMMARY_HEADER]
     if requests:
         shown = "; ".join(f"'{_clip(r, 60)}'" for r in requests[-3:])
         lines.append(f"- Earlier requests ({len(requests)}): {shown}")
     for category in CATEGORY_ORDER:
-        group = [e for e in exchanges if categorize(e.name) == category]
+        group = [e for e in exchanges if rules.categorize(e.name) == category]
         if group:
-            lines.append(summarize_category(category, group))
+            lines.append(rules.summarize(category, group))
     refs = []
     for e in exchanges:
         try:
@@ -369,17 +394,20 @@ def compact(
     threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS,
     force: bool = False,
     summarizer: Summarizer | None = None,
+    rules: CompactionRules | None = None,
 ) -> Compaction:
     """Compact ``messages`` if their prompt cost passes ``threshold_tokens`` (or ``force``).
 
+    ``rules`` replaces how calls are categorised, summarised and cut (default: this module's).
     Returns a new list (the input is not changed): the folded exchanges are replaced, where the
     first of them stood, by one system message starting with ``[Earlier in this session:]``.
     """
+    rules = rules or CompactionRules()
     tools = list(tools or [])
     before = count_chat_tokens(messages, tools)
     if before <= threshold_tokens and not force:
         return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
-    fold = pairing_safe_cut(messages, keep_last)
+    fold = rules.cut(messages, keep_last)
     if not fold:
         return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
     folded_ids = {c["id"] for i in fold for c in messages[i].get("tool_calls") or []}
@@ -394,7 +422,7 @@ def compact(
         for i in sorted(fold)
         if str(messages[i].get("content") or "").startswith(SUMMARY_HEADER)
     ]
-    summary = summarize_history(folded, requests)
+    summary = summarize_history(folded, requests, rules=rules)
     if previous:  # one summary, not a pile of them: merge the earlier one into the new
         summary = merge_summaries(str(previous[-1]["content"]), summary)
     if summarizer is not None:

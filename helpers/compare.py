@@ -312,12 +312,15 @@ def persona_markdown(personas: dict[str, Any]) -> list[str]:
 
 
 def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> Path:
-    """``compare.png``: tokens per strategy per case (grouped bars, log scale), and context
-    growth over model calls for ``focus_case`` (default: the case with the most inline tokens)."""
+    """``compare.png``: tokens per strategy per case (grouped bars, log scale; a failed run is
+    hatched and marked ✗), and context growth over model calls for ``focus_case`` (default: the
+    case with the most inline tokens), where the floor is a wide grey band under the strategies'
+    lines, so a strategy on the floor stays visible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
     variants = [v for v in data["totals"] if v != "floor"] + ["floor"]
@@ -325,29 +328,72 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
     focus = focus_case or max(
         case_ids, key=lambda c: data["cases"][c].get("inline", {}).get("prompt_tokens", 0)
     )
+    colours = {v: f"C{i}" for i, v in enumerate(variants)}
+    colours["floor"] = "0.55"
     fig, (bars, growth) = plt.subplots(
-        1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [2.2, 1]}
+        1, 2, figsize=(15, 5.8), gridspec_kw={"width_ratios": [2.2, 1]}
     )
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):
-        values = [data["cases"][c].get(variant, {}).get("prompt_tokens", 0) for c in case_ids]
+        entries = [data["cases"][c].get(variant, {}) for c in case_ids]
+        values = [e.get("prompt_tokens", 0) for e in entries]
         offsets = [x + (i - (len(variants) - 1) / 2) * width for x in range(len(case_ids))]
-        bars.bar(offsets, values, width, label=variant, hatch="//" if variant == "floor" else None)
+        drawn = bars.bar(
+            offsets,
+            values,
+            width,
+            label=variant,
+            color=colours[variant],
+            hatch="//" if variant == "floor" else None,
+        )
+        for bar, entry in zip(drawn, entries, strict=True):
+            if entry.get("passed") is False:  # the run failed its checks: cheap means nothing
+                bar.set_hatch("xx")
+                bar.set_edgecolor("red")
+                bars.annotate(
+                    "✗",
+                    (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center",
+                    va="bottom",
+                    color="red",
+                    fontsize=9,
+                    fontweight="bold",
+                )
     bars.set_yscale("log")
     bars.set_xticks(range(len(case_ids)), case_ids, rotation=30)
     bars.set_ylabel("prompt tokens per turn (o200k_base, log scale)")
-    bars.set_title("Total prompt tokens per case and strategy")
-    bars.legend(ncols=3, fontsize="small")
+    bars.set_title("Total prompt tokens per case and strategy (✗ = the run failed its checks)")
+    handles, labels = bars.get_legend_handles_labels()
+    handles.append(Patch(facecolor="white", edgecolor="red", hatch="xx"))
+    labels.append("failed its checks")
+    bars.legend(handles, labels, ncols=4, fontsize="small")
     bars.grid(axis="y", alpha=0.3)
-    for variant in variants:
+    for variant in ["floor", *[v for v in variants if v != "floor"]]:
         per_call = data["cases"][focus].get(variant, {}).get("prompt_tokens_per_call")
-        if per_call:
+        if not per_call:
+            continue
+        calls = range(1, len(per_call) + 1)
+        if variant == "floor":
             growth.plot(
-                range(1, len(per_call) + 1),
+                calls,
+                per_call,
+                color="0.75",
+                linewidth=9,
+                alpha=0.6,
+                label="floor",
+                solid_capstyle="round",
+                zorder=1,
+            )
+        else:
+            failed = data["cases"][focus].get(variant, {}).get("passed") is False
+            growth.plot(
+                calls,
                 per_call,
                 marker="o",
-                label=variant,
-                linestyle="--" if variant == "floor" else "-",
+                color=colours[variant],
+                linestyle=":" if failed else "-",
+                label=f"{variant} ✗" if failed else variant,
+                zorder=2,
             )
     growth.set_yscale("log")
     growth.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -362,6 +408,41 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def headline(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The numbers that matter, per strategy: tokens against inline, and cases passed."""
+    rows = []
+    for variant, total in data["totals"].items():
+        if variant == "floor":
+            continue
+        rows.append(
+            {
+                "strategy": variant,
+                "ratio_to_inline": total["ratio_to_inline"],
+                "passed": total["passed"],
+                "cases": total["cases"],
+                "prompt_tokens": total["prompt_tokens"],
+            }
+        )
+    return rows
+
+
+def headline_html(data: dict[str, Any]) -> str:
+    """The headline numbers, large, for a notebook: a failing strategy in red however cheap."""
+    cells = []
+    for row in headline(data):
+        ok = row["passed"] == row["cases"]
+        colour = "#2e7d32" if ok else "#c62828"
+        cells.append(
+            "<div style='padding:8px 14px;border:1px solid #ddd;border-radius:8px;min-width:120px'>"
+            f"<div style='font-size:14px;color:#555'>{row['strategy']}</div>"
+            f"<div style='font-size:30px;font-weight:bold'>{row['ratio_to_inline']}×</div>"
+            "<div style='font-size:12px;color:#555'>prompt tokens of inline</div>"
+            f"<div style='font-size:18px;font-weight:bold;color:{colour}'>"
+            f"{row['passed']}/{row['cases']} passed</div></div>"
+        )
+    return "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
 
 
 def write_report(

@@ -18,6 +18,8 @@ import openai
 
 from helpers.agent import CompactionSettings, TurnRecord, run_turn
 from helpers.cases import Case
+from helpers.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
+from helpers.offline import OfflineModel
 from helpers.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
 from helpers.policies import (
     DEFAULT_BOX_THRESHOLD_CHARS,
@@ -45,6 +47,24 @@ def policy_for(
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     return make_policy(variant, threshold=threshold, limit=limit)
+
+
+def client_for_cases(
+    config: ModelConfig,
+    cases: Iterable[Case],
+    *,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    timeout_s: float | None = None,
+) -> openai.OpenAI:
+    """A client for ``config``; offline, the model also learns the ``offline_plan`` of each of
+    ``cases``, so a case file written anywhere (your own) runs like the shipped ones."""
+    model = None
+    if config.offline:
+        model = OfflineModel()
+        for case in cases:
+            if case.offline_plan:
+                model.add_plan(case.prompt, case.offline_plan)
+    return make_client(config, max_retries=max_retries, timeout_s=timeout_s, offline_model=model)
 
 
 @dataclass

@@ -14,8 +14,10 @@ provider's block. A profile with its own base URL must bring its own key (a prov
 ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
 is an OpenAI-compatible server (``local``). Choose a profile with ``--profile`` or
 ``WORKBOOK_PROFILE``; a provider's own name works as a profile too. With no profile chosen, the
-default is ``openai`` when ``OPENAI_API_KEY`` is set, else the offline reference model. Every run
-says which model it uses (:meth:`ModelConfig.describe`).
+default is ``openai`` when ``OPENAI_API_KEY`` is set, else the offline reference model; in the
+workbook (``make lab`` sets ``WORKBOOK_LAB=1``) it is always the offline model, so a key in the
+shell never starts paid turns unasked. Every run says which model it uses
+(:meth:`ModelConfig.describe`).
 
 Values are stripped of surrounding whitespace. API keys are never printed (``repr`` hides them)
 and are redacted from every error message (:mod:`helpers.redaction`). OpenAI's organization and
@@ -137,8 +139,8 @@ def resolve_model(
     raw_env = load_env() if env is None else env
     env = {k: v.strip() for k, v in raw_env.items() if v is not None and v.strip() != ""}
     name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
-    if not name:
-        name = "openai" if env.get("OPENAI_API_KEY") else "offline"
+    if not name:  # `make lab` runs offline until a profile is chosen: no surprise bills
+        name = "openai" if env.get("OPENAI_API_KEY") and not env.get("WORKBOOK_LAB") else "offline"
     prefix = name.upper().replace("-", "_")
     provider = (env.get(f"{prefix}_PROVIDER") or "").lower()
     if not provider:

@@ -1,22 +1,28 @@
 """Student notebooks, generated from the solution notebooks (the one source of truth).
 
-A TODO cell starts with ``# TODO N: …``; its answer stands between nbgrader's markers::
+A TODO cell starts with ``# TODO N: …``; its answer stands between nbgrader's markers, and our
+additions to nbgrader's syntax carry a one-line pointer and three hints::
 
     # TODO 1: append one tool message per call
     def handle_tool_calls(...):
         ### BEGIN SOLUTION
-        ### HINT: parse call.function.arguments with json.loads …
+        ### POINTER: the API needs the assistant message back, then one answer per call
+        ### HINT 1: the idea, in words
+        ### HINT 2: the approach, step by step
+        ### HINT 3: close to code
         ...
         ### END SOLUTION
 
 The student version replaces everything from ``### BEGIN SOLUTION`` to ``### END SOLUTION``
-with ``raise NotImplementedError("TODO 1: <hint>")`` at the same indentation (the hint is the
-``### HINT:`` line, our addition to nbgrader's syntax). The cell after each TODO cell is its
-checkpoint, headed ``# Hard-stop checkpoint: TODO N``.
+with ``raise NotImplementedError("TODO 1: <pointer> (for a hint: hint('01', 1))")`` at the same
+indentation: the pointer says where to look, never how (no code). The hints stay in the solution
+notebook and are shown on demand, one level at a time, by :func:`helpers.hints.hint`. The cell
+after each TODO cell is its checkpoint, headed ``# Hard-stop checkpoint: TODO N``.
 
 ``python -m helpers.student_notebooks`` (``make student``) writes ``notebooks/NN_*.ipynb``
-from ``notebooks/solutions/NN_*.ipynb``; ``--check`` exits 1 when the committed student
-notebooks differ from what it would write.
+from ``solutions/NN_*.ipynb``; ``--check`` exits 1 when the committed student notebooks differ
+from what it would write. :func:`restore` puts one student notebook back as it was
+(``workbook restore NN``), keeping the attendee's copy in ``var/backups/``.
 """
 
 from __future__ import annotations
@@ -31,8 +37,12 @@ import nbformat
 from helpers.paths import PROJECT_ROOT
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
-SOLUTIONS_DIR = NOTEBOOKS_DIR / "solutions"
-BEGIN, END, HINT = "### BEGIN SOLUTION", "### END SOLUTION", "### HINT:"
+SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+POINTER = "### POINTER:"
+HINT_RE = re.compile(r"^### HINT ([123]):\s*(.*)$")
+#: Characters a pointer may not hold: a pointer says where to look, not the code to write.
+CODE_CHARACTERS = set('()[]{}=<>"`')
 TODO_RE = re.compile(r"^# TODO (\d+):", re.MULTILINE)
 CHECKPOINT_RE = re.compile(r"^# Hard-stop checkpoint: TODO (\d+)\b")
 
@@ -55,31 +65,60 @@ def checkpoint_number(cell: nbformat.NotebookNode) -> int | None:
     return int(match[1]) if match else None
 
 
-def strip_solution(source: str, *, label: str) -> str:
-    """``source`` with each solution block replaced by a ``NotImplementedError`` stub.
+def solution_parts(source: str, *, label: str) -> tuple[str, dict[int, str]]:
+    """The pointer and the hints (``{1: …, 2: …, 3: …}``) of a TODO cell's solution block.
 
     Raises:
-        NotebookFormatError: markers are unbalanced or nested.
+        NotebookFormatError: the pointer or a hint is missing, or the pointer holds code.
+    """
+    pointer, hints = "", {}
+    for line in source.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(POINTER):
+            pointer = stripped[len(POINTER) :].strip()
+        elif match := HINT_RE.match(stripped):
+            hints[int(match[1])] = match[2].strip()
+    if not pointer:
+        raise NotebookFormatError(f"{label}: the solution has no '{POINTER}' line")
+    if CODE_CHARACTERS & set(pointer):
+        raise NotebookFormatError(
+            f"{label}: the pointer holds code characters ({''.join(sorted(CODE_CHARACTERS & set(pointer)))}); "
+            "say where to look, in words"
+        )
+    missing = [n for n in (1, 2, 3) if not hints.get(n)]
+    if missing:
+        raise NotebookFormatError(f"{label}: the solution lacks '### HINT {missing[0]}:'")
+    return pointer, hints
+
+
+def strip_solution(source: str, *, label: str, notebook: str = "NN") -> str:
+    """``source`` with each solution block replaced by a ``NotImplementedError`` stub that
+    holds the block's pointer and says how to ask for a hint.
+
+    Raises:
+        NotebookFormatError: markers are unbalanced or nested, or the pointer or a hint is
+            missing.
     """
     out: list[str] = []
     inside = False
-    hint = ""
+    block: list[str] = []
     indent = ""
+    number = label.removeprefix("TODO ").strip()
     for line in source.split("\n"):
         stripped = line.strip()
         if stripped == BEGIN:
             if inside:
                 raise NotebookFormatError(f"{label}: nested {BEGIN}")
-            inside, hint, indent = True, "", line[: len(line) - len(line.lstrip())]
+            inside, block, indent = True, [], line[: len(line) - len(line.lstrip())]
         elif stripped == END:
             if not inside:
                 raise NotebookFormatError(f"{label}: {END} without {BEGIN}")
-            message = f"{label}: {hint}" if hint else f"{label}: your code here"
+            pointer, _ = solution_parts("\n".join(block), label=label)
+            message = f"{label}: {pointer} (for a hint: hint('{notebook}', {number}))"
             out.append(f"{indent}raise NotImplementedError({message!r})")
             inside = False
         elif inside:
-            if stripped.startswith(HINT) and not hint:
-                hint = stripped[len(HINT) :].strip()
+            block.append(line)
         else:
             out.append(line)
     if inside:
@@ -111,7 +150,9 @@ def make_student(
             raise NotebookFormatError(
                 f"{name}: TODO {number} is not followed by its checkpoint cell"
             )
-        cell.source = strip_solution(cell.source, label=f"TODO {number}")
+        cell.source = strip_solution(
+            cell.source, label=f"TODO {number}", notebook=name.split("_", 1)[0]
+        )
     return student
 
 
@@ -141,6 +182,38 @@ def pairs() -> list[tuple[Path, Path]]:
 def render(notebook: nbformat.NotebookNode) -> str:
     """A notebook as the text ``nbformat.write`` stores."""
     return nbformat.writes(notebook) + "\n"
+
+
+def restore(prefix: str) -> tuple[Path, Path | None]:
+    """Put the student notebook ``prefix`` (``"04"`` or ``"04_opaque_reference_boxing"``) back
+    as it was generated; the attendee's copy, if it differs, is kept in ``var/backups/``.
+
+    Returns:
+        (the notebook's path, the backup's path or ``None``).
+
+    Raises:
+        FileNotFoundError: no solution notebook starts with ``prefix``.
+    """
+    from datetime import datetime
+
+    from helpers.paths import var_dir
+
+    matches = [p for p in sorted(SOLUTIONS_DIR.glob("*.ipynb")) if p.name.startswith(prefix)]
+    if not prefix or not matches:
+        known = ", ".join(p.stem for p in sorted(SOLUTIONS_DIR.glob("*.ipynb")))
+        raise FileNotFoundError(f"no notebook starts with {prefix!r}; the notebooks: {known}")
+    solution_path = matches[0]
+    student_path = NOTEBOOKS_DIR / solution_path.name
+    text = render(make_student(nbformat.read(solution_path, as_version=4), name=solution_path.name))
+    backup = None
+    if student_path.exists() and student_path.read_text(encoding="utf-8") != text:
+        folder = var_dir() / "backups"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        backup = folder / f"{student_path.stem}.{stamp}.ipynb"
+        backup.write_bytes(student_path.read_bytes())
+    student_path.write_text(text, encoding="utf-8")
+    return student_path, backup
 
 
 def main(argv: list[str] | None = None) -> int:

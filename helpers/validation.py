@@ -19,6 +19,10 @@ Extensions: ``strategies`` limits the checks above to those strategies (the othe
 really received in ``argument`` (after unboxing) is byte for byte the full output of the earlier
 ``source`` call (compared by SHA-256 of the UTF-8 bytes). ``name#N`` names the N-th call of a
 tool (from 1), when a case calls it more than once.
+
+The reference flags assume the default boxing threshold (256 characters). When a run uses another
+threshold and that is why a result was or was not boxed (a 10,244-character transcript is not
+boxed under a threshold of 12,000), the flag does not apply: it is skipped and a note says why.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from helpers.agent import ToolCallRecord, TurnRecord
 from helpers.boxing import ReferenceRefused, find_references, reference_id
 from helpers.cases import Case
+from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS
 
 
 @dataclass
@@ -40,9 +45,12 @@ class Validation:
     passed: bool
     reasons: list[str] = field(default_factory=list)
     sinks_exact: bool | None = None  # None: the case has no sink checks
+    notes: list[str] = field(default_factory=list)  # expectations that did not apply, and why
 
     def summary(self) -> str:
-        return "pass" if self.passed else "; ".join(self.reasons)
+        if not self.passed:
+            return "; ".join(self.reasons)
+        return "pass" + (f" ({'; '.join(self.notes)})" if self.notes else "")
 
 
 def _returned_refs(calls: list[ToolCallRecord]) -> list[set[str]]:
@@ -69,26 +77,84 @@ def _input_refs(call: ToolCallRecord, earlier: set[str]) -> bool:
         return False
 
 
-def _flag_problems(expected: dict[str, Any], call: ToolCallRecord, earlier: set[str]) -> list[str]:
+def _is_resolve(tool_name: str) -> bool:
+    return tool_name.startswith("internal_resource_")
+
+
+def _threshold_moved(call: ToolCallRecord, threshold: int | None) -> bool:
+    """A non-default threshold decided whether this output was boxed."""
+    if threshold is None or threshold == DEFAULT_BOX_THRESHOLD_CHARS or call.output_chars is None:
+        return False
+    low, high = sorted((threshold, DEFAULT_BOX_THRESHOLD_CHARS))
+    return low < call.output_chars <= high
+
+
+def _flag_problems(
+    expected: dict[str, Any],
+    call: ToolCallRecord,
+    earlier: set[str],
+    *,
+    threshold: int | None = None,
+    sources: list[ToolCallRecord] | None = None,
+    notes: list[str] | None = None,
+) -> list[str]:
     problems = []
     want_result = expected.get("opaque_id_result")
     if want_result is not None and (call.result_kind == "boxed") != bool(want_result):
-        seen = "a reference" if call.result_kind == "boxed" else f"a {call.result_kind} value"
-        problems.append(
-            f"{call.name}: expected its result to be {'a' if want_result else 'no'} reference, "
-            f"the model saw {seen}"
-        )
+        if _threshold_moved(call, threshold):
+            if notes is not None:
+                notes.append(
+                    f"{call.name}: its {call.output_chars:,}-char result would "
+                    f"{'' if want_result else 'not '}be boxed at the default threshold of "
+                    f"{DEFAULT_BOX_THRESHOLD_CHARS}; at {threshold:,} the reference check does "
+                    "not apply"
+                )
+        else:
+            seen = "a reference" if call.result_kind == "boxed" else f"a {call.result_kind} value"
+            problems.append(
+                f"{call.name}: expected its result to be {'a' if want_result else 'no'} "
+                f"reference, the model saw {seen}"
+            )
     want_input = expected.get("opaque_id_input")
     if want_input is not None and _input_refs(call, earlier) != bool(want_input):
-        problems.append(
-            f"{call.name}: expected {'a reference' if want_input else 'plain values'} as input, "
-            f"got {'a reference' if not want_input else 'plain values'}"
-        )
+        if any(_threshold_moved(s, threshold) for s in sources or []):
+            if notes is not None:
+                notes.append(
+                    f"{call.name}: its input would {'' if want_input else 'not '}be a reference "
+                    f"at the default threshold; at {threshold:,} the check does not apply"
+                )
+        else:
+            problems.append(
+                f"{call.name}: expected {'a reference' if want_input else 'plain values'} as "
+                f"input, got {'a reference' if not want_input else 'plain values'}"
+            )
     return problems
 
 
+@dataclass
+class _Context:
+    """What flag checks need besides the call: the threshold in force and where notes go."""
+
+    threshold: int | None
+    notes: list[str]
+    sources: dict[int, list[ToolCallRecord]]  # id(call) -> the calls that ran before it
+
+    def problems(self, entry: dict[str, Any], call: ToolCallRecord, refs: set[str]) -> list[str]:
+        return _flag_problems(
+            entry,
+            call,
+            refs,
+            threshold=self.threshold,
+            sources=self.sources.get(id(call), []),
+            notes=self.notes,
+        )
+
+
 def _check_ordered(
-    expected: list[dict[str, Any]], calls: list[ToolCallRecord], earlier: list[set[str]]
+    expected: list[dict[str, Any]],
+    calls: list[ToolCallRecord],
+    earlier: list[set[str]],
+    context: _Context,
 ) -> list[str]:
     names = [c.name for c in calls]
     want = [e["tool_name"] for e in expected]
@@ -96,12 +162,15 @@ def _check_ordered(
         return [f"expected calls {want}, got {names}"]
     problems: list[str] = []
     for entry, call, refs in zip(expected, calls, earlier, strict=True):
-        problems += _flag_problems(entry, call, refs)
+        problems += context.problems(entry, call, refs)
     return problems
 
 
 def _check_counts(
-    expected: list[dict[str, Any]], calls: list[ToolCallRecord], earlier: list[set[str]]
+    expected: list[dict[str, Any]],
+    calls: list[ToolCallRecord],
+    earlier: list[set[str]],
+    context: _Context,
 ) -> list[str]:
     problems: list[str] = []
     want = Counter(e["tool_name"] for e in expected)
@@ -113,20 +182,22 @@ def _check_counts(
                 f"expected {name} {count}{'+' if name in flexible else ''} time(s), got {got[name]}"
             )
     pool = list(zip(calls, earlier, strict=True))
+    quiet = _Context(context.threshold, [], context.sources)  # trying matches: no notes yet
     for entry in expected:  # each expectation needs its own call that satisfies its flags
         match = next(
             (
                 i
                 for i, (c, refs) in enumerate(pool)
-                if c.name == entry["tool_name"] and not _flag_problems(entry, c, refs)
+                if c.name == entry["tool_name"] and not quiet.problems(entry, c, refs)
             ),
             None,
         )
         if match is None:
             candidates = [(c, refs) for c, refs in pool if c.name == entry["tool_name"]]
             if candidates:
-                problems += _flag_problems(entry, *candidates[0])
+                problems += context.problems(entry, *candidates[0])
         else:
+            context.problems(entry, *pool[match])  # for its notes
             pool.pop(match)
     return problems
 
@@ -163,19 +234,32 @@ def _check_sinks(case: Case, calls: list[ToolCallRecord]) -> tuple[list[str], bo
 def validate(case: Case, record: TurnRecord) -> Validation:
     """Check ``record`` (a turn run on ``case.prompt``) against the case's expectations."""
     reasons: list[str] = []
+    notes: list[str] = []
     if not record.ok:
         reasons.append(f"no answer: {record.error or record.status}")
     calls = [c for c in record.tool_calls if c.ran]
     applies = case.strategies is None or record.strategy in case.strategies
+    expected_calls, forbidden_tools = case.tool_calls, case.forbidden_tools
+    moved = [c for c in calls if _threshold_moved(c, record.box_threshold_chars)]
+    if applies and moved:  # what the case says about resolve tools assumes the default threshold
+        expected_calls = [e for e in expected_calls if not _is_resolve(e["tool_name"])]
+        forbidden_tools = [t for t in forbidden_tools if not _is_resolve(t)]
+        if expected_calls != case.tool_calls or forbidden_tools != case.forbidden_tools:
+            notes.append(
+                f"the case's expectations about resolve tools assume the default threshold of "
+                f"{DEFAULT_BOX_THRESHOLD_CHARS}; at {record.box_threshold_chars:,} they do not apply"
+            )
     if applies:
-        forbidden = sorted({c.name for c in record.tool_calls} & set(case.forbidden_tools))
+        forbidden = sorted({c.name for c in record.tool_calls} & set(forbidden_tools))
         if forbidden:
             reasons.append(f"forbidden tool(s) called: {', '.join(forbidden)}")
         if not case.tool_calls:
             if record.tool_calls:
                 reasons.append(f"no tool calls allowed, got {[c.name for c in record.tool_calls]}")
         else:
-            named = {e["tool_name"] for e in case.tool_calls}
+            named = {e["tool_name"] for e in expected_calls}
+            if moved:
+                named = {n for n in named if not _is_resolve(n)}
             earlier_all = _returned_refs(record.tool_calls)
             relevant = [
                 (c, e)
@@ -183,14 +267,28 @@ def validate(case: Case, record: TurnRecord) -> Validation:
                 if c.name in named and c.ran
             ]
             matched, earlier = [c for c, _ in relevant], [e for _, e in relevant]
-            if any(e.get("allow_multiple") for e in case.tool_calls):
-                reasons += _check_counts(case.tool_calls, matched, earlier)
+            ran = [c for c in record.tool_calls if c.ran]
+            context = _Context(
+                record.box_threshold_chars,
+                notes,
+                {id(c): ran[: ran.index(c)] for c in matched},
+            )
+            if moved:  # the model may also have read what it would not have had to at 256
+                kept = [i for i, c in enumerate(matched) if not _is_resolve(c.name)]
+                matched, earlier = [matched[i] for i in kept], [earlier[i] for i in kept]
+            if any(e.get("allow_multiple") for e in expected_calls):
+                reasons += _check_counts(expected_calls, matched, earlier, context)
             else:
-                reasons += _check_ordered(case.tool_calls, matched, earlier)
+                reasons += _check_ordered(expected_calls, matched, earlier, context)
     answer = record.answer or ""
     for needle in case.answer_contains:
         if needle not in answer:
             reasons.append(f"answer lacks {needle!r}")
     sink_problems, sinks_exact = _check_sinks(case, calls)
     reasons += sink_problems
-    return Validation(passed=not reasons, reasons=reasons, sinks_exact=sinks_exact)
+    return Validation(
+        passed=not reasons,
+        reasons=reasons,
+        sinks_exact=sinks_exact,
+        notes=list(dict.fromkeys(notes)),
+    )

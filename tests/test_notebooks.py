@@ -1,5 +1,14 @@
-"""The notebooks: student versions are generated from the solutions, and every hard-stop
-checkpoint is shown to fail on its stub and pass on its answer (executed with nbclient)."""
+"""The notebooks as attendees live them.
+
+Student versions are generated from the solutions and hold no answer code; every TODO has three
+levels of hints. For every TODO, one kernel (nbclient) runs the notebook up to it and then proves
+that its hard-stop checkpoint
+
+- stops the unanswered stub with the TODO's pointer;
+- stops each plausible wrong answer of ``tests/wrong_answers.py`` with a message of its own (an
+  AssertionError in the checkpoint, never a traceback from inside ``helpers/``);
+- passes the right answer, right after those failures in the same kernel, and again when rerun.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +18,15 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from wrong_answers import WRONG_ANSWERS
 
+from helpers.hints import hints_for
 from helpers.student_notebooks import (
     BEGIN,
     END,
-    HINT,
+    HINT_RE,
     NOTEBOOKS_DIR,
+    POINTER,
     checkpoint_number,
     fill_todos,
     make_student,
@@ -32,61 +44,109 @@ TODOS = [
 ]
 
 
-def test_there_are_notebooks_with_todos() -> None:
-    assert len(PAIRS) >= 4 and len(TODOS) >= 5
+def test_there_are_notebooks_with_todos_and_wrong_answers_for_each() -> None:
+    assert len(PAIRS) >= 8 and len(TODOS) >= 15
+    for solution, _student, n in TODOS:
+        wrong = WRONG_ANSWERS.get((solution.name[:2], n), [])
+        assert len(wrong) >= 2, f"{solution.stem} TODO {n} needs two plausible wrong answers"
 
 
 @pytest.mark.parametrize(("solution", "student"), PAIRS, ids=[p[0].name for p in PAIRS])
 def test_committed_student_notebook_is_generated_and_holds_no_solution(solution, student) -> None:
-    expected = render(make_student(nbformat.read(solution, as_version=4), name=solution.name))
+    solution_nb = nbformat.read(solution, as_version=4)
+    expected = render(make_student(solution_nb, name=solution.name))
     assert student.exists(), f"{student.name} is missing: run `make student`"
     text = student.read_text(encoding="utf-8")
     assert text == expected, f"{student.name} differs from its solution: run `make student`"
-    for marker in (BEGIN, END, HINT):
+    for marker in (BEGIN, END, POINTER, "### HINT"):
         assert marker not in text
-
-
-def _run(notebook: nbformat.NotebookNode) -> int | None:
-    """Execute top to bottom; the index of the cell where execution stopped with an error."""
-    client = NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
-    )
-    with contextlib.suppress(CellExecutionError):
-        client.execute()
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.outputs):
-            return index
-    return None
+    student_nb = nbformat.read(student, as_version=4)
+    for cell, answer in zip(student_nb.cells, solution_nb.cells, strict=True):
+        if todo_number(answer) is None:
+            continue
+        code = answer.source.split(BEGIN, 1)[1].split(END, 1)[0]
+        for line in code.splitlines():
+            line = line.strip()
+            if len(line) > 12 and not line.startswith("###"):
+                assert line not in cell.source, f"{student.name}: a stub holds answer code: {line}"
 
 
 @pytest.mark.parametrize(
     ("solution", "student", "n"), TODOS, ids=[f"{s.stem}-TODO{n}" for s, _, n in TODOS]
 )
-def test_checkpoint_stops_on_the_stub_and_passes_on_the_answer(solution, student, n) -> None:
+def test_every_todo_has_three_levels_of_hints(solution, student, n) -> None:
+    hints = hints_for(solution.name[:2], n)
+    assert sorted(hints) == [1, 2, 3] and all(len(h) > 40 for h in hints.values())
+    cell = next(c for c in nbformat.read(solution, as_version=4).cells if todo_number(c) == n)
+    assert len([line for line in cell.source.splitlines() if HINT_RE.match(line.strip())]) == 3
+
+
+def _error(cell: nbformat.NotebookNode) -> dict | None:
+    return next((o for o in cell.outputs if o.get("output_type") == "error"), None)
+
+
+class _Kernel:
+    """One kernel running a notebook's cells one by one, reporting each cell's error."""
+
+    def __init__(self, notebook: nbformat.NotebookNode):
+        self.client = NotebookClient(
+            notebook,
+            timeout=180,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+        )
+
+    def run(self, source: str, index: int) -> dict | None:
+        cell = nbformat.v4.new_code_cell(source)
+        with contextlib.suppress(CellExecutionError):
+            self.client.execute_cell(cell, index)
+        error = _error(cell)
+        self.last_output = "".join(o.get("text", "") for o in cell.outputs)
+        return error
+
+
+@pytest.mark.parametrize(
+    ("solution", "student", "n"), TODOS, ids=[f"{s.stem}-TODO{n}" for s, _, n in TODOS]
+)
+def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
+    solution, student, n
+) -> None:
     solution_nb = nbformat.read(solution, as_version=4)
     student_nb = nbformat.read(student, as_version=4)
-    todo_at = next(
-        i for i, c in enumerate(student_nb.cells) if todo_number(solution_nb.cells[i]) == n
-    )
+    todo_at = next(i for i, c in enumerate(solution_nb.cells) if todo_number(c) == n)
     checkpoint_at = todo_at + 1
     assert checkpoint_number(student_nb.cells[checkpoint_at]) == n
+    notebook = fill_todos(student_nb, solution_nb, set(range(1, n)))
+    stub, checkpoint = notebook.cells[todo_at].source, notebook.cells[checkpoint_at].source
+    answer = solution_nb.cells[todo_at].source
+    kernel = _Kernel(notebook)
+    with kernel.client.setup_kernel():
+        for index, cell in enumerate(notebook.cells[:todo_at]):
+            if cell.cell_type == "code":
+                assert kernel.run(cell.source, index) is None, (
+                    f"cell {index} failed before TODO {n}"
+                )
 
-    stub = fill_todos(student_nb, solution_nb, set(range(1, n)))
-    stopped = _run(stub)
-    assert stopped in (todo_at, checkpoint_at), (
-        f"with TODO {n} unanswered, execution must stop in TODO {n} or its checkpoint, "
-        f"stopped at cell {stopped}"
-    )
-    error = next(o for o in stub.cells[stopped].outputs if o.get("output_type") == "error")
-    assert error["ename"] == "NotImplementedError" and f"TODO {n}" in error["evalue"]
+        # the stub: stopped, with the TODO's pointer and the way to a hint
+        error = kernel.run(stub, todo_at) or kernel.run(checkpoint, checkpoint_at)
+        assert error and error["ename"] == "NotImplementedError", error
+        assert f"TODO {n}:" in error["evalue"] and "hint(" in error["evalue"]
 
-    answered = fill_todos(student_nb, solution_nb, set(range(1, n + 1)))
-    stopped = _run(answered)
-    assert stopped is None or stopped > checkpoint_at, (
-        f"with TODO {n} answered, execution stopped at cell {stopped}, before its checkpoint passed"
-    )
-    printed = "".join(o.get("text", "") for o in answered.cells[checkpoint_at].outputs)
-    assert f"✅ TODO {n} passed" in printed
+        # each plausible wrong answer: stopped by the checkpoint, with a message of its own
+        for label, wrong in WRONG_ANSWERS[(solution.name[:2], n)]:
+            assert kernel.run(wrong, todo_at) is None, f"{label}: the wrong answer did not define"
+            error = kernel.run(checkpoint, checkpoint_at)
+            assert error is not None, f"TODO {n}: the wrong answer ({label}) passed the checkpoint"
+            trace = "\n".join(error.get("traceback", []))
+            assert error["ename"] == "AssertionError" and error["evalue"].strip(), (
+                f"TODO {n}, {label}: stopped by {error['ename']}: {error['evalue'][:200]} "
+                "instead of a checkpoint message"
+            )
+            assert "/helpers/" not in trace, f"TODO {n}, {label}: a traceback from helpers/"
+
+        # the right answer passes, after those failures, and again when the checkpoint reruns
+        for attempt in (1, 2):
+            assert kernel.run(answer, todo_at) is None
+            error = kernel.run(checkpoint, checkpoint_at)
+            assert error is None, f"TODO {n}, run {attempt}: {error and error['evalue'][:300]}"
+            assert f"✅ TODO {n} passed" in kernel.last_output

@@ -1,0 +1,122 @@
+"""The workshop around the notebooks: model choice, spending, hints, restoring a notebook, the
+threshold notes of notebook 05, and a case file of your own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers.budget import SpendNotApproved, approve_spend
+from helpers.cases import load_cases
+from helpers.evaluation import run_case
+from helpers.hints import hint
+from helpers.llm import resolve_model
+from helpers.student_notebooks import NOTEBOOKS_DIR, restore
+
+
+def test_the_lab_stays_offline_until_a_profile_is_chosen() -> None:
+    key = {"OPENAI_API_KEY": "sk-in-the-shell", "OPENAI_MODEL": "gpt-4o-mini"}
+    assert resolve_model(env=key).provider == "openai"  # the CLI: a key means openai
+    assert resolve_model(env={**key, "WORKBOOK_LAB": "1"}).offline  # the lab: offline
+    chosen = resolve_model(env={**key, "WORKBOOK_LAB": "1", "WORKBOOK_PROFILE": "openai"})
+    assert chosen.provider == "openai"
+
+
+def test_paid_turns_wait_for_a_go_ahead(monkeypatch, capsys) -> None:
+    spend = {
+        "what": "13 cases",
+        "model_calls": 51,
+        "prompt_tokens": 326_000,
+        "completion_tokens": 1,
+    }
+    approve_spend(resolve_model("offline", env={}), **spend)  # offline: nothing asked
+    paid = resolve_model("openai", env={"OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "gpt-4o-mini"})
+    monkeypatch.delenv("WORKBOOK_APPROVE_SPEND", raising=False)
+    with pytest.raises(SpendNotApproved, match=r"326,000 prompt tokens.*approve=True"):
+        approve_spend(paid, **spend)
+    approve_spend(paid, **spend, approve=True)
+    assert "Going ahead" in capsys.readouterr().out
+    monkeypatch.setenv("WORKBOOK_APPROVE_SPEND", "1")
+    approve_spend(paid, **spend)
+
+
+def test_hints_come_in_three_levels(capsys) -> None:
+    hint("04", 2)
+    one = capsys.readouterr().out
+    hint("04", 2, level=3)
+    three = capsys.readouterr().out
+    assert "Hint 1 (the idea)" in one and "Hint 2" not in one and "level=2" in one
+    assert "Hint 3 (close to code)" in three and "reference_id" in three
+    with pytest.raises(LookupError, match="no notebook"):
+        hint("99", 1)
+    with pytest.raises(LookupError, match="has no TODO 9"):
+        hint("04", 9)
+
+
+def test_restore_puts_a_notebook_back_and_keeps_yours() -> None:
+    path = next(NOTEBOOKS_DIR.glob("03_*.ipynb"))
+    pristine = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(pristine.replace("TODO 1", "TODO 1 (my attempt)"), encoding="utf-8")
+        restored, backup = restore("03")
+        assert restored == path and path.read_text(encoding="utf-8") == pristine
+        assert backup is not None and "my attempt" in backup.read_text(encoding="utf-8")
+        assert restore("03")[1] is None  # already pristine: nothing to keep
+    finally:
+        path.write_text(pristine, encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="no notebook starts with"):
+        restore("42")
+
+
+def test_a_threshold_change_explains_itself(store, client) -> None:
+    case3 = next(c for c in load_cases() if c.id == "case3")
+    run = run_case(case3, "box", client=client, model="m", store=store, threshold=12_000)
+    assert run.passed and run.validation.notes
+    assert "default threshold of 256" in run.validation.summary()
+    default = run_case(case3, "box", client=client, model="m", store=store)
+    assert default.passed and not default.validation.notes
+
+
+def test_your_own_case_from_anywhere(tmp_path) -> None:
+    case = tmp_path / "my_case.md"
+    case.write_text(
+        """---
+id: mine1
+tool_calls:
+  - tool_name: run_sql
+    opaque_id_result: true
+  - tool_name: google_drive_write_file
+    opaque_id_input: true
+strategies: [box]
+sink_exact:
+  - {tool_name: google_drive_write_file, argument: file_content, source: run_sql}
+answer_contains: ["norway.json"]
+offline_plan:
+  - call: run_sql
+    args: {query: "SELECT code, name, type FROM subdivisions WHERE country_alpha_2 = 'NO'"}
+  - call: google_drive_write_file
+    args: {file_name: "norway.json", file_content: {result: 1}}
+  - answer: "Saved: {result2}"
+---
+Using run_sql, list Norway's ISO 3166-2 subdivisions and save the result to a file named 'norway.json'.
+""",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", "cases", str(case), "--strategy", "all", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WORKBOOK_PROFILE": "offline"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = json.loads(done.stdout)["runs"]
+    assert [(r["strategy"], r["passed"]) for r in runs] == [
+        ("inline", True),
+        ("truncate", True),
+        ("box", True),
+    ]
