@@ -11,8 +11,8 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab lab-instructor restore test test-pg e2e bench install install-dev data lint format \
-	check-notebooks strip student clean
+.PHONY: lab lab-instructor restore test test-pg e2e bench figures guide install install-dev data \
+	lint format check-notebooks strip student clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,14 @@ e2e: $(DEV_STAMP) data
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "make e2e needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/e2e
+
+# the README's token figures, measured again (a test fails when README.md disagrees)
+figures: $(STAMP)
+	$(BIN)/python -m helpers.readme_figures
+
+# the instructor guide's measured blocks: minutes per section, tokens per notebook, mistakes
+guide: $(DEV_STAMP) data
+	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.instructor_guide
 
 # speed figures (medians, machine named); WORKBOOK_BENCH_PG_URL adds PostgreSQL
 bench: $(DEV_STAMP) data

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -60,6 +59,7 @@ from typing import Any
 import openai
 from sqlalchemy.exc import SQLAlchemyError
 
+from helpers import ids
 from helpers.boxing import canonicalize_references
 from helpers.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
@@ -240,13 +240,13 @@ class TurnRecord:
 
 def new_thread_id() -> str:
     """A fresh, unguessable thread id: ``thread_<16 hex>``."""
-    return "thread_" + secrets.token_hex(8)
+    return "thread_" + ids.token_hex(8)
 
 
 def new_tool_call_id() -> str:
     """A fresh tool-call id of the client's own: ``call_<24 hex>`` (29 characters, within the
     40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require)."""
-    return "call_" + secrets.token_hex(12)
+    return "call_" + ids.token_hex(12)
 
 
 def sha256_text(text: str) -> str:

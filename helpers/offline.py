@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import secrets
 import socket
@@ -627,6 +628,7 @@ class OfflineModel:
             )
         )
         prompt_tokens = count_chat_tokens(messages, tools)
+        _log_usage(prompt_tokens, completion_tokens)
         return {
             "id": "chatcmpl-" + secrets.token_hex(12),
             "object": "chat.completion",
@@ -661,6 +663,20 @@ class OfflineModel:
             return 200, self.complete(request)
         except ValueError as exc:  # WireError, PlanError and bad JSON alike
             return 400, _api_error(str(exc), "invalid_request_error")
+
+
+#: Set to a file path, every answer's usage is appended there as one JSON line (the instructor
+#: guide measures what each notebook costs this way).
+USAGE_LOG_ENV = "WORKBOOK_USAGE_LOG"
+
+
+def _log_usage(prompt_tokens: int, completion_tokens: int) -> None:
+    path = os.environ.get(USAGE_LOG_ENV)
+    if not path:
+        return
+    line = json.dumps({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(line + "\n")
 
 
 def _thinking(persona: Persona, message: dict[str, Any]) -> dict[str, Any]:

@@ -98,6 +98,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "zoneinfo",
 )
 _PAGE_SET = frozenset(PAGE_MODULES)
+_ADDRESS_RE = re.compile(r" at 0x[0-9a-f]+")
 _NAME_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 
 
@@ -131,6 +132,8 @@ def render_page(module_name: str) -> str:
     # pydoc links the module's source file on this machine; keep pages machine-independent.
     stdlib = sysconfig.get_paths()["stdlib"]
     page = page.replace("file:" + stdlib, "file:Lib").replace(stdlib, "Lib")
+    # and memory addresses in object reprs: the same page on every run and every machine
+    page = _ADDRESS_RE.sub(" at 0x…", page)
     return redact(page, configured_secrets())
 
 

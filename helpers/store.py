@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -56,6 +55,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
+from helpers import ids
 from helpers.paths import store_db_path
 
 #: Every row the agent writes has this ``kind``; other kinds may share the table later.
@@ -345,7 +345,7 @@ class ToolOutputStore:
             else []
         )
         row = ToolOutput(
-            ref_id=secrets.token_urlsafe(REF_ID_BYTES),
+            ref_id=ids.token_urlsafe(REF_ID_BYTES),
             thread_id=thread_id,
             thread_key=thread_key(thread_id),
             tool_call_id=tool_call_id,

@@ -120,3 +120,22 @@ Using run_sql, list Norway's ISO 3166-2 subdivisions and save the result to a fi
         ("truncate", True),
         ("box", True),
     ]
+
+
+def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
+    import nbformat
+    from wrong_answers import WRONG_ANSWERS
+
+    from helpers.instructor_guide import GUIDE
+    from helpers.student_notebooks import SOLUTIONS_DIR
+
+    guide = GUIDE.read_text(encoding="utf-8")
+    for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        assert cells[-1].source.startswith("## Recap") and "<details>" in cells[-1].source, path
+        assert f"**{path.stem}** | **in all**" in guide, f"the guide has no minutes for {path.stem}"
+        assert f"| {path.stem} |" in guide.split("guide:tokens")[1], f"no tokens for {path.stem}"
+    for (notebook, todo), entries in WRONG_ANSWERS.items():
+        for label, _code in entries:
+            assert f"| {notebook} | {todo} | {label} |" in guide, f"the guide lacks {label!r}"
+    assert "(run `make guide`)" not in guide

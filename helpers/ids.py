@@ -1,0 +1,45 @@
+"""Ids: unguessable by default, reproducible on request (for figures that must not drift).
+
+Reference ids and tool-call ids travel in the messages, so their characters change token counts
+by a few tokens from run to run. Everything the workbook measures for the README is run under
+:func:`reproducible_ids`, which draws ids from a seeded generator so the same run gives the same
+figures. Nothing else uses it: ids are ``secrets`` tokens, unguessable, everywhere else.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import random
+import secrets
+from collections.abc import Iterator
+
+_seeded: random.Random | None = None
+
+
+def token_hex(nbytes: int) -> str:
+    """``nbytes`` random bytes as hex (``secrets.token_hex`` unless ids are reproducible)."""
+    if _seeded is None:
+        return secrets.token_hex(nbytes)
+    return _seeded.randbytes(nbytes).hex()
+
+
+def token_urlsafe(nbytes: int) -> str:
+    """``nbytes`` random bytes as URL-safe base64 without padding (like ``secrets.token_urlsafe``)."""
+    if _seeded is None:
+        return secrets.token_urlsafe(nbytes)
+    return base64.urlsafe_b64encode(_seeded.randbytes(nbytes)).rstrip(b"=").decode("ascii")
+
+
+@contextlib.contextmanager
+def reproducible_ids(seed: int) -> Iterator[None]:
+    """Within the block, ids come from ``random.Random(seed)``: the same run, the same ids.
+
+    For measurements only (use a fresh store: the same ids would collide with an earlier run's).
+    """
+    global _seeded
+    previous, _seeded = _seeded, random.Random(seed)
+    try:
+        yield
+    finally:
+        _seeded = previous
