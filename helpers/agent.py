@@ -41,6 +41,8 @@ sent them and the result as the model saw it, the answer, and a ``status``:
                     (``content_filter``), refused, empty, or with the answer only in its
                     reasoning; ``answer`` and ``reasoning`` hold what did come back
 ``max_iterations``  no final answer within ``max_iterations`` model calls
+``context_exceeded`` a request was longer than the model's context window (HTTP 400
+                    ``context_length_exceeded``, or a provider's message saying so)
 ``error``           the endpoint failed (after the SDK's retries) or sent something that is not
                     a chat completion; ``error`` says what, with any API key redacted
 ==================  ========================================================================
@@ -85,7 +87,7 @@ from helpers.tokens import count_chat_tokens, count_tokens
 
 DEFAULT_MAX_ITERATIONS = 8
 #: Turn statuses (see the module docstring).
-STATUSES = ("ok", "incomplete", "max_iterations", "error")
+STATUSES = ("ok", "incomplete", "max_iterations", "context_exceeded", "error")
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,21 @@ _NO_KEY = ("", "not-needed", "offline-no-key-needed", "none")
 
 
 class _TurnFailed(Exception):
-    """The model call failed; the message is for the user (the turn ends with ``error``)."""
+    """The model call failed; the message is for the user (the turn ends with ``status``)."""
+
+    def __init__(self, message: str, status: str = "error"):
+        super().__init__(message)
+        self.status = status
+
+
+_CONTEXT_PHRASES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+)
 
 
 @dataclass
@@ -356,8 +372,8 @@ def run_turn(
         box_threshold_chars=getattr(policy, "threshold", None) if policy.name == "box" else None,
     )
 
-    def fail(message: str) -> TurnRecord:
-        record.status, record.error = "error", redact(message, secrets_to_hide)
+    def fail(message: str, status: str = "error") -> TurnRecord:
+        record.status, record.error = status, redact(message, secrets_to_hide)
         emit("error", record.error)
         return record
 
@@ -380,7 +396,7 @@ def run_turn(
             try:
                 reply = _ask_model(client, model, messages, schemas, temperature)
             except _TurnFailed as exc:
-                return fail(str(exc))
+                return fail(str(exc), exc.status)
             if secrets_to_hide:  # a key the model repeats goes no further: not to a tool either
                 reply = reply.map_text(lambda text: redact(text, secrets_to_hide))
             calls = _name_tool_calls(reply, used_ids, provider_ids_seen, record)
@@ -475,6 +491,11 @@ def _ask_model(
     except ProviderError as exc:
         raise _TurnFailed(f"model call failed: {exc}") from None
     except openai.APIStatusError as exc:
+        if _is_context_overflow(exc):
+            raise _TurnFailed(
+                f"the request is longer than the model's context window: {_detail(exc)}",
+                "context_exceeded",
+            ) from None
         raise _TurnFailed(_status_message(exc, base_url, model)) from None
     except openai.APITimeoutError:
         raise _TurnFailed(
@@ -491,7 +512,8 @@ def _ask_model(
         raise _TurnFailed(f"model call failed: {type(exc).__name__}: {exc}") from None
 
 
-def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:
+def _detail(exc: openai.APIStatusError) -> str:
+    """The provider's own message of an HTTP error, on one line."""
     body = exc.body
     detail = ""
     if isinstance(body, dict):
@@ -503,7 +525,19 @@ def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> st
             detail = str(error)
     elif body is not None:
         detail = str(body)
-    detail = " ".join(detail.split())[:500] or exc.message
+    return " ".join(detail.split())[:500] or exc.message
+
+
+def _is_context_overflow(exc: openai.APIStatusError) -> bool:
+    if exc.status_code not in (400, 413):
+        return False
+    code = getattr(exc, "code", None)
+    text = f"{code} {_detail(exc)}".lower()
+    return any(phrase in text for phrase in _CONTEXT_PHRASES)
+
+
+def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:
+    detail = _detail(exc)
     status = exc.status_code
     message = f"model call failed: {type(exc).__name__}: HTTP {status}: {detail}"
     if status == 404:

@@ -155,12 +155,22 @@ def _check_shapes(path: Path, meta: dict[str, Any]) -> None:
             fail(f"sink_exact[{i}]", "needs exactly the keys tool_name, argument, source")
 
 
+#: Every shipped case: the regular ones, and the large ones (results of 0.3 to 6 MB).
+ALL_CASES = str(CASES_DIR / "**" / "*.md")
+
+
 def load_cases(pattern: str | Path | None = None) -> list[Case]:
-    """Every case matching a glob (default ``data/cases/*.md``), sorted by path."""
+    """Every case matching a glob (default ``data/cases/*.md``, the regular cases; ``**`` is
+    recursive, so :data:`ALL_CASES` adds ``data/cases/large/``), sorted by path."""
     pattern = str(pattern or CASES_DIR / "*.md")
-    return [load_case(p) for p in sorted(glob(pattern))]
+    return [load_case(p) for p in sorted(glob(pattern, recursive=True))]
 
 
 def load_plan_book(pattern: str | Path | None = None) -> dict[str, Plan]:
-    """``{prompt: offline_plan}`` of every case that has a plan (the offline model's book)."""
-    return {case.prompt: case.offline_plan for case in load_cases(pattern) if case.offline_plan}
+    """``{prompt: offline_plan}`` of every case that has a plan (the offline model's book;
+    default: every shipped case, large ones included)."""
+    return {
+        case.prompt: case.offline_plan
+        for case in load_cases(pattern or ALL_CASES)
+        if case.offline_plan
+    }

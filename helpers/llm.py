@@ -9,7 +9,8 @@ the environment wins). Three provider blocks, each ``<P>_API_KEY``, ``<P>_BASE_U
 - plus the built-in ``OFFLINE`` provider, the offline reference model (:mod:`helpers.offline`).
 
 A profile ``<NAME>`` picks a provider and may set its own ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``,
-``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY``; what it does not set comes from its
+``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY`` (and, for the offline model,
+``<NAME>_CONTEXT_WINDOW`` in tokens, default 128,000); what it does not set comes from its
 provider's block. A profile with its own base URL must bring its own key (a provider's key is only
 ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
 is an OpenAI-compatible server (``local``). Choose a profile with ``--profile`` or
@@ -67,6 +68,7 @@ class ModelConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     organization: str | None = None
     project: str | None = None
+    context_window_tokens: int | None = None  # the offline model's window (a real one has its own)
 
     @property
     def offline(self) -> bool:
@@ -170,8 +172,19 @@ def resolve_model(
         DEFAULT_TIMEOUT_S,
     )
     if provider == "offline":
+        window = next(
+            (w for k in keys if (w := _number(env, f"{k}_CONTEXT_WINDOW", positive=True))),
+            None,
+        )
         return ModelConfig(
-            name.lower(), "offline", model or OFFLINE_MODEL_NAME, None, None, temperature, timeout_s
+            name.lower(),
+            "offline",
+            model or OFFLINE_MODEL_NAME,
+            None,
+            None,
+            temperature,
+            timeout_s,
+            context_window_tokens=int(window) if window else None,
         )
     chosen = model.strip() if model else setting("MODEL")[0]
     if not chosen:
@@ -239,6 +252,10 @@ def make_client(
     when the endpoint is OpenAI's own.
     """
     if config.offline:
+        if offline_model is None and config.context_window_tokens:
+            offline_model = OfflineModel(context_window_tokens=config.context_window_tokens)
+        elif offline_model is not None and config.context_window_tokens:
+            offline_model.context_window_tokens = config.context_window_tokens
         return offline_client(offline_model, max_retries=max_retries)
     headers: dict[str, str] = {}
     if not config.is_openai_endpoint:

@@ -496,6 +496,22 @@ def check_plan(plan: Any) -> Plan:
 class WireError(ValueError):
     """A request the API would reject (HTTP 400), with an OpenAI-style message."""
 
+    code: str | None = None
+    param: str | None = None
+
+
+class ContextLengthExceeded(WireError):
+    """The request is longer than the model's context window (OpenAI's 400
+    ``context_length_exceeded``)."""
+
+    code = "context_length_exceeded"
+    param = "messages"
+
+
+#: The context window of the offline model, in tokens, unless configured otherwise (the window of
+#: OpenAI's gpt-4o and gpt-4o-mini).
+DEFAULT_CONTEXT_WINDOW_TOKENS = 128_000
+
 
 def _check_pairing(messages: list[Mapping[str, Any]]) -> None:
     """Reject what the API rejects: a tool message that answers no pending tool call, or a
@@ -527,15 +543,25 @@ class OfflineModel:
     Args:
         plans: ``{prompt: plan}``; default: every ``offline_plan`` in ``data/cases/*.md``.
         name: the model name it reports when a request names none.
+        context_window_tokens: the longest request it takes (messages plus tool schemas, in
+            o200k_base tokens); a longer one is refused as OpenAI refuses it: HTTP 400,
+            ``context_length_exceeded``.
     """
 
-    def __init__(self, plans: Mapping[str, Plan] | None = None, *, name: str = OFFLINE_MODEL_NAME):
+    def __init__(
+        self,
+        plans: Mapping[str, Plan] | None = None,
+        *,
+        name: str = OFFLINE_MODEL_NAME,
+        context_window_tokens: int = DEFAULT_CONTEXT_WINDOW_TOKENS,
+    ):
         if plans is None:
             from helpers.cases import load_plan_book
 
             plans = load_plan_book()
         self.plans = {normalize_prompt(p): check_plan(plan) for p, plan in plans.items()}
         self.name = name
+        self.context_window_tokens = context_window_tokens
 
     def add_plan(self, prompt: str, plan: Plan) -> None:
         """Teach the model one more prompt."""
@@ -618,6 +644,13 @@ class OfflineModel:
         if persona.thinks:
             _check_reasoning_sent_back(messages)
         tools = request.get("tools") or []
+        prompt_tokens = count_chat_tokens(messages, tools)
+        if prompt_tokens > self.context_window_tokens:
+            raise ContextLengthExceeded(
+                f"This model's maximum context length is {self.context_window_tokens} tokens. "
+                f"However, your messages resulted in {prompt_tokens} tokens. Please reduce the "
+                "length of the messages."
+            )
         message = self.next_message(messages, persona)
         completion_tokens = (
             count_tokens(message.get("content") or "")
@@ -627,7 +660,6 @@ class OfflineModel:
                 for c in message.get("tool_calls") or []
             )
         )
-        prompt_tokens = count_chat_tokens(messages, tools)
         _log_usage(prompt_tokens, completion_tokens)
         return {
             "id": "chatcmpl-" + secrets.token_hex(12),
@@ -661,7 +693,9 @@ class OfflineModel:
             if not isinstance(request, dict):
                 raise WireError("the request body must be a JSON object")
             return 200, self.complete(request)
-        except ValueError as exc:  # WireError, PlanError and bad JSON alike
+        except WireError as exc:
+            return 400, _api_error(str(exc), "invalid_request_error", exc.code, exc.param)
+        except ValueError as exc:  # PlanError and bad JSON alike
             return 400, _api_error(str(exc), "invalid_request_error")
 
 
@@ -711,8 +745,10 @@ def _check_reasoning_sent_back(messages: list[Mapping[str, Any]]) -> None:
             raise WireError(REASONING_MISSING.format(index=index))
 
 
-def _api_error(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+def _api_error(
+    message: str, kind: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 # -- plugging it into the openai client ---------------------------------------------------------

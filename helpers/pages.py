@@ -16,6 +16,14 @@ for ``os`` shows ``os.environ``, API keys included). So:
   configured in the environment and ``.env`` (:func:`helpers.redaction.configured_secrets`), when
   it is rendered and again when it is served;
 - anything else is a 404.
+
+Besides the documentation pages, a few **large documents** of real data ship with the workbook's
+dependencies and are served under their public URLs (:data:`DOCUMENTS`): the Unicode Character
+Database's ``UnicodeData.txt`` rebuilt from Python's :mod:`unicodedata` (about 6 MB), ISO 639-3
+and ISO 3166-2 as the ``iso-codes`` project publishes them (the JSON files ``pycountry`` ships,
+0.9 and 0.5 MB), and the Python language reference (``pydoc_data.topics``, 0.5 MB). They are the
+results of 100 KB to 6 MB the comparison needs. ``WORKBOOK_DOCUMENT_SCALE`` (0-1) serves only
+the first part of each, whole lines, so tests can run the same cases at a smaller size.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import re
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 from helpers.paths import var_dir
 from helpers.redaction import configured_secrets, redact
@@ -102,6 +111,92 @@ _ADDRESS_RE = re.compile(r" at 0x[0-9a-f]+")
 _NAME_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 
 
+def _unicode_data() -> str:
+    """``UnicodeData.txt`` (fields 0-9) for every named code point, from :mod:`unicodedata`."""
+    import unicodedata
+
+    def number(ch: str) -> str:
+        value = unicodedata.numeric(ch, None)
+        if value is None:
+            return ""
+        return str(int(value)) if float(value).is_integer() else str(value)
+
+    lines = []
+    for code_point in range(0x110000):
+        ch = chr(code_point)
+        name = unicodedata.name(ch, None)
+        if name is None:
+            continue
+        lines.append(
+            f"{code_point:04X};{name};{unicodedata.category(ch)};{unicodedata.combining(ch)};"
+            f"{unicodedata.bidirectional(ch)};{unicodedata.decomposition(ch)};"
+            f"{unicodedata.decimal(ch, '')};{unicodedata.digit(ch, '')};{number(ch)};"
+            f"{'Y' if unicodedata.mirrored(ch) else 'N'}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _pycountry_database(name: str) -> str:
+    import pycountry
+
+    return (Path(pycountry.__file__).parent / "databases" / name).read_text(encoding="utf-8")
+
+
+def _language_reference() -> str:
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(
+        f"{name}\n{'=' * len(name)}\n\n{topics[name].strip()}" for name in sorted(topics)
+    )
+
+
+def _unicode_url() -> str:
+    import unicodedata
+
+    return f"https://www.unicode.org/Public/{unicodedata.unidata_version}/ucd/UnicodeData.txt"
+
+
+ISO_CODES_URL = "https://salsa.debian.org/iso-codes-team/iso-codes/-/raw/main/data/"
+#: URL → how to build the document (once; then it is read from ``var/pages/``).
+DOCUMENTS: dict[str, tuple[str, Any]] = {
+    _unicode_url(): ("UnicodeData.txt", _unicode_data),
+    "https://www.unicode.org/Public/UCD/latest/ucd/UnicodeData.txt": (
+        "UnicodeData.txt",
+        _unicode_data,
+    ),
+    ISO_CODES_URL + "iso_639-3.json": (
+        "iso_639-3.json",
+        lambda: _pycountry_database("iso639-3.json"),
+    ),
+    ISO_CODES_URL + "iso_3166-2.json": (
+        "iso_3166-2.json",
+        lambda: _pycountry_database("iso3166-2.json"),
+    ),
+    "https://docs.python.org/3/reference/": ("reference.txt", _language_reference),
+}
+
+
+def serve_document(url: str) -> str | None:
+    """The large document at ``url`` (scaled by ``WORKBOOK_DOCUMENT_SCALE``), or ``None``."""
+    entry = DOCUMENTS.get(url) or DOCUMENTS.get(url.rstrip("/") + "/")
+    if entry is None:
+        return None
+    file_name, build = entry
+    path = pages_dir() / file_name
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+    else:
+        text = build()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    scale = float(os.environ.get("WORKBOOK_DOCUMENT_SCALE") or 1)
+    if 0 < scale < 1:
+        cut = text.rfind("\n", 0, int(len(text) * scale)) + 1
+        text = text[:cut]
+    return redact(text, configured_secrets())
+
+
 class PageNotFound(LookupError):
     """No offline page for this URL (a 404); the message lists what is served."""
 
@@ -138,13 +233,19 @@ def render_page(module_name: str) -> str:
 
 
 def build_pages() -> int:
-    """Render every page of :data:`PAGE_MODULES` into ``var/pages/``; return how many."""
+    """Render every page of :data:`PAGE_MODULES`, and every large document, into ``var/pages/``;
+    return how many."""
     for name in PAGE_MODULES:
         path = _page_path(name)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(render_page(name), encoding="utf-8")
         tmp.replace(path)
-    return len(PAGE_MODULES)
+    for file_name, build in DOCUMENTS.values():
+        path = pages_dir() / file_name
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(build(), encoding="utf-8")
+        tmp.replace(path)
+    return len(PAGE_MODULES) + len(DOCUMENTS)
 
 
 def serve_page(module_name: str) -> str:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from helpers.dataset import ensure_reference_db
-from helpers.pages import PageNotFound, serve_page
+from helpers.pages import PageNotFound, serve_document, serve_page
 from helpers.paths import outbox_dir
 from helpers.registry import ToolRegistry
 
@@ -37,7 +37,7 @@ from helpers.registry import ToolRegistry
 SHORT_VIDEO_ID = "999"
 #: Characters a long transcript has at least.
 LONG_TRANSCRIPT_MIN_CHARS = 8_000
-MAX_SQL_ROWS = 1_000
+MAX_SQL_ROWS = 10_000
 
 registry = ToolRegistry()
 
@@ -232,8 +232,11 @@ def get_page(url: str) -> str:
     """Fetch a web page and return its HTML.
 
     Offline pages: https://example.com/ (small), https://docs.python.org/3/library/idle.html
-    (the IDLE manual, large, with images) and https://docs.python.org/3/library/<module>.html
-    (pydoc's HTML for about 60 common standard-library modules, e.g. json, sqlite3, asyncio).
+    (the IDLE manual, large, with images), https://docs.python.org/3/library/<module>.html
+    (pydoc's HTML for about 60 common standard-library modules, e.g. json, sqlite3, asyncio),
+    and large documents: https://docs.python.org/3/reference/ (the language reference, text),
+    https://www.unicode.org/Public/<version>/ucd/UnicodeData.txt (about 6 MB), and the
+    iso-codes JSON files iso_639-3.json and iso_3166-2.json.
 
     Args:
         url: the page URL.
@@ -246,6 +249,9 @@ def get_page(url: str) -> str:
         return _SMALL_PAGE
     if url == IDLE_MANUAL_URL:
         return _idle_manual()
+    document = serve_document(url)
+    if document is not None:
+        return document
     match = _PYDOC_URL_RE.fullmatch(url)
     if match:
         return serve_page(match[1])  # a page rendered at set-up time: nothing is imported
@@ -295,7 +301,7 @@ def run_sql(query: str, max_rows: int = 50) -> str:
 
     Args:
         query: a single SELECT statement.
-        max_rows: the most rows to return (1-1000).
+        max_rows: the most rows to return (1-10000).
 
     Returns:
         JSON {"columns": [...], "rows": [[...], ...], "row_count": N, "truncated": bool}, one

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 
 import openai
@@ -12,6 +15,7 @@ from helpers.agent import run_turn
 from helpers.offline import NO_PLAN_ANSWER, OfflineModel, OfflineServer, PlanError, offline_client
 from helpers.policies import make_policy
 from helpers.tokens import count_chat_tokens
+from helpers.tools import default_registry
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -96,3 +100,59 @@ def test_the_same_turn_over_loopback_http(registry, store) -> None:
 def test_server_listens_only_on_loopback() -> None:
     with pytest.raises(ValueError, match="loopback"):
         OfflineServer(host="0.0.0.0")
+
+
+def test_a_request_over_the_context_window_is_refused_as_openai_does(store) -> None:
+    model = OfflineModel(context_window_tokens=3_000)
+    raw = offline_client(model).chat.completions.with_raw_response
+    messages = [{"role": "user", "content": "word " * 5_000}]
+    with pytest.raises(openai.BadRequestError) as refused:
+        raw.create(model="offline-reference", messages=messages)
+    error = refused.value.body
+    assert refused.value.status_code == 400 and refused.value.code == "context_length_exceeded"
+    assert error["param"] == "messages" and error["type"] == "invalid_request_error"
+    assert error["message"].startswith("This model's maximum context length is 3000 tokens.")
+    record = run_turn(
+        "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep "
+        "Check for analysis.",
+        client=offline_client(model),
+        model="offline-reference",
+        policy=make_policy("inline"),
+        registry=default_registry(),
+        store=store,
+    )
+    assert record.status == "context_exceeded" and "context window" in record.error
+    assert [t.name for t in record.tool_calls] == ["yt_transcribe"]  # it failed on the next call
+
+
+def test_large_cases_overflow_inline_and_pass_boxed(tmp_path) -> None:
+    """The large cases at a tenth of their size, in a window scaled down with them."""
+    env = {
+        **os.environ,
+        "WORKBOOK_PROFILE": "offline",
+        "OFFLINE_CONTEXT_WINDOW": "12000",
+        "WORKBOOK_DOCUMENT_SCALE": "0.1",
+        "WORKBOOK_VAR_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helpers.cli",
+            "cases",
+            "data/cases/large/*.md",
+            "--strategy",
+            "all",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    runs = json.loads(done.stdout)["runs"]
+    by = {(r["case"], r["strategy"]): r for r in runs}
+    for case in ("unicode_save", "unicode_lookup", "unicode_check", "iso639_save", "sql_all"):
+        assert by[(case, "box")]["passed"], by[(case, "box")]["reasons"]
+        assert by[(case, "inline")]["status"] == "context_exceeded", case
+        assert not by[(case, "truncate")]["passed"], case

@@ -81,7 +81,7 @@ def test_schemas_come_from_hints_and_docstrings() -> None:
     sql = schema["run_sql"]["parameters"]
     assert sql["required"] == ["query"] and sql["properties"]["max_rows"] == {
         "type": "integer",
-        "description": "the most rows to return (1-1000).",
+        "description": "the most rows to return (1-10000).",
         "default": 50,
     }
     assert schema["deep_check"]["description"].startswith("Run a deep analysis")
