@@ -62,7 +62,7 @@ import openai
 from sqlalchemy.exc import SQLAlchemyError
 
 from helpers import ids
-from helpers.boxing import canonicalize_references
+from helpers.boxing import canonicalize_references, presented_reference_id
 from helpers.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
     DEFAULT_THRESHOLD_TOKENS,
@@ -71,7 +71,7 @@ from helpers.compaction import (
     model_summarizer,
 )
 from helpers.guards import GuardRefusal
-from helpers.policies import ResultPolicy
+from helpers.policies import BoxPolicy, ResultPolicy
 from helpers.redaction import configured_secrets, redact
 from helpers.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
 from helpers.replies import (
@@ -180,6 +180,10 @@ class TurnRecord:
     guard_events: list[str] = field(default_factory=list)
     history_messages: int = 0
     box_threshold_chars: int | None = None  # the box policy's threshold, when boxing
+    box_rule: str | None = None  # when the box policy boxes, in words ("over 1,000 tokens")
+    #: the tool schemas offered in each model call (a policy may offer its tools only once they
+    #: are of use); ``tool_schemas`` is the last call's
+    schemas_per_call: list[list[dict[str, Any]]] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -238,6 +242,15 @@ class TurnRecord:
         if include_context:
             data["context"] = self.messages
         return data
+
+
+def _shown_references(history: list[dict[str, Any]]) -> set[str]:
+    """Reference ids the model was shown in the tool messages of ``history``."""
+    return {
+        ref
+        for m in history
+        if m.get("role") == "tool" and (ref := presented_reference_id(str(m.get("content") or "")))
+    }
 
 
 def new_thread_id() -> str:
@@ -347,14 +360,15 @@ def run_turn(
     if policy.needs_store and store is None:
         raise ValueError(f"the {policy.name} strategy needs a ToolOutputStore")
     thread_id = thread_id or new_thread_id()
-    tools = registry.merged(policy.internal_tools())
-    schemas = tools.schemas()
+    tools = registry.merged(policy.internal_tools())  # what a call may run
     emit = on_event or (lambda _name, _data: None)
     secrets_to_hide = [
         *configured_secrets(),
         *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
     ]
     ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
+    ctx.shown_references.update(_shown_references(history or []))
+    schemas = registry.merged(policy.tools_for(ctx)).schemas()  # what the model is offered
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
         # a secret configured after an earlier turn was stored still never goes to the model
@@ -370,6 +384,7 @@ def run_turn(
         tool_schemas=schemas,
         history_messages=len(history or []),
         box_threshold_chars=getattr(policy, "threshold", None) if policy.name == "box" else None,
+        box_rule=policy.design.rule() if isinstance(policy, BoxPolicy) else None,
     )
 
     def fail(message: str, status: str = "error") -> TurnRecord:
@@ -390,17 +405,21 @@ def run_turn(
         provider_ids_seen = _provider_ids_in(store, thread_id)
         append({"role": "user", "content": redact(prompt, secrets_to_hide)})
         for index in range(max_iterations):
+            schemas = registry.merged(policy.tools_for(ctx)).schemas()
+            record.tool_schemas = schemas
+            record.schemas_per_call.append(schemas)
             if compaction is not None:
                 _maybe_compact(messages, schemas, compaction, client, model, index, record, emit)
             started = time.perf_counter()
             try:
-                reply = _ask_model(client, model, messages, schemas, temperature)
+                sent = policy.messages_for_call(messages)
+                reply = _ask_model(client, model, sent, schemas, temperature)
             except _TurnFailed as exc:
                 return fail(str(exc), exc.status)
             if secrets_to_hide:  # a key the model repeats goes no further: not to a tool either
                 reply = reply.map_text(lambda text: redact(text, secrets_to_hide))
             calls = _name_tool_calls(reply, used_ids, provider_ids_seen, record)
-            call_record = _model_call_record(reply, calls, messages, schemas, index, started)
+            call_record = _model_call_record(reply, calls, sent, schemas, index, started)
             record.model_calls.append(call_record)
             emit("model_call", call_record)
             append(_assistant_message(reply, calls, record))

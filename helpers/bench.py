@@ -183,15 +183,29 @@ def bench_notebooks() -> dict[str, float]:
 
 
 def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
-    from helpers.cases import load_cases
+    """Every shipped case at full size (the large ones: megabytes) under every strategy, and the
+    scaling run from 1 KB to 10 MB: totals, and how long each took."""
+    from helpers.cases import ALL_CASES, load_cases
     from helpers.compare import Comparison
-    from helpers.evaluation import VARIANTS, run_cases
-    from helpers.offline import offline_client
+    from helpers.evaluation import VARIANTS, client_for_cases, run_cases
+    from helpers.llm import resolve_model
+    from helpers.scaling import run_scaling
 
-    runs = run_cases(
-        load_cases(), VARIANTS, client=offline_client(), model="offline-reference", store=store
-    )
-    return Comparison(runs, "offline-reference", 256, 600).to_json()["totals"]
+    cases = load_cases(ALL_CASES)
+    client = client_for_cases(resolve_model("offline", env={}), cases)
+    started = time.perf_counter()
+    runs = run_cases(cases, VARIANTS, client=client, model="offline-reference", store=store)
+    cases_s = time.perf_counter() - started
+    started = time.perf_counter()
+    scaling = run_scaling(store=store)
+    scaling_s = time.perf_counter() - started
+    data = Comparison(runs, "offline-reference", None, 600, scaling=scaling).to_json()
+    return {
+        "totals": data["totals"],
+        "cases_s": cases_s,
+        "scaling_s": scaling_s,
+        "breaks": scaling["breaks"],
+    }
 
 
 def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
@@ -250,17 +264,37 @@ def report(results: dict[str, Any], console: Console) -> None:
         table.add_row(name, f"{seconds:.1f}")
     table.add_row("[bold]all[/] (goal < 180 s)", f"{sum(notebooks.values()):.1f}")
     console.print(table)
-    table = Table(title="Tokens over every case (o200k_base, offline model)")
-    for column in ("strategy", "prompt tokens", "× inline", "× floor"):
+    tokens = results["tokens"]
+    table = Table(
+        title="Every case at full size, every strategy (o200k_base, offline model)",
+        caption=f"{tokens['cases_s']:.1f} s for the cases; {tokens['scaling_s']:.1f} s for the "
+        "scaling run (1 KB to 10 MB)",
+    )
+    for column in (
+        "strategy",
+        "passed",
+        "prompt tokens",
+        "× inline",
+        "× floor",
+        "$ cached",
+        "seconds",
+    ):
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for variant, total in results["tokens"].items():
+    for variant, total in tokens["totals"].items():
+        if variant == "floor":
+            continue
         table.add_row(
             variant,
+            f"{total['passed']}/{total['cases']}",
             f"{total['prompt_tokens']:,}",
             str(total["ratio_to_inline"]),
             str(total["ratio_to_floor"]),
+            f"${total.get('usd_cached', 0):.4f}",
+            f"{total['seconds']:.1f}",
         )
     console.print(table)
+    for variant, sentence in tokens["breaks"].items():
+        console.print(f"  [bold]{variant}[/] {sentence}")
 
 
 def main(argv: list[str] | None = None) -> int:

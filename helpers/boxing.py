@@ -125,14 +125,32 @@ def resource_link(ref_id: str, *, name: str, mime_type: str, size_bytes: int) ->
 
 
 def render_reference(
-    ref_id: str, *, boxing: str, name: str, mime_type: str, size_bytes: int
+    ref_id: str,
+    *,
+    boxing: str,
+    name: str,
+    mime_type: str,
+    size_bytes: int,
+    size_chars: int | None = None,
+    preview: str = "",
 ) -> str:
     """What the model sees for a boxed value: the bare URI, or the resource link as JSON text.
+
+    With a ``preview`` (the head of the value, opaque boxing only), the reference stands alone on
+    the first line, a bracketed note gives the size in characters and the MIME type, and the
+    preview follows: the model can answer from the head, as from a truncated preview, and still
+    pass the whole value on by its reference (:func:`presented_reference_id` reads it back).
 
     Raises:
         ValueError: ``boxing`` is not ``"opaque"`` or ``"json"``.
     """
     if boxing == "opaque":
+        if preview:
+            chars = f"{size_chars:,} chars" if size_chars is not None else f"{size_bytes:,} bytes"
+            return (
+                f"{make_reference(ref_id)}\n[{chars} of {mime_type}, kept out of the context; "
+                f"the first {len(preview):,} chars follow]\n{preview}"
+            )
         return make_reference(ref_id)
     if boxing == "json":
         link = resource_link(ref_id, name=name, mime_type=mime_type, size_bytes=size_bytes)
@@ -225,6 +243,19 @@ def reference_id(value: Any) -> str | None:
         if isinstance(parsed, dict):
             return reference_id(parsed)
     return None
+
+
+def presented_reference_id(content: str) -> str | None:
+    """The id of the reference a tool message stands for, as the box strategy presents it: a bare
+    reference, a reference on its own first line followed by a note and a preview
+    (:func:`render_reference`), or a resource link's JSON text. ``None`` for anything else."""
+    first, newline, rest = content.partition("\n")
+    if newline and rest.startswith("[") and _BARE_RE.fullmatch(first):
+        return first[len(SCHEME) :]
+    try:
+        return reference_id(content)
+    except ReferenceRefused:
+        return None
 
 
 def canonical_reference(value: Any) -> Any:

@@ -161,9 +161,11 @@ ALL_CASES = str(CASES_DIR / "**" / "*.md")
 
 def load_cases(pattern: str | Path | None = None) -> list[Case]:
     """Every case matching a glob (default ``data/cases/*.md``, the regular cases; ``**`` is
-    recursive, so :data:`ALL_CASES` adds ``data/cases/large/``), sorted by path."""
+    recursive, so :data:`ALL_CASES` adds ``data/cases/large/``), sorted by path, the cases of
+    a folder before those of its subfolders."""
     pattern = str(pattern or CASES_DIR / "*.md")
-    return [load_case(p) for p in sorted(glob(pattern, recursive=True))]
+    paths = sorted(glob(pattern, recursive=True), key=lambda p: (Path(p).parent.parts, p))
+    return [load_case(p) for p in paths]
 
 
 def load_plan_book(pattern: str | Path | None = None) -> dict[str, Plan]:

@@ -47,17 +47,27 @@ from helpers.agent import (
     ToolCallRecord,
     run_turn,
 )
-from helpers.cases import Case, CaseError, load_cases
+from helpers.cases import ALL_CASES, Case, CaseError, load_cases
 from helpers.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.compare import Comparison, write_report
-from helpers.evaluation import VARIANTS, CaseRun, client_for_cases, run_cases, run_personas
+from helpers.evaluation import (
+    ALL_VARIANTS,
+    DESIGN_STEPS,
+    VARIANTS,
+    CaseRun,
+    client_for_cases,
+    policy_for,
+    run_cases,
+    run_personas,
+)
 from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
 from helpers.modes import MODES, for_mode
 from helpers.paths import CASES_DIR
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona
-from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS, STRATEGIES, make_policy
 from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+from helpers.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.replies import has_unpaired_surrogate, valid_text
+from helpers.scaling import SCALING_SIZES_BYTES, run_scaling
 from helpers.store import ToolOutputStore
 from helpers.threads import ThreadError, open_thread
 from helpers.tools import default_registry
@@ -66,7 +76,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: Turn status → exit code of ``workbook ask``.
 EXIT_CODES = {"ok": EXIT_OK, "incomplete": EXIT_INCOMPLETE, "max_iterations": EXIT_FAILED}
 DEFAULT_CASES = str(CASES_DIR / "*.md")
-_KIND_STYLE = {"boxed": "magenta", "truncated": "yellow", "error": "red", "inline": "green"}
+_KIND_STYLE = {
+    "boxed": "magenta",
+    "truncated": "yellow",
+    "saved": "blue",
+    "middle": "red",
+    "error": "red",
+    "inline": "green",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,15 +209,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(cut, filtered, refused, empty, or only in the model's reasoning)",
     )
     ask.add_argument("prompt", help="the user message")
-    ask.add_argument("--strategy", choices=STRATEGIES, default="box", help="result policy")
+    ask.add_argument(
+        "--strategy",
+        choices=ALL_VARIANTS,
+        default="box",
+        help="what the model sees of a long result (default %(default)s: the workbook's box "
+        "design; box-tcr is tool-context-relay's; codex, deepagents, claude-code and agents-sdk "
+        "are those agents' own policies)",
+    )
     ask.add_argument("--boxing", choices=("opaque", "json"), default="opaque", help="box format")
     ask.add_argument("--profile", help="a .env profile (default: WORKBOOK_PROFILE)")
     ask.add_argument("--model", help="override the profile's model name")
     ask.add_argument(
         "--threshold",
         type=_non_negative,
-        default=DEFAULT_BOX_THRESHOLD_CHARS,
-        help="box: longest result kept inline, in characters (default %(default)s)",
+        default=None,
+        help="box: longest result kept inline (default: the design's: 1,000 tokens for box, "
+        "256 characters for box-tcr)",
     )
     ask.add_argument(
         "--limit",
@@ -247,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("pattern", nargs="?", default=DEFAULT_CASES, help="glob of case files")
     cases.add_argument(
         "--strategy",
-        choices=(*STRATEGIES, "all"),
+        choices=(*ALL_VARIANTS, "all"),
         default="box",
         help="all = inline, truncate and box",
     )
@@ -260,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="include the few-shot examples in the system message",
     )
-    cases.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
+    cases.add_argument("--threshold", type=_non_negative, default=None)
     cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
     cases.add_argument(
         "--max-retries",
@@ -275,8 +300,40 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     compare = sub.add_parser("compare", help="the same cases under every strategy, measured")
-    compare.add_argument("--cases", default=DEFAULT_CASES, help="glob of case files")
-    compare.add_argument("--threshold", type=_non_negative, default=DEFAULT_BOX_THRESHOLD_CHARS)
+    compare.add_argument(
+        "--cases",
+        default=ALL_CASES,
+        help="glob of case files (default: every shipped case, the large ones too)",
+    )
+    compare.add_argument(
+        "--threshold",
+        type=_non_negative,
+        default=None,
+        help="box: override the design's threshold (characters, or tokens for a token design)",
+    )
+    compare.add_argument(
+        "--price-model",
+        default=DEFAULT_PRICE_MODEL,
+        help="whose list prices (data/pricing.yaml) turn tokens into dollars (default %(default)s)",
+    )
+    compare.add_argument(
+        "--design-steps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run each box design between tool-context-relay's and the workbook's",
+    )
+    compare.add_argument(
+        "--scaling",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run one task with a result growing from 1 KB to --scaling-max-bytes",
+    )
+    compare.add_argument(
+        "--scaling-max-bytes",
+        type=_positive,
+        default=10_000_000,
+        help="the largest result of the scaling run, in bytes (default %(default)s)",
+    )
     compare.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
     compare.add_argument("--profile", help="a .env profile (default: WORKBOOK_PROFILE)")
     compare.add_argument("--model", help="override the profile's model name")
@@ -346,7 +403,7 @@ def _usage_error(args: argparse.Namespace, message: str) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     try:
         config = _persona_model(resolve_model(args.profile, args.model), args.persona)
-        policy = make_policy(
+        policy = policy_for(
             args.strategy, limit=args.limit, threshold=args.threshold, boxing=args.boxing
         )
     except (ConfigError, ValueError) as exc:
@@ -648,6 +705,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if personas and not config.offline:
         out.print("[dim]personas are offline only: no persona rows for a real model[/]")
         personas = []
+    try:
+        price_model = load_prices().get(args.price_model).model
+    except ValueError as exc:
+        return _usage_error(args, str(exc))
+    variants = [*VARIANTS, *(DESIGN_STEPS if args.design_steps else ())]
     store = ToolOutputStore()
     client = client_for_cases(config, cases)
     common: dict[str, Any] = {
@@ -657,38 +719,95 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "limit": args.limit,
         "temperature": config.temperature,
     }
+    sizes = [s for s in SCALING_SIZES_BYTES if s <= args.scaling_max_bytes] if args.scaling else []
+    if sizes and not config.offline:
+        out.print("[dim]the scaling run is offline only: no scaling for a real model[/]")
+        sizes = []
+    total_runs = len(cases) * (len(variants) + len(personas)) + len(sizes) * len(VARIANTS)
     with _progress(out, disable=False) as progress:
-        task = progress.add_task("comparing", total=len(cases) * (len(VARIANTS) + len(personas)))
+        task = progress.add_task("comparing", total=total_runs)
         runs = run_cases(
             cases,
-            VARIANTS,
+            variants,
             model=config.model,
             on_done=lambda _run: progress.advance(task),
             **common,
         )
         runs += run_personas(cases, personas, on_done=lambda _run: progress.advance(task), **common)
+        scaling = None
+        if sizes:
+            scaling = run_scaling(
+                sizes,
+                VARIANTS,
+                price_model=price_model,
+                store=store,
+                on_done=lambda _size, _variant: progress.advance(task),
+            )
     store.close()
-    comparison = Comparison(runs, config.model, args.threshold, args.limit)
+    comparison = Comparison(
+        runs, config.model, args.threshold, args.limit, price_model=price_model, scaling=scaling
+    )
     paths = write_report(comparison, Path(args.out), focus_case=args.focus)
     data = json.loads(paths["json"].read_text(encoding="utf-8"))
-    table = Table(title="Total prompt tokens per strategy")
-    for column in ("strategy", "prompt tokens", "× inline", "× floor", "passed"):
-        table.add_column(column, justify="left" if column == "strategy" else "right")
-    for variant, total in data["totals"].items():
-        passed = f"{total['passed']}/{total['cases']}" if "passed" in total else "–"
-        table.add_row(
-            variant,
-            f"{total['prompt_tokens']:,}",
-            str(total["ratio_to_inline"]),
-            str(total["ratio_to_floor"]),
-            passed,
+    out.print(_totals_table(data))
+    missed = {
+        c: e["box_goal"]
+        for c, e in data["cases"].items()
+        if e.get("box_goal", {}).get("met") is False
+    }
+    if missed:
+        out.print(f"[yellow]box goal missed on {len(missed)} case(s):[/]")
+        for case_id, goal in missed.items():
+            out.print(f"  {case_id}: {escape(goal.get('why', ''))}")
+    else:
+        out.print(
+            f"[green]box goal met on every case[/] (≤ {data['box_goal_ratio']}× the cheaper of "
+            "inline and truncate)"
         )
-    out.print(table)
+    if scaling:
+        for variant, sentence in scaling["breaks"].items():
+            out.print(f"  [bold]{variant}[/] {escape(sentence)}")
     if data["personas"]:
         out.print(_persona_table(data["personas"]))
     for kind, path in paths.items():
         out.print(f"wrote {path} ({kind})")
     return EXIT_OK
+
+
+def _totals_table(data: dict[str, Any]) -> Table:
+    pricing = data["pricing"]
+    table = Table(
+        title="Totals per strategy (runs that passed)",
+        caption=f"dollars at {pricing['model']} list prices (checked {pricing['checked']}); "
+        "× inline over the cases both passed, × floor over the cases the strategy passed",
+    )
+    columns = (
+        "strategy",
+        "passed",
+        "overflows",
+        "prompt tokens",
+        "× inline",
+        "× floor",
+        "$ uncached",
+        "$ cached",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for variant, total in data["totals"].items():
+        if variant == "floor":
+            table.add_row("floor", "–", "–", f"{total['prompt_tokens']:,}", "", "1.0", "", "")
+            continue
+        table.add_row(
+            variant,
+            f"{total['passed']}/{total['cases']}",
+            str(total["context_overflows"]),
+            f"{total['prompt_tokens']:,}",
+            str(total["ratio_to_inline"] if total["ratio_to_inline"] is not None else "–"),
+            str(total["ratio_to_floor"] if total["ratio_to_floor"] is not None else "–"),
+            f"${total.get('usd_uncached', 0):,.4f}",
+            f"${total.get('usd_cached', 0):,.4f}",
+        )
+    return table
 
 
 def _persona_table(rows: dict[str, Any]) -> Table:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.boxing import ReferenceRefused, make_reference, reference_id
+from helpers.boxing import make_reference, presented_reference_id
 from helpers.tokens import count_chat_tokens
 
 DEFAULT_KEEP_LAST_CALLS = 6
@@ -211,10 +211,7 @@ def summarize_history(
             lines.append(rules.summarize(category, group))
     refs = []
     for e in exchanges:
-        try:
-            ref = reference_id(e.result)
-        except ReferenceRefused:
-            ref = None
+        ref = presented_reference_id(e.result)
         if ref:
             refs.append(f"{e.name}({_what(e)}) -> {make_reference(ref)}")
     if refs:

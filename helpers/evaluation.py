@@ -1,8 +1,9 @@
 """Running prompt cases: one agent turn per case and strategy, validated and measured.
 
 A *variant* names a strategy as it is run and reported: ``inline``, ``truncate``, ``box``
-(opaque references), ``box-json`` (MCP resource links) and ``middle`` (head + tail, the
-reference point coding agents use for logs).
+(opaque references, the workbook's box design), ``box-json`` (MCP resource links),
+``box-tcr`` (tool-context-relay's design), ``middle`` (head + tail) and the anchors ``codex``,
+``deepagents``, ``claude-code`` and ``agents-sdk`` (:mod:`helpers.anchors`).
 
 Offline, :func:`run_personas` runs the same cases with the personas of :mod:`helpers.personas`,
 each under the strategy where its mistake can happen, so a report can set each one beside the
@@ -11,18 +12,21 @@ ideal model.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import openai
 
 from helpers.agent import CompactionSettings, TurnRecord, run_turn
+from helpers.anchors import ANCHORS
 from helpers.cases import Case
 from helpers.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
 from helpers.offline import OfflineModel
 from helpers.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
 from helpers.policies import (
-    DEFAULT_BOX_THRESHOLD_CHARS,
+    BOX_DESIGNS,
+    DEFAULT_BOX_DESIGN,
     DEFAULT_PREVIEW_LIMIT_CHARS,
     ResultPolicy,
     make_policy,
@@ -32,21 +36,50 @@ from helpers.store import ToolOutputStore
 from helpers.tools import default_registry
 from helpers.validation import Validation, validate
 
-VARIANTS = ("inline", "truncate", "box", "box-json", "middle")
+#: The anchors: production agents' own policies (:mod:`helpers.anchors`).
+ANCHOR_VARIANTS = tuple(ANCHORS)
+#: Every strategy ``workbook compare`` runs: the workbook's, tool-context-relay's box design,
+#: the head + tail reference point and the anchors.
+VARIANTS = ("inline", "truncate", "box", "box-json", "box-tcr", "middle", *ANCHOR_VARIANTS)
+#: The box designs between tool-context-relay's (``box-tcr``) and the workbook's (``box``), one
+#: step each (the report's "what each step buys").
+DESIGN_STEPS = tuple(
+    f"box-{name}" for name in BOX_DESIGNS if name not in (DEFAULT_BOX_DESIGN, "tcr")
+)
+#: Every variant name :func:`policy_for` knows.
+ALL_VARIANTS = tuple(dict.fromkeys((*VARIANTS, *DESIGN_STEPS)))
 
 
 def policy_for(
     variant: str,
     *,
-    threshold: int = DEFAULT_BOX_THRESHOLD_CHARS,
+    threshold: int | None = None,
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
+    boxing: str | None = None,
 ) -> ResultPolicy:
-    """The policy a variant name stands for. Raises ``ValueError`` for an unknown name."""
-    if variant == "box-json":
-        return make_policy("box", threshold=threshold, boxing="json")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    return make_policy(variant, threshold=threshold, limit=limit)
+    """The policy a variant name stands for.
+
+    ``box`` and ``box-json`` are the workbook's box design (:data:`DEFAULT_BOX_DESIGN`) with
+    opaque references or MCP resource links; ``box-<design>`` is another design of
+    :data:`~helpers.policies.BOX_DESIGNS` (``box-tcr``: tool-context-relay's); ``threshold``
+    (characters, or tokens under a token design) overrides the design's. The anchors take their
+    published parameters. ``boxing`` (``opaque`` or ``json``) overrides a box variant's form.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if variant in ("box", "box-json"):
+        boxing = boxing or ("json" if variant == "box-json" else "opaque")
+        return make_policy("box", threshold=threshold, boxing=boxing, design=DEFAULT_BOX_DESIGN)
+    if variant.startswith("box-") and variant[4:] in BOX_DESIGNS:
+        return make_policy(
+            "box", threshold=threshold, boxing=boxing or "opaque", design=variant[4:]
+        )
+    if variant in ANCHORS:
+        return ANCHORS[variant]()
+    if variant in ("inline", "truncate", "middle"):
+        return make_policy(variant, limit=limit)
+    raise ValueError(f"strategy must be one of {', '.join(ALL_VARIANTS)}, got {variant!r}")
 
 
 def client_for_cases(
@@ -76,6 +109,7 @@ class CaseRun:
     record: TurnRecord
     validation: Validation
     persona: str | None = None  # the offline persona that ran it, if any
+    seconds: float = 0.0  # wall time of the turn
 
     @property
     def passed(self) -> bool:
@@ -90,13 +124,14 @@ def run_case(
     model: str,
     store: ToolOutputStore,
     registry: ToolRegistry | None = None,
-    threshold: int = DEFAULT_BOX_THRESHOLD_CHARS,
+    threshold: int | None = None,
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
     few_shot: bool = True,
     temperature: float | None = None,
     compaction: CompactionSettings | None = None,
 ) -> CaseRun:
     """Run ``case.prompt`` once under ``variant`` in a fresh thread, and validate it."""
+    started = time.perf_counter()
     record = run_turn(
         case.prompt,
         client=client,
@@ -110,7 +145,8 @@ def run_case(
     )
     prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
     persona = model[len(prefix) :] if model.startswith(prefix) else None
-    return CaseRun(case, variant, record, validate(case, record), persona)
+    seconds = time.perf_counter() - started
+    return CaseRun(case, variant, record, validate(case, record), persona, seconds)
 
 
 def run_cases(

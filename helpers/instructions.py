@@ -80,9 +80,21 @@ Examples:
    internal_resource_read_slice(opaque_reference="internal://Zx81Qa0pLm3v", start_index=-100, length=100)
    Answer from the slice; do not read the whole value."""
 
+BOX_SHORT_OPAQUE = """\
+A long tool result comes as a reference, internal://<id>: pass it exactly, as a whole argument \
+value, to give the value to a tool; look inside with internal_resource only for a detail you need."""
+
+BOX_SHORT_JSON = """\
+A long tool result comes as an MCP resource link: pass its "uri" exactly, as a whole argument \
+value, to give the value to a tool; look inside with internal_resource only for a detail you need."""
+
 MIDDLE = """\
 Long tool results are shortened: you see the beginning and the end, with a marker such as
 …9400 chars truncated… where the middle was dropped. The dropped part cannot be recovered."""
+
+SAVED = """\
+Long tool results are saved to a file, and the result says where. Read only the part you need \
+with {read}, or search the file with {grep}."""
 
 _PARTS: dict[tuple[str, str], tuple[str, str]] = {
     ("middle", "opaque"): (MIDDLE, ""),
@@ -93,11 +105,15 @@ _PARTS: dict[tuple[str, str], tuple[str, str]] = {
     ("truncate", "json"): (TRUNCATE, EXAMPLES_TRUNCATE),
     ("box", "opaque"): (BOX_OPAQUE, EXAMPLES_OPAQUE),
     ("box", "json"): (BOX_JSON, EXAMPLES_JSON),
+    ("box-short", "opaque"): (BOX_SHORT_OPAQUE, ""),
+    ("saved", "opaque"): (SAVED, ""),
+    ("box-short", "json"): (BOX_SHORT_JSON, ""),
 }
 
 
 def system_instructions(strategy: str, boxing: str = "opaque", *, few_shot: bool = True) -> str:
-    """The system message for a strategy (``inline`` / ``truncate`` / ``box``) and boxing mode.
+    """The system message for a strategy (``inline`` / ``truncate`` / ``box``; ``box-short`` is
+    the one-sentence form of the workbook's box design) and boxing mode.
 
     Raises:
         ValueError: an unknown strategy or boxing mode.

@@ -50,7 +50,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -58,7 +58,7 @@ from typing import Any
 import httpx2
 import openai
 
-from helpers.boxing import SCHEME
+from helpers.boxing import SCHEME, make_reference, presented_reference_id
 from helpers.personas import (
     IDEAL,
     OFFLINE_MODEL_NAME,
@@ -95,17 +95,86 @@ def normalize_prompt(text: str) -> str:
 
 @dataclass(frozen=True)
 class Seen:
-    """One tool result as the model sees it: ``kind`` is inline, preview, reference or error."""
+    """One tool result as the model sees it.
+
+    ``kind`` is ``inline``, ``preview`` (a truncated preview with its marker), ``reference``
+    (``uri`` names it; ``head`` is the preview shown under it, if any), ``file`` (a result saved
+    to the file ``uri``, as deepagents and Claude Code do; ``head`` and ``tail`` are the lines
+    its notice shows, ``total_lines`` the file's length when the notice tells it) or ``error``.
+    """
 
     call_id: str
     content: str
     kind: str
     uri: str | None = None
+    head: str | None = None
+    tail: str | None = None
+    total_lines: int | None = None
+
+
+_DEEPAGENTS_RE = re.compile(r"^Tool result too large, .*? at this path: (\S+)")
+_CLAUDE_CODE_RE = re.compile(
+    r"^<persisted-output>\nOutput too large \([^)]*\)\. Full output saved to: (\S+)"
+)
+_NUMBERED_ROW_RE = re.compile(r"^\s*(\d+)(?:\.(\d+))?\t(.*)$")
+
+
+def _saved_file(call_id: str, content: str) -> Seen | None:
+    """A deepagents or Claude Code notice of a result saved to a file, read as a model reads it."""
+    match = _DEEPAGENTS_RE.match(content)
+    if match:
+        sample = content.split("head and tail of the result:\n\n", 1)[-1]
+        before, _, after = sample.partition("\n... [")
+        head = _unnumber(before.splitlines())
+        tail_rows = after.split("] ...\n", 1)[1].splitlines() if after else []
+        numbers = [
+            int(m[1])
+            for row in (before + "\n" + "\n".join(tail_rows)).splitlines()
+            if (m := _NUMBERED_ROW_RE.match(row))
+        ]
+        return Seen(
+            call_id,
+            content,
+            "file",
+            match[1],
+            head=head,
+            tail=_unnumber(tail_rows) if tail_rows else head,
+            total_lines=max(numbers) if numbers else None,
+        )
+    match = _CLAUDE_CODE_RE.match(content)
+    if match:
+        preview = content.split("Preview (first 2KB):\n", 1)[-1].rsplit(
+            "\n...\n</persisted-output>", 1
+        )[0]
+        return Seen(call_id, content, "file", match[1], head=preview)
+    return None
+
+
+def _unnumber(rows: list[str]) -> str:
+    """The text of ``cat -n`` rows (``{n:6d}\\t{line}``; deepagents' continuation rows
+    ``n.1``, ``n.2`` join the line they continue)."""
+    lines: list[str] = []
+    for row in rows:
+        match = _NUMBERED_ROW_RE.match(row)
+        if match is None:
+            continue
+        if match[2] is not None and lines:
+            lines[-1] += match[3]
+        else:
+            lines.append(match[3])
+    return "\n".join(lines)
 
 
 def classify(call_id: str, content: str) -> Seen:
     """Read a ``tool`` message the way an ideal model would."""
     stripped = content.strip()
+    ref_id = presented_reference_id(content) if content.startswith(SCHEME) else None
+    if ref_id is not None and "\n" in content:  # a reference with a note and a preview under it
+        head = content.split("\n", 2)[2] if content.count("\n") >= 2 else ""
+        return Seen(call_id, content, "reference", make_reference(ref_id), head=head)
+    saved = _saved_file(call_id, content)
+    if saved is not None:
+        return saved
     if stripped.startswith(SCHEME) and len(stripped) < 100 and " " not in stripped:
         return Seen(call_id, content, "reference", stripped)
     if stripped.startswith("{"):
@@ -163,6 +232,7 @@ class _Mind:
     notes: dict[str, Any] = field(default_factory=dict)
     memory: Memory = field(default_factory=dict)
     made: set[str] = field(default_factory=set)
+    tools: frozenset[str] = frozenset()  # the tool names offered in the request
 
     def once(self, mistake: str) -> bool:
         """True the first time ``mistake`` is asked about in this turn."""
@@ -208,9 +278,36 @@ def _mistaken(call: Call, mind: _Mind) -> Call | None:
     return None
 
 
+#: The five resolve tools as operations of the one ``internal_resource`` tool, with the renamed
+#: arguments.
+_AS_ONE_TOOL: dict[str, tuple[str, dict[str, str]]] = {
+    "internal_resource_length": ("length", {}),
+    "internal_resource_read_slice": ("slice", {"start_index": "start", "length": "count"}),
+    "internal_resource_read_lines": ("lines", {"start_line": "start", "line_count": "count"}),
+    "internal_resource_grep": ("grep", {}),
+    "internal_resource_read": ("read", {}),
+}
+
+
+def _as_offered(call: Call, mind: _Mind) -> Call:
+    """``call`` in the form the request offers: a five-tool resolve call becomes
+    ``internal_resource(op=...)`` when that is the resolve tool offered."""
+    if call.name not in _AS_ONE_TOOL or call.name in mind.tools:
+        return call
+    if "internal_resource" not in mind.tools:
+        return call
+    op, renames = _AS_ONE_TOOL[call.name]
+    args: dict[str, Any] = {"opaque_reference": call.arguments["opaque_reference"], "op": op}
+    for key, value in call.arguments.items():
+        if key != "opaque_reference":
+            args[renames.get(key, key)] = value
+    return Call("internal_resource", args)
+
+
 def _call(call: Call, mind: _Mind) -> Step:
     """Make ``call``; a persona makes its mistake first, and corrects it if an error comes back
     (a mistake that goes through unrefused stands: the client's guard was missing)."""
+    call = _as_offered(call, mind)
     wrong = _mistaken(call, mind)
     if wrong is not None:
         seen = yield wrong
@@ -239,6 +336,118 @@ def _fetch_full(seen: Seen, mind: _Mind) -> Step:
     return data["tool_output"]
 
 
+# -- results saved to a file (deepagents, Claude Code) ---------------------------------------
+
+#: Lines an ideal model reads per call of a file-reading tool.
+FILE_PAGE_LINES = 2_000
+_GREP_ROW_RE = re.compile(r"^(?:.*?:)?(\d+):(.*)$")
+
+
+def _file_tools(mind: _Mind) -> tuple[str, str, bool]:
+    """The read and grep tools offered, and whether read offsets count from 1 (Claude Code)."""
+    if "Read" in mind.tools:
+        return "Read", "Grep", True
+    return "read_file", "grep", False
+
+
+def _numbered_rows(content: str) -> list[tuple[int, str]]:
+    """``(line number, text)`` of ``cat -n`` rows, continuation rows joined to their line."""
+    rows: list[tuple[int, str]] = []
+    for row in content.splitlines():
+        match = _NUMBERED_ROW_RE.match(row)
+        if match is None:
+            continue
+        if match[2] is not None and rows:
+            rows[-1] = (rows[-1][0], rows[-1][1] + match[3])
+        else:
+            rows.append((int(match[1]), match[3]))
+    return rows
+
+
+def _file_page(seen: Seen, first_line: int, count: int, mind: _Mind) -> Step:
+    """Lines ``first_line`` (from 1) onwards, at most ``count``: ``(rows, more_may_follow)``."""
+    read, _, one_based = _file_tools(mind)
+    offset = first_line if one_based else first_line - 1
+    got = yield from _call(
+        Call(read, {"file_path": seen.uri, "offset": offset, "limit": count}), mind
+    )
+    if got.kind == "error" and "exceeds file length" in got.content:
+        return [], False
+    content = _check_error(got, read).content
+    rows = _numbered_rows(content)
+    return rows, len(rows) >= count or "[cut at" in content
+
+
+def _file_all(seen: Seen, mind: _Mind) -> Step:
+    """The whole saved file, read page by page (what a model must do to copy it)."""
+    if seen.call_id in mind.memory:
+        return mind.memory[seen.call_id]
+    lines: list[str] = []
+    next_line = 1
+    while True:
+        rows, more = yield from _file_page(seen, next_line, FILE_PAGE_LINES, mind)
+        lines += [text for _, text in rows]
+        if not rows or not more:
+            break
+        next_line = rows[-1][0] + 1
+        if seen.total_lines is not None and next_line > seen.total_lines:
+            break
+    mind.memory[seen.call_id] = "\n".join(lines)
+    return mind.memory[seen.call_id]
+
+
+def _file_grep(seen: Seen, pattern: str, mind: _Mind) -> Step:
+    """``(line number, text)`` of the lines of the saved file that match ``pattern``."""
+    _, grep, one_based = _file_tools(mind)
+    args: dict[str, Any] = {"pattern": pattern, "path": seen.uri}
+    if one_based:
+        args["output_mode"] = "content"
+    got = yield from _call(Call(grep, args), mind)
+    content = _check_error(got, grep).content
+    return [(int(m[1]), m[2]) for row in content.splitlines() if (m := _GREP_ROW_RE.match(row))]
+
+
+def _file_length(seen: Seen, mind: _Mind) -> Step:
+    """The number of lines of the saved file: from the notice, or a grep that counts them."""
+    if seen.total_lines is not None:
+        return seen.total_lines
+    _, grep, one_based = _file_tools(mind)
+    args: dict[str, Any] = {"pattern": "^", "path": seen.uri}
+    if one_based:
+        args["output_mode"] = "count"
+    got = yield from _call(Call(grep, args), mind)
+    content = _check_error(got, grep).content.strip()
+    return int(content) if content.isdigit() else len(content.splitlines())
+
+
+def _file_tail(seen: Seen, chars: int, mind: _Mind) -> Step:
+    """The last ``chars`` characters of the saved file, from the notice's tail if it shows
+    them whole, else from the last lines read."""
+    from helpers.anchors import DEEPAGENTS_PREVIEW_LINE_CHARS
+
+    tail = seen.tail
+    whole = tail is not None and all(
+        len(line) < DEEPAGENTS_PREVIEW_LINE_CHARS for line in tail.splitlines()
+    )
+    if tail is not None and whole and len(tail) >= chars:
+        return tail[-chars:]
+    total = yield from _file_length(seen, mind)
+    count = 50
+    while True:
+        first = max(total - count + 1, 1)
+        rows, _ = yield from _file_page(seen, first, count, mind)
+        text = "\n".join(t for _, t in rows)
+        if len(text) >= chars or first == 1:
+            return text[-chars:]
+        count *= 4
+
+
+def _visible_lines(text: str, cut: bool) -> list[str]:
+    """The whole lines of a preview (its last line is partial when the preview was cut)."""
+    lines = text.splitlines()
+    return lines[:-1] if cut and lines and not text.endswith("\n") else lines
+
+
 def _pass_on(seen: Seen, mind: _Mind) -> Step:
     """The value to put in another tool's argument: copy, fetch, or pass the reference."""
     if seen.kind == "reference":
@@ -247,6 +456,8 @@ def _pass_on(seen: Seen, mind: _Mind) -> Step:
         return seen.uri
     if seen.kind == "preview":
         return (yield from _fetch_full(seen, mind))
+    if seen.kind == "file":
+        return (yield from _file_all(seen, mind))
     return seen.content
 
 
@@ -260,6 +471,8 @@ def _read(seen: Seen, mind: _Mind) -> Step:
         return mind.memory[seen.call_id]
     if seen.kind == "preview":
         return (yield from _fetch_full(seen, mind))
+    if seen.kind == "file":
+        return (yield from _file_all(seen, mind))
     return seen.content
 
 
@@ -279,6 +492,8 @@ def _tail(seen: Seen, chars: int, mind: _Mind) -> Step:
         return _check_error(got, "internal_resource_read_slice").content
     if seen.kind == "preview":
         return (yield from _fetch_full(seen, mind))[-chars:]
+    if seen.kind == "file":
+        return (yield from _file_tail(seen, chars, mind))
     return seen.content[-chars:]
 
 
@@ -299,6 +514,19 @@ def _find(seen: Seen, pattern: str, window: int, mind: _Mind) -> Step:
         )
         text = _check_error(got, "internal_resource_grep").content
         return [m[1] for line in text.splitlines() if (m := _GREP_LINE_RE.match(line))]
+    if seen.kind == "file" and seen.call_id not in mind.memory:
+        hits = yield from _file_grep(seen, pattern, mind)
+        if window == 0:
+            return [text for _, text in hits]
+        wanted: set[int] = set()
+        for n, _ in hits:
+            wanted.update(range(max(1, n - window), n + window + 1))
+        found: dict[int, str] = {}
+        for n in sorted(wanted):
+            if n not in found:
+                rows, _ = yield from _file_page(seen, n, 2 * window + 1, mind)
+                found.update(rows)
+        return [found[n] for n in sorted(wanted) if n in found]
     # a preview may hide further matches: finding *all* of them needs the full value
     if seen.call_id in mind.memory:
         value = mind.memory[seen.call_id]
@@ -319,10 +547,16 @@ def _first(seen: Seen, pattern: str, mind: _Mind) -> Step:
     """The first line matching ``pattern``: a preview that shows one needs no fetch."""
     regex = re.compile(pattern)
     memory = mind.memory
+    if seen.kind in ("reference", "file") and seen.head and seen.call_id not in memory:
+        # the head shown with a reference or a saved file's notice: a hit there needs no look
+        hit = next((ln for ln in _visible_lines(seen.head, True) if regex.search(ln)), None)
+        if hit is not None:
+            return hit
     if seen.call_id in memory or seen.kind in ("inline", "preview"):
         preview = parse_preview(seen.content) if seen.call_id not in memory else None
         visible = memory.get(seen.call_id) or (preview.text if preview else seen.content)
-        hit = next((line for line in visible.splitlines() if regex.search(line)), None)
+        lines = _visible_lines(visible, preview is not None)
+        hit = next((line for line in lines if regex.search(line)), None)
         if hit is not None or seen.kind == "inline" or seen.call_id in memory:
             return hit or "(no match)"
         full = yield from _fetch_full(seen, mind)
@@ -420,10 +654,10 @@ def _uses_preview(args: Any, results: list[Seen]) -> bool:
     return False
 
 
-def interpret(plan: Plan, persona: Persona = IDEAL) -> Step:
+def interpret(plan: Plan, persona: Persona = IDEAL, tools: Iterable[str] = ()) -> Step:
     """Carry out ``plan`` as ``persona``: yields each tool :class:`Call`, receives what the model
     saw of its result, and returns the final answer text."""
-    mind = _Mind(persona)
+    mind = _Mind(persona, tools=frozenset(tools))
     try:
         for step in plan:
             if "call" in step:
@@ -568,9 +802,13 @@ class OfflineModel:
         self.plans[normalize_prompt(prompt)] = check_plan(plan)
 
     def next_message(
-        self, messages: list[Mapping[str, Any]], persona: Persona = IDEAL
+        self,
+        messages: list[Mapping[str, Any]],
+        persona: Persona = IDEAL,
+        tools: Iterable[str] = (),
     ) -> dict[str, Any]:
-        """The assistant message the plan calls for next, given the conversation so far."""
+        """The assistant message the plan calls for next, given the conversation so far and the
+        names of the ``tools`` the request offers."""
         last_user = max(
             (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
         )
@@ -587,7 +825,7 @@ class OfflineModel:
             for m in messages[last_user:]
             if m.get("role") == "tool"
         }
-        steps = interpret(plan, persona)
+        steps = interpret(plan, persona, tools)
         try:
             wanted = next(steps)
             for message in messages[last_user + 1 :]:
@@ -651,7 +889,8 @@ class OfflineModel:
                 f"However, your messages resulted in {prompt_tokens} tokens. Please reduce the "
                 "length of the messages."
             )
-        message = self.next_message(messages, persona)
+        names = [t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)]
+        message = self.next_message(messages, persona, names)
         completion_tokens = (
             count_tokens(message.get("content") or "")
             + count_tokens(message.get("reasoning_content") or "")

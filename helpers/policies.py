@@ -19,7 +19,7 @@ result (:meth:`ResultPolicy.present`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from helpers.boxing import (
@@ -45,6 +45,7 @@ from helpers.preview import (
 from helpers.registry import Tool, ToolContext
 from helpers.resolve_tools import fetch_tools, resolve_tools
 from helpers.store import StoredOutput
+from helpers.tokens import count_tokens
 
 STRATEGIES = ("inline", "truncate", "box", "middle")
 #: The most references one tool call may unbox, and the most characters they may stand for in
@@ -60,6 +61,94 @@ _FETCH_FIRST = (
 )
 #: Default boxing threshold in characters (``MAX_RESULT_SIZE`` of *tool-context-relay* by grzegorz-aniol).
 DEFAULT_BOX_THRESHOLD_CHARS = 256
+
+
+@dataclass(frozen=True)
+class BoxDesign:
+    """How the box strategy boxes: one named, measurable configuration.
+
+    Attributes:
+        name: its name in reports (``box-<name>``; the workbook's own design is plain ``box``).
+        threshold_chars: box a result longer than this many characters (``None``: use tokens).
+        threshold_tokens: box a result longer than this many o200k_base tokens (when
+            ``threshold_chars`` is ``None``): what a result costs the context, whatever its
+            characters.
+        resolve: ``"five"`` resolve tools (``internal_resource_length`` / ``_read_slice`` /
+            ``_read_lines`` / ``_grep`` / ``_read``, as *tool-context-relay*) or ``"one"``
+            (``internal_resource`` with an ``op`` argument: the same operations, one schema).
+        instructions: ``"full"`` (rules and few-shot examples in the system message) or
+            ``"short"`` (one sentence; the rest travels with each boxed result and in the tool's
+            description).
+        offer_tools: ``"always"``, or ``"referenced"``: the resolve tools are offered only once a
+            reference exists in the thread (a turn with no long result costs what inline costs).
+        preview_chars: with opaque boxing, the head of the value shown under the reference (0:
+            the bare reference), so a detail at the top needs no resolve call.
+        step: what this design changes from the one before it, for the report.
+    """
+
+    name: str
+    threshold_chars: int | None = None
+    threshold_tokens: int = 1_000
+    resolve: Literal["five", "one"] = "one"
+    instructions: Literal["full", "short"] = "short"
+    offer_tools: Literal["always", "referenced"] = "referenced"
+    preview_chars: int = 0
+    step: str = ""
+
+    def rule(self) -> str:
+        """When a result is boxed, in words: ``over 256 chars`` or ``over 1,000 tokens``."""
+        if self.threshold_chars is not None:
+            return f"over {self.threshold_chars:,} chars"
+        return f"over {self.threshold_tokens:,} tokens"
+
+
+#: The head of a boxed value the workbook's design shows under its reference, in characters: a
+#: title, a header row or the opening of a JSON document, for a few dozen tokens a call.
+BOX_PREVIEW_CHARS = 200
+
+_TCR = BoxDesign(
+    "tcr",
+    threshold_chars=DEFAULT_BOX_THRESHOLD_CHARS,
+    resolve="five",
+    instructions="full",
+    offer_tools="always",
+    step="tool-context-relay's settings: 256 chars, five resolve tools, rules and examples",
+)
+_ONE = replace(_TCR, name="one-tool", resolve="one", step="one resolve tool with an op argument")
+_SHORT = replace(_ONE, name="short-prompt", instructions="short", step="a one-sentence prompt")
+_LAZY = replace(
+    _SHORT,
+    name="lazy-tools",
+    offer_tools="referenced",
+    step="the resolve tool offered only once a reference exists",
+)
+_TOKENS = replace(
+    _LAZY, name="token-threshold", threshold_chars=None, step="box only results over 1,000 tokens"
+)
+_WORKBOOK = replace(
+    _TOKENS,
+    name="workbook",
+    preview_chars=BOX_PREVIEW_CHARS,
+    step=f"the first {BOX_PREVIEW_CHARS} chars shown under the reference",
+)
+#: The box designs, in the order the workbook improved them, each one step from the one before:
+#: from *tool-context-relay*'s settings (``tcr``) to the workbook's (``workbook``).
+BOX_DESIGNS: dict[str, BoxDesign] = {
+    d.name: d for d in (_TCR, _ONE, _SHORT, _LAZY, _TOKENS, _WORKBOOK)
+}
+#: The design ``workbook ask --strategy box`` and ``compare`` use unless told otherwise.
+DEFAULT_BOX_DESIGN = "workbook"
+
+
+def box_design(name: str) -> BoxDesign:
+    """The design called ``name``; raises ``ValueError`` naming the known ones."""
+    try:
+        return BOX_DESIGNS[name]
+    except KeyError:
+        raise ValueError(
+            f"box design must be one of {', '.join(BOX_DESIGNS)}, got {name!r}"
+        ) from None
+
 
 ResultKind = Literal["inline", "truncated", "boxed", "middle"]
 
@@ -103,9 +192,18 @@ class ResultPolicy:
         """Tools the model gets besides the real ones."""
         return []
 
+    def tools_for(self, ctx: ToolContext) -> list[Tool]:
+        """The internal tools to offer in the next model call (by default, all of them)."""
+        return self.internal_tools()
+
     def instructions(self, *, few_shot: bool = True) -> str:
         """The system message for this policy."""
         return system_instructions(self.name, self.boxing, few_shot=few_shot)
+
+    def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages to send in the next model call (by default, all of them as they are;
+        a policy may trim what it sends without changing the stored history)."""
+        return messages
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
         """The arguments ``tool`` runs with. Raises a
@@ -238,16 +336,62 @@ class BoxPolicy(ResultPolicy):
     name = "box"
     needs_store = True
 
-    def __init__(self, threshold: int = DEFAULT_BOX_THRESHOLD_CHARS, boxing: str = "opaque"):
-        if threshold < 0:
-            raise ValueError(f"threshold must be >= 0 characters, got {threshold}")
+    def __init__(
+        self,
+        threshold: int | None = None,
+        boxing: str = "opaque",
+        design: BoxDesign | str = "tcr",
+    ):
+        """Args:
+            threshold: box results longer than this many characters (default: the design's
+                rule); with a token-threshold design, this many tokens.
+            boxing: ``opaque`` (``internal://<id>``) or ``json`` (an MCP resource link).
+            design: a :class:`BoxDesign` or the name of one in :data:`BOX_DESIGNS`; the default,
+                ``tcr``, is *tool-context-relay*'s (256 chars, five resolve tools), as notebook
+                04 builds it.
+
+        Raises:
+            ValueError: a negative threshold, or an unknown boxing mode or design.
+        """
+        design = box_design(design) if isinstance(design, str) else design
+        if threshold is not None:
+            if threshold < 0:
+                raise ValueError(f"threshold must be >= 0, got {threshold}")
+            if design.threshold_chars is not None:
+                design = replace(design, threshold_chars=threshold)
+            else:
+                design = replace(design, threshold_tokens=threshold)
         if boxing not in BOXING_MODES:
             raise ValueError(f"boxing must be one of {BOXING_MODES}, got {boxing!r}")
-        self.threshold = threshold
+        self.design = design
+        self.threshold = design.threshold_chars  # None when the design counts tokens
         self.boxing = boxing
 
     def internal_tools(self) -> list[Tool]:
-        return resolve_tools()
+        return resolve_tools(self.design.resolve)
+
+    def tools_for(self, ctx: ToolContext) -> list[Tool]:
+        """The resolve tools, unless the design offers them only once the thread holds a
+        reference and it holds none yet."""
+        if self.design.offer_tools == "referenced" and not ctx.shown_references:
+            return []
+        return self.internal_tools()
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        if self.design.instructions == "short":
+            return system_instructions("box-short", self.boxing, few_shot=False)
+        return system_instructions(self.name, self.boxing, few_shot=few_shot)
+
+    def is_long(self, output: str) -> bool:
+        """Whether ``output`` is boxed under this design's rule (characters or tokens)."""
+        design = self.design
+        if design.threshold_chars is not None:
+            return len(output) > design.threshold_chars
+        if len(output) <= design.threshold_tokens:  # a token is at least one character
+            return False
+        if len(output) > 40 * design.threshold_tokens:  # no text averages 40 chars a token
+            return True
+        return count_tokens(output) > design.threshold_tokens
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
         """Unbox every whole reference (wrapped ones too) and refuse references inside text.
@@ -308,47 +452,55 @@ class BoxPolicy(ResultPolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
-        if tool.internal or len(output) <= self.threshold:
+        if tool.internal or not self.is_long(output):
             return Presented(output, "inline")
         if row is None:
             raise RuntimeError("the box strategy needs every long result logged to the store")
+        ctx.shown_references.add(row.ref_id)
+        preview = output[: self.design.preview_chars] if self.boxing == "opaque" else ""
         content = render_reference(
             row.ref_id,
             boxing=self.boxing,
             name=f"{tool.name} result",
             mime_type=guess_mime_type(output),
             size_bytes=len(output.encode("utf-8", "surrogatepass")),
+            size_chars=len(output),
+            preview=preview,
         )
         return Presented(content, "boxed")
 
     def describe(self) -> str:
-        return f"box ({self.boxing}, threshold {self.threshold} chars)"
+        design = "" if self.design.name == DEFAULT_BOX_DESIGN else f", design {self.design.name}"
+        return f"box ({self.boxing}, {self.design.rule()}{design})"
 
 
 def make_policy(
     strategy: str,
     *,
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
-    threshold: int = DEFAULT_BOX_THRESHOLD_CHARS,
+    threshold: int | None = None,
     boxing: str = "opaque",
+    design: str = "tcr",
 ) -> ResultPolicy:
     """The policy for ``strategy`` (``inline`` / ``truncate`` / ``box``).
 
     Args:
         strategy: which policy (``middle`` is the head + tail reference point).
         limit: preview length in characters (``truncate``, ``middle``).
-        threshold: longest result in characters that stays inline (``box``).
+        threshold: longest result that stays inline (``box``): characters, or tokens under a
+            token-threshold design; default: the design's.
         boxing: ``opaque`` (``internal://<id>``) or ``json`` (MCP resource link) (``box``).
+        design: the box design (:data:`BOX_DESIGNS`); ``tcr`` is *tool-context-relay*'s.
 
     Raises:
-        ValueError: an unknown strategy or boxing mode, or a negative size.
+        ValueError: an unknown strategy, boxing mode or design, or a negative size.
     """
     if strategy == "inline":
         return InlinePolicy()
     if strategy == "truncate":
         return TruncatePolicy(limit)
     if strategy == "box":
-        return BoxPolicy(threshold, boxing)
+        return BoxPolicy(threshold, boxing, design)
     if strategy == "middle":
         return MiddleTruncatePolicy(limit)
     raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")

@@ -22,14 +22,22 @@ import tempfile
 from pathlib import Path
 
 from helpers.agent import run_turn
-from helpers.cases import load_cases
+from helpers.cases import ALL_CASES, load_cases
 from helpers.compare import Comparison
-from helpers.evaluation import VARIANTS, run_cases, run_personas
+from helpers.evaluation import (
+    DESIGN_STEPS,
+    VARIANTS,
+    client_for_cases,
+    policy_for,
+    run_cases,
+    run_personas,
+)
 from helpers.ids import reproducible_ids
+from helpers.llm import resolve_model
 from helpers.offline import offline_client
 from helpers.paths import PROJECT_ROOT
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS
-from helpers.policies import make_policy
+from helpers.scaling import run_scaling
 from helpers.store import ToolOutputStore
 from helpers.tools import default_registry
 
@@ -59,7 +67,7 @@ def _ask_table(store: ToolOutputStore) -> str:
             CASE1,
             client=client,
             model="offline-reference",
-            policy=make_policy(strategy),
+            policy=policy_for(strategy),
             registry=default_registry(),
             store=store,
         )
@@ -74,26 +82,78 @@ def _ask_table(store: ToolOutputStore) -> str:
 
 
 def _comparison(store: ToolOutputStore) -> dict:
-    cases = load_cases()
-    common = {"client": offline_client(), "store": store, "threshold": 256, "limit": 600}
-    runs = run_cases(cases, VARIANTS, model="offline-reference", **common)
-    runs += run_personas(cases, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
-    return Comparison(runs, "offline-reference", 256, 600).to_json()
+    """Every shipped case (the large ones too) under every strategy and design step, the
+    personas on the regular cases, and the scaling run up to 10 MB."""
+    cases = load_cases(ALL_CASES)
+    common = {"client": client_for_cases(resolve_model("offline", env={}), cases), "store": store}
+    runs = run_cases(cases, [*VARIANTS, *DESIGN_STEPS], model="offline-reference", **common)
+    regular = load_cases()
+    runs += run_personas(regular, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
+    scaling = run_scaling(store=store)
+    return Comparison(runs, "offline-reference", None, 600, scaling=scaling).to_json()
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:,.2f}"
 
 
 def _compare_table(data: dict) -> str:
+    pricing = data["pricing"]
     lines = [
-        "| strategy | prompt tokens | × inline | × floor | cases passed |",
-        "|---|---:|---:|---:|---:|",
+        f"Dollars at {pricing['model']} list prices (checked {pricing['checked']}), with prompt "
+        "caching; totals over the runs that passed.",
+        "",
+        "| strategy | passed | context overflows | prompt tokens | × inline | × floor | $ uncached | $ cached |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for variant, total in data["totals"].items():
+    for variant, t in data["totals"].items():
         if variant == "floor":
             continue
+        ratio = f"{t['ratio_to_inline']:.2f}" if t["ratio_to_inline"] is not None else "–"
+        floor = f"{t['ratio_to_floor']:.2f}" if t["ratio_to_floor"] is not None else "–"
         lines.append(
-            f"| {variant} | {total['prompt_tokens']:,} | {total['ratio_to_inline']:.2f} | "
-            f"{total['ratio_to_floor']:.2f} | {total['passed']}/{total['cases']} |"
+            f"| {variant} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
+            f"{t['prompt_tokens']:,} | {ratio} | {floor} | {_usd(t.get('usd_uncached'))} | "
+            f"{_usd(t.get('usd_cached'))} |"
+        )
+    goals = [e["box_goal"] for e in data["cases"].values() if "box_goal" in e]
+    met = sum(1 for g in goals if g["met"])
+    ratios = [g["ratio"] for g in goals if g.get("ratio") is not None]
+    lines += [
+        "",
+        f"Box goal (at most {data['box_goal_ratio']}× the cheaper of inline and truncate): met on "
+        f"{met} of {len(goals)} cases; the highest ratio is {max(ratios):.2f}, and on "
+        f"{sum(1 for g in goals if g.get('ratio') is None)} cases box is the only one of the three "
+        "that passes.",
+    ]
+    return "\n".join(lines)
+
+
+def _design_table(data: dict) -> str:
+    lines = [
+        "| design | what the step changes | prompt tokens | saved | $ cached saved |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for row in data["design_steps"]:
+        saved = row.get("tokens_saved")
+        cached = row.get("usd_cached_saved")
+        lines.append(
+            f"| `{row['variant']}` | {row['step']} | {row['prompt_tokens']:,} | "
+            f"{f'{saved:,}' if saved is not None else '–'} | "
+            f"{f'${cached:,.4f}' if cached is not None else '–'} |"
         )
     return "\n".join(lines)
+
+
+def _caching(data: dict) -> str:
+    from helpers.compare import caching_markdown
+
+    return "\n".join(line for line in caching_markdown(data) if line.lstrip().startswith("-"))
+
+
+def _scaling(data: dict) -> str:
+    scaling = data["scaling"]
+    return "\n".join(f"- **{v}** {sentence}." for v, sentence in scaling["breaks"].items())
 
 
 def _persona_table(data: dict) -> str:
@@ -112,24 +172,6 @@ def _persona_table(data: dict) -> str:
             f"{row['prompt_tokens']:,} | {row['ratio_to_ideal']:.2f} |"
         )
     return "\n".join(lines)
-
-
-def _overhead() -> str:
-    """What each strategy's instructions and extra tools add to every model call, in tokens."""
-    from helpers.tokens import count_chat_tokens
-
-    def fixed(strategy: str) -> int:
-        policy = make_policy(strategy)
-        tools = default_registry().merged(policy.internal_tools()).schemas()
-        return count_chat_tokens([{"role": "system", "content": policy.instructions()}], tools)
-
-    box, truncate = fixed("box") - fixed("inline"), fixed("truncate") - fixed("inline")
-    return (
-        f"Boxing has a fixed price too: the five resolve tools' schemas and the instructions add "
-        f"{box:,} tokens to every model call (truncation's `fetch_tool_output` and instructions: "
-        f"{truncate:,}), so a result of a few KB that the model reads once (`sql1`, `sql3`) is "
-        "cheaper inline."
-    )
 
 
 def generate() -> dict[str, str]:
@@ -155,7 +197,9 @@ def generate() -> dict[str, str]:
         "ask": ask,
         "compare": _compare_table(data),
         "personas": _persona_table(data),
-        "overhead": _overhead(),
+        "designs": _design_table(data),
+        "caching": _caching(data),
+        "scaling": _scaling(data),
     }
 
 

@@ -28,7 +28,7 @@ import re
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from helpers.redaction import configured_secrets
 
@@ -62,6 +62,9 @@ class ToolContext:
     thread_id: str
     guards: list[str] = field(default_factory=list)
     fetched: set[str] = field(default_factory=set)
+    #: reference ids the model has been shown in this thread (boxed results, this turn or in
+    #: the history it was given)
+    shown_references: set[str] = field(default_factory=set)
     secrets: tuple[str, ...] = field(default_factory=configured_secrets)
 
 
@@ -70,6 +73,10 @@ _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", 
 
 def _json_schema(annotation: Any) -> dict[str, Any]:
     origin = get_origin(annotation)
+    if origin is Literal:
+        choices = list(get_args(annotation))
+        kind = _JSON_TYPES.get(type(choices[0]), "string") if choices else "string"
+        return {"type": kind, "enum": choices}
     if origin in (Union, types.UnionType):
         members = [a for a in get_args(annotation) if a is not type(None)]
         return _json_schema(members[0]) if len(members) == 1 else {}
@@ -106,6 +113,8 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def _type_ok(value: Any, annotation: Any) -> bool:
     origin = get_origin(annotation)
+    if origin is Literal:
+        return value in get_args(annotation)
     if origin in (Union, types.UnionType):
         return any(_type_ok(value, a) for a in get_args(annotation))
     if annotation is type(None):
@@ -180,6 +189,10 @@ class Tool:
         for name, value in arguments.items():
             hint = self.hints.get(name)
             if name in props and hint is not None and not _type_ok(value, hint):
+                if "enum" in props[name]:
+                    choices = ", ".join(repr(c) for c in props[name]["enum"])
+                    problems.append(f"argument {name!r} must be one of {choices}, got {value!r}")
+                    continue
                 expected = props[name].get("type", "a different type")
                 problems.append(f"argument {name!r} must be {expected}, got {type(value).__name__}")
         if problems:

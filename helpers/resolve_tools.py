@@ -2,6 +2,8 @@
 
 - ``fetch_tool_output(tool_call_id)``: the truncate strategy's way back to a full output (Part 11
   "Tool-Output Offload" of the Oracle AI Developer Hub agent workshop).
+- ``internal_resource(opaque_reference, op, ...)``: the same five operations behind one schema
+  (the workbook's box design: one tool costs a third of the tokens of five).
 - ``internal_resource_*``: the box strategy's resolve tools, with the semantics of
   *tool-context-relay* by grzegorz-aniol: ``length``, ``read_slice`` (negative start counts from the end, Python-style),
   ``read_lines`` (zero-based start line, negative from the end), ``grep`` (a regex per line with
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 import re2
 
@@ -180,7 +182,12 @@ def internal_resource_read_lines(
     return "\n".join(out)
 
 
-def _grep_regex(pattern: str) -> Any:
+def compile_grep_pattern(pattern: str) -> Any:
+    """``pattern`` compiled with RE2 under the grep bounds (length, program size, memory).
+
+    Raises:
+        ValueError: an empty, too long, invalid or too complex pattern (the message says which).
+    """
     if not pattern:
         raise ValueError("pattern must be a non-empty regular expression")
     if len(pattern) > MAX_GREP_PATTERN_CHARS:
@@ -223,7 +230,7 @@ def internal_resource_grep(
     """
     if not 0 <= window <= MAX_GREP_WINDOW:
         raise ValueError(f"window must be between 0 and {MAX_GREP_WINDOW} lines, got {window}")
-    regex = _grep_regex(pattern)
+    regex = compile_grep_pattern(pattern)
     lines = _value(ctx, opaque_reference).splitlines()
     merged: list[list[int]] = []
     shown = 0
@@ -299,6 +306,46 @@ def internal_resource_read(ctx: ToolContext, opaque_reference: str) -> str:
     )
 
 
+ResolveOp = Literal["length", "slice", "lines", "grep", "read"]
+
+
+def internal_resource(
+    ctx: ToolContext,
+    opaque_reference: str,
+    op: ResolveOp,
+    start: int = 0,
+    count: int = 2000,
+    pattern: str = "",
+    window: int = 0,
+) -> str:
+    """Look inside a long tool result kept out of the context (an internal://<id> reference).
+
+    Only when you need a detail: to pass a result to another tool, pass the reference itself.
+
+    Args:
+        opaque_reference: the reference, e.g. 'internal://<id>'.
+        op: length (in characters) | slice (count characters from start; start < 0 counts from
+            the end) | lines (count lines from line start, zero-based; < 0 from the end) |
+            grep (lines matching the RE2 regex pattern, window lines around each) | read
+            (everything: a last resort).
+        start: where slice or lines begins.
+        count: characters (slice) or lines (lines) to return.
+        pattern: the regular expression for grep.
+        window: lines of context around each grep match (0-50).
+    """
+    if op == "length":
+        return internal_resource_length(ctx, opaque_reference)
+    if op == "slice":
+        return internal_resource_read_slice(ctx, opaque_reference, start, count)
+    if op == "lines":
+        return internal_resource_read_lines(ctx, opaque_reference, start, count)
+    if op == "grep":
+        return internal_resource_grep(ctx, opaque_reference, pattern, window)
+    if op == "read":
+        return internal_resource_read(ctx, opaque_reference)
+    raise ValueError(f"op must be one of length, slice, lines, grep, read; got {op!r}")
+
+
 RESOLVE_TOOL_FUNCTIONS = (
     internal_resource_length,
     internal_resource_read_slice,
@@ -313,6 +360,17 @@ def fetch_tools() -> list[Tool]:
     return [tool_from_function(fetch_tool_output, internal=True)]
 
 
-def resolve_tools() -> list[Tool]:
-    """The box strategy's internal tools: the five ``internal_resource_*`` resolve tools."""
-    return [tool_from_function(fn, internal=True) for fn in RESOLVE_TOOL_FUNCTIONS]
+def resolve_tools(form: str = "five") -> list[Tool]:
+    """The box strategy's internal tools: the five ``internal_resource_*`` resolve tools of
+    *tool-context-relay* (``form="five"``), or the one :func:`internal_resource` tool that takes
+    the operation as an argument (``form="one"``: one schema instead of five, about a third of the
+    tokens, the same semantics).
+
+    Raises:
+        ValueError: an unknown form.
+    """
+    if form == "five":
+        return [tool_from_function(fn, internal=True) for fn in RESOLVE_TOOL_FUNCTIONS]
+    if form == "one":
+        return [tool_from_function(internal_resource, internal=True)]
+    raise ValueError(f"form must be 'five' or 'one', got {form!r}")

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.agent import ToolCallRecord, TurnRecord
-from helpers.boxing import ReferenceRefused, find_references, reference_id
+from helpers.boxing import ReferenceRefused, find_references, presented_reference_id
 from helpers.cases import Case
 from helpers.policies import DEFAULT_BOX_THRESHOLD_CHARS
 
@@ -60,10 +60,7 @@ def _returned_refs(calls: list[ToolCallRecord]) -> list[set[str]]:
     for call in calls:
         before.append(set(seen))
         if call.result_kind == "boxed":
-            try:
-                ref = reference_id(call.result)
-            except ReferenceRefused:
-                ref = None
+            ref = presented_reference_id(call.result)
             if ref:
                 seen.add(ref)
     return before
@@ -78,13 +75,47 @@ def _input_refs(call: ToolCallRecord, earlier: set[str]) -> bool:
 
 
 def _is_resolve(tool_name: str) -> bool:
-    return tool_name.startswith("internal_resource_")
+    return tool_name.startswith("internal_resource")
+
+
+#: ``internal_resource(op=...)`` (the one resolve tool) under the name of the five-tool form the
+#: cases are written with.
+_OP_NAMES = {
+    "length": "internal_resource_length",
+    "slice": "internal_resource_read_slice",
+    "lines": "internal_resource_read_lines",
+    "grep": "internal_resource_grep",
+    "read": "internal_resource_read",
+}
+
+
+def case_tool_name(call: ToolCallRecord) -> str:
+    """The tool name a case's expectations use for ``call``: a call to the one resolve tool is
+    named after its operation (``internal_resource`` with ``op="grep"`` is
+    ``internal_resource_grep``)."""
+    if call.name != "internal_resource":
+        return call.name
+    try:
+        op = json.loads(call.arguments or "{}").get("op")
+    except (ValueError, AttributeError):
+        return call.name
+    return _OP_NAMES.get(op, call.name)
+
+
+def _at(threshold: int | None) -> str:
+    return "under a token threshold" if threshold is None or threshold < 0 else f"at {threshold:,}"
 
 
 def _threshold_moved(call: ToolCallRecord, threshold: int | None) -> bool:
-    """A non-default threshold decided whether this output was boxed."""
+    """The box design's rule, not the 256-character threshold the cases are written for,
+    decided whether this output was boxed. ``threshold`` is the design's threshold in characters,
+    or ``-1`` for a design that counts tokens (then any real tool's output may have moved)."""
     if threshold is None or threshold == DEFAULT_BOX_THRESHOLD_CHARS or call.output_chars is None:
         return False
+    if threshold < 0:
+        if _is_resolve(call.name) or call.result_kind not in ("boxed", "inline"):
+            return False
+        return (call.output_chars > DEFAULT_BOX_THRESHOLD_CHARS) != (call.result_kind == "boxed")
     low, high = sorted((threshold, DEFAULT_BOX_THRESHOLD_CHARS))
     return low < call.output_chars <= high
 
@@ -106,7 +137,7 @@ def _flag_problems(
                 notes.append(
                     f"{call.name}: its {call.output_chars:,}-char result would "
                     f"{'' if want_result else 'not '}be boxed at the default threshold of "
-                    f"{DEFAULT_BOX_THRESHOLD_CHARS}; at {threshold:,} the reference check does "
+                    f"{DEFAULT_BOX_THRESHOLD_CHARS}; {_at(threshold)} the reference check does "
                     "not apply"
                 )
         else:
@@ -121,7 +152,7 @@ def _flag_problems(
             if notes is not None:
                 notes.append(
                     f"{call.name}: its input would {'' if want_input else 'not '}be a reference "
-                    f"at the default threshold; at {threshold:,} the check does not apply"
+                    f"at the default threshold; {_at(threshold)} the check does not apply"
                 )
         else:
             problems.append(
@@ -156,7 +187,7 @@ def _check_ordered(
     earlier: list[set[str]],
     context: _Context,
 ) -> list[str]:
-    names = [c.name for c in calls]
+    names = [case_tool_name(c) for c in calls]
     want = [e["tool_name"] for e in expected]
     if names != want:
         return [f"expected calls {want}, got {names}"]
@@ -175,7 +206,7 @@ def _check_counts(
     problems: list[str] = []
     want = Counter(e["tool_name"] for e in expected)
     flexible = {e["tool_name"] for e in expected if e.get("allow_multiple")}
-    got = Counter(c.name for c in calls)
+    got = Counter(case_tool_name(c) for c in calls)
     for name, count in want.items():
         if got[name] < count or (name not in flexible and got[name] != count):
             problems.append(
@@ -188,12 +219,12 @@ def _check_counts(
             (
                 i
                 for i, (c, refs) in enumerate(pool)
-                if c.name == entry["tool_name"] and not quiet.problems(entry, c, refs)
+                if case_tool_name(c) == entry["tool_name"] and not quiet.problems(entry, c, refs)
             ),
             None,
         )
         if match is None:
-            candidates = [(c, refs) for c, refs in pool if c.name == entry["tool_name"]]
+            candidates = [(c, refs) for c, refs in pool if case_tool_name(c) == entry["tool_name"]]
             if candidates:
                 problems += context.problems(entry, *candidates[0])
         else:
@@ -205,7 +236,7 @@ def _check_counts(
 def _calls_named(calls: list[ToolCallRecord], spec: str) -> list[ToolCallRecord]:
     """Calls matching ``name`` (all of them) or ``name#N`` (the N-th, from 1)."""
     name, _, nth = spec.partition("#")
-    named = [c for c in calls if c.name == name]
+    named = [c for c in calls if case_tool_name(c) == name]
     if not nth:
         return named
     index = int(nth) - 1
@@ -240,22 +271,27 @@ def validate(case: Case, record: TurnRecord) -> Validation:
     calls = [c for c in record.tool_calls if c.ran]
     applies = case.strategies is None or record.strategy in case.strategies
     expected_calls, forbidden_tools = case.tool_calls, case.forbidden_tools
-    moved = [c for c in calls if _threshold_moved(c, record.box_threshold_chars)]
+    threshold = record.box_threshold_chars
+    if threshold is None and record.box_rule:  # a design that counts tokens
+        threshold = -1
+    moved = [c for c in calls if _threshold_moved(c, threshold)]
     if applies and moved:  # what the case says about resolve tools assumes the default threshold
         expected_calls = [e for e in expected_calls if not _is_resolve(e["tool_name"])]
         forbidden_tools = [t for t in forbidden_tools if not _is_resolve(t)]
         if expected_calls != case.tool_calls or forbidden_tools != case.forbidden_tools:
             notes.append(
                 f"the case's expectations about resolve tools assume the default threshold of "
-                f"{DEFAULT_BOX_THRESHOLD_CHARS}; at {record.box_threshold_chars:,} they do not apply"
+                f"{DEFAULT_BOX_THRESHOLD_CHARS}; {_at(threshold)} they do not apply"
             )
     if applies:
-        forbidden = sorted({c.name for c in record.tool_calls} & set(forbidden_tools))
+        forbidden = sorted({case_tool_name(c) for c in record.tool_calls} & set(forbidden_tools))
         if forbidden:
             reasons.append(f"forbidden tool(s) called: {', '.join(forbidden)}")
         if not case.tool_calls:
             if record.tool_calls:
-                reasons.append(f"no tool calls allowed, got {[c.name for c in record.tool_calls]}")
+                reasons.append(
+                    f"no tool calls allowed, got {[case_tool_name(c) for c in record.tool_calls]}"
+                )
         else:
             named = {e["tool_name"] for e in expected_calls}
             if moved:
@@ -264,12 +300,12 @@ def validate(case: Case, record: TurnRecord) -> Validation:
             relevant = [
                 (c, e)
                 for c, e in zip(record.tool_calls, earlier_all, strict=True)
-                if c.name in named and c.ran
+                if case_tool_name(c) in named and c.ran
             ]
             matched, earlier = [c for c, _ in relevant], [e for _, e in relevant]
             ran = [c for c in record.tool_calls if c.ran]
             context = _Context(
-                record.box_threshold_chars,
+                threshold,
                 notes,
                 {id(c): ran[: ran.index(c)] for c in matched},
             )

@@ -17,7 +17,13 @@ from helpers.store import ToolOutputStore
 from helpers.tokens import count_message_tokens
 
 ROLE_COLOURS = {"system": "#eee", "user": "#e3f2fd", "assistant": "#f1f8e9", "tool": "#fff8e1"}
-KIND_COLOURS = {"boxed": "#8e24aa", "truncated": "#ef6c00", "middle": "#c62828", "error": "#c62828"}
+KIND_COLOURS = {
+    "boxed": "#8e24aa",
+    "truncated": "#ef6c00",
+    "saved": "#1565c0",
+    "middle": "#c62828",
+    "error": "#c62828",
+}
 
 
 def _shorten(text: str, max_chars: int) -> str:

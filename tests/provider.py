@@ -110,8 +110,12 @@ def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def last_tool(request: dict[str, Any]) -> str:
-    """The content of the last ``tool`` message of a request."""
-    return str(tool_messages(request)[-1]["content"])
+    """The content of the last ``tool`` message of a request; of a boxed result shown with a
+    note and a preview, its first line: the reference, as a model copies it."""
+    content = str(tool_messages(request)[-1]["content"])
+    if content.startswith("internal://") and "\n" in content:
+        return content.split("\n", 1)[0]
+    return content
 
 
 class ScriptedProvider:

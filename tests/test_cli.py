@@ -34,8 +34,9 @@ def test_case1_box_truncate_inline() -> None:
     runs = {s: ask_json(CASE1, "--strategy", s) for s in ("box", "truncate", "inline")}
     box = runs["box"]
     assert box["model"] == "offline-reference" and box["thread_id"].startswith("thread_")
-    ref = box["tool_calls"][0]["result"]
-    assert ref.startswith("internal://")
+    result = box["tool_calls"][0]["result"]
+    ref, note = result.split("\n", 2)[:2]  # the reference, its note, then a 200-char preview
+    assert ref.startswith("internal://") and "10,244 chars of text/plain" in note
     assert json.loads(box["tool_calls"][1]["arguments"]) == {"text": ref}
     assert [t["name"] for t in runs["truncate"]["tool_calls"]] == [
         "yt_transcribe",
@@ -72,7 +73,7 @@ def test_human_output_names_the_model_and_marks_boxed_results() -> None:
     done = workbook("ask", CASE1, "--print-tools", "--dump-context", "--color", "never")
     assert done.returncode == 0
     assert "offline reference model" in done.stdout
-    assert "← boxed" in done.stdout and "internal_resource_grep" in done.stdout
+    assert "← boxed" in done.stdout and '"internal_resource"' in done.stdout
     assert '"role": "tool"' in done.stdout
 
 

@@ -216,7 +216,7 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
     for name in names:
         assert name in text or name in kept_calls, name  # in the summary, or kept whole
     folded = [name for name in names if name not in kept_calls]
-    assert len(folded) >= 2, folded  # the oldest calls were folded into the summary
+    assert folded and all(name in text for name in folded), folded  # the oldest were folded
     assert "internal://" in text  # folded references are listed, and still resolve in the store
 
 

@@ -14,6 +14,7 @@ from helpers.cases import load_cases
 from helpers.evaluation import run_case
 from helpers.offline import OfflineModel, WireError, offline_client
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona, persona_for_model
+from helpers.validation import case_tool_name
 
 CASES = {case.id: case for case in load_cases()}
 
@@ -30,7 +31,7 @@ def test_each_persona_is_caught_by_its_guard_or_costs_tokens(store, client, name
     if persona.guard is None:  # reads-everything: nothing refuses it, it only costs
         assert guards == {} and not run.passed
         assert run.record.usage()["prompt_tokens"] > 2 * ideal.record.usage()["prompt_tokens"]
-        assert "internal_resource_read" in [t.name for t in run.record.tool_calls]
+        assert "internal_resource_read" in [case_tool_name(t) for t in run.record.tool_calls]
     else:
         assert guards.get(persona.guard, 0) >= 1, guards
         assert run.passed, run.validation.reasons  # caught, corrected, byte-exact

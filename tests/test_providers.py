@@ -87,7 +87,7 @@ def pass_on(wrap, sink: str = "deep_check", argument: str = "text"):
     """A step that passes the first tool result (a reference) on, wrapped by ``wrap``."""
 
     def step(request: dict[str, Any]) -> dict[str, Any]:
-        ref = tool_messages(request)[0]["content"]
+        ref = last_tool({"messages": tool_messages(request)[:1]})  # the reference line
         return completion(tool_calls=[tool_call(sink, {argument: wrap(ref)}, "call_p2")])
 
     return step
@@ -408,7 +408,7 @@ def test_a_resource_link_object_works_in_a_resolve_tool_and_as_json_text(ask) ->
     def length(request: dict[str, Any]) -> dict[str, Any]:
         link = json.loads(tool_messages(request)[0]["content"])
         return completion(
-            tool_calls=[tool_call("internal_resource_length", {"opaque_reference": link})]
+            tool_calls=[tool_call("internal_resource", {"opaque_reference": link, "op": "length"})]
         )
 
     link_text = pass_on(lambda link_json: link_json)  # the resource link's JSON text, whole
@@ -416,7 +416,7 @@ def test_a_resource_link_object_works_in_a_resolve_tool_and_as_json_text(ask) ->
     with ScriptedProvider(steps) as provider:
         run = ask(provider, "--boxing", "json")
     assert run.code == EXIT_OK
-    assert json.loads(run.named("internal_resource_length")[0]["result"]) == {"length_chars": 10244}
+    assert json.loads(run.named("internal_resource")[0]["result"]) == {"length_chars": 10244}
     routed_exactly(run)
 
 
@@ -462,7 +462,8 @@ def test_a_thread_continues_with_its_messages(ask) -> None:
     with ScriptedProvider(first_turn) as provider:
         first = ask(provider, "--thread", "workshop-1", "--new-thread")
     assert first.code == EXIT_OK and first.data["thread_id"] == "workshop-1"
-    ref = first.calls[0]["result"]
+    shown = first.calls[0]["result"]
+    ref = shown.split("\n", 1)[0]  # the reference line (a note and a preview follow)
     steps = [pass_on(lambda _ref: ref), answer()]
     with ScriptedProvider(steps) as provider:
         second = ask(provider, "--thread", "workshop-1", prompt="Now Deep Check it.")
@@ -470,7 +471,7 @@ def test_a_thread_continues_with_its_messages(ask) -> None:
     assert second.code == EXIT_OK and second.data["history_messages"] == 4
     roles = [m["role"] for m in request]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
-    assert request[1]["content"] == PROMPT and request[3]["content"] == ref
+    assert request[1]["content"] == PROMPT and request[3]["content"] == shown
     assert request[4]["content"] == "I transcribed it."
     second.data["tool_calls"] = first.calls + second.calls  # the source is in the first turn
     routed_exactly(second)

@@ -47,7 +47,7 @@ def test_two_processes_one_conversation(tmp_path) -> None:
     assert first["exit_code"] == 0 and first["thread_id"] == "T-42"
 
     def check(request: dict) -> dict:
-        ref = tool_messages(request)[0]["content"]
+        ref = tool_messages(request)[0]["content"].split("\n", 1)[0]  # the reference line
         return completion(tool_calls=[tool_call("deep_check", {"text": ref})])
 
     with ScriptedProvider([check, lambda r: completion("Checked.")]) as p2:

@@ -1,0 +1,230 @@
+"""The anchors: each production agent's policy with its published parameters, its way of looking
+inside a saved result, and the offline model using it through the real client."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.agent import run_turn
+from helpers.anchors import (
+    AGENTS_SDK_PREVIEW_CHARS,
+    CLAUDE_CODE_MAX_OUTPUT_CHARS,
+    CODEX_TOOL_OUTPUT_TOKENS,
+    DEEPAGENTS_CHARS_PER_TOKEN,
+    DEEPAGENTS_EVICT_TOKENS,
+    AgentsSdkTrimmerPolicy,
+    ClaudeCodePolicy,
+    CodexPolicy,
+    DeepAgentsPolicy,
+    codex_truncate,
+)
+from helpers.evaluation import client_for_cases, policy_for, run_case
+from helpers.llm import resolve_model
+from helpers.offline import classify
+from helpers.registry import ToolContext, tool_from_function
+from helpers.scaling import document, scaling_case, scaling_registry
+
+
+def test_codex_keeps_head_and_tail_within_its_token_budget() -> None:
+    small = "x" * (CODEX_TOOL_OUTPUT_TOKENS * 4)
+    assert codex_truncate(small) is small  # exactly the budget: untouched
+    text = "".join(f"line {i:06d}\n" for i in range(20_000))  # 240,000 bytes
+    cut = codex_truncate(text)
+    assert cut.startswith("Warning: truncated output (original token count: 60000)\n")
+    assert "Total output lines: 20000\n" in cut
+    head, _, tail = cut.partition("…")
+    assert "line 000000" in head and "line 019999" in tail
+    removed = int(tail.split(" tokens truncated…")[0])
+    assert removed == (240_000 - 40_000) // 4  # 4 bytes a token, 40,000 bytes kept
+    body = cut.split("\n\n", 1)[1]
+    assert len(body.encode()) - len(f"…{removed} tokens truncated…".encode()) == 40_000
+
+
+def test_codex_cuts_on_character_boundaries() -> None:
+    text = "é" * 50_000  # two bytes each
+    cut = codex_truncate(text)
+    assert "\ufffd" not in cut and "tokens truncated" in cut
+
+
+def _ctx(store, thread: str) -> ToolContext:
+    return ToolContext(store=store, thread_id=thread)
+
+
+def _saved(policy, store, output: str, call_id: str = "call_big") -> tuple[str, ToolContext]:
+    """Log ``output`` as a tool result of a thread and present it under ``policy``."""
+    ctx = _ctx(store, "thread_anchor")
+    store.ensure_thread(ctx.thread_id)
+    row = store.log_tool(ctx.thread_id, call_id, "get_page", {"url": "u"}, output)
+
+    def get_page(url: str) -> str:
+        return output
+
+    tool = tool_from_function(get_page)
+    return policy.present(ctx, tool, call_id, output, row).content, ctx
+
+
+def _tool(policy, name: str):
+    return next(t for t in policy.internal_tools() if t.name == name)
+
+
+def test_deepagents_evicts_over_20000_tokens_and_pages_with_read_file(store) -> None:
+    policy = DeepAgentsPolicy()
+    limit = DEEPAGENTS_CHARS_PER_TOKEN * DEEPAGENTS_EVICT_TOKENS
+
+    def t() -> str:
+        return ""
+
+    tool = tool_from_function(t)
+    assert policy.present(_ctx(store, "t"), tool, "c", "x" * limit, None).kind == "inline"
+    lines = [f"row {i}: " + "y" * 30 for i in range(3_000)]
+    lines[1_500] = "z" * 12_000  # one line over 5,000 characters: continuation rows
+    output = "\n".join(lines)
+    notice, ctx = _saved(policy, store, output)
+    assert notice.startswith(
+        "Tool result too large, the result of this tool call call_big was saved in the "
+        "filesystem at this path: /large_tool_results/call_big"
+    )
+    assert "     1\trow 0: " in notice and "  3000\trow 2999: " in notice
+    assert "... [2990 lines truncated] ..." in notice
+    seen = classify("call_big", notice)
+    assert (seen.kind, seen.uri, seen.total_lines) == ("file", "/large_tool_results/call_big", 3000)
+    read = _tool(policy, "read_file")
+    page = read.call({"file_path": "/large_tool_results/call_big"}, ctx)
+    assert page.splitlines()[0] == "     1\trow 0: " + "y" * 30 and len(page.splitlines()) == 100
+    long = read.call({"file_path": "/large_tool_results/call_big", "offset": 1500, "limit": 1}, ctx)
+    assert long.splitlines()[0] == "  1501\t" + "z" * 5_000
+    assert [r.split("\t")[0].strip() for r in long.splitlines()] == ["1501", "1501.1", "1501.2"]
+    with pytest.raises(ValueError, match="exceeds file length"):
+        read.call({"file_path": "/large_tool_results/call_big", "offset": 3000}, ctx)
+    with pytest.raises(ValueError, match="not found"):
+        read.call({"file_path": "/large_tool_results/call_other"}, ctx)
+    grep = _tool(policy, "grep").call({"pattern": "^row 2999", "path": seen.uri}, ctx)
+    assert grep == "/large_tool_results/call_big:3000:row 2999: " + "y" * 30
+
+
+def test_claude_code_saves_over_30000_chars_with_a_2kb_preview(store) -> None:
+    policy = ClaudeCodePolicy()
+    output = "\n".join(f"{i}: " + "w" * 2_500 for i in range(20))  # lines over 2,000 chars
+    assert len(output) > CLAUDE_CODE_MAX_OUTPUT_CHARS
+    notice, ctx = _saved(policy, store, output, "call_cc")
+    assert notice.startswith(
+        "<persisted-output>\nOutput too large (48.9KB). Full output saved to: "
+    )
+    assert "/tool-results/call_cc.txt" in notice and "Preview (first 2KB):\n0: www" in notice
+    seen = classify("call_cc", notice)
+    assert seen.kind == "file" and seen.uri == "/tool-results/call_cc.txt"
+    assert seen.head is not None and len(seen.head.encode()) == 2_000
+    page = _tool(policy, "Read").call({"file_path": seen.uri, "offset": 2, "limit": 1}, ctx)
+    assert page == "     2\t1: " + "w" * 1_997  # Read cuts a line at 2,000 characters
+    count = _tool(policy, "Grep").call(
+        {"pattern": "^1", "path": seen.uri, "output_mode": "count"}, ctx
+    )
+    assert count == "11"  # 1, 10..19
+
+
+def test_agents_sdk_trims_only_outputs_older_than_two_turns() -> None:
+    policy = AgentsSdkTrimmerPolicy()
+    long = "v" * 900
+
+    def turn(n: int) -> list[dict]:
+        return [
+            {"role": "user", "content": f"q{n}"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{n}",
+                        "type": "function",
+                        "function": {"name": "yt_transcribe", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"c{n}", "content": long},
+        ]
+
+    messages = [{"role": "system", "content": "s"}, *turn(1), *turn(2)]
+    assert policy.messages_for_call(messages) is messages  # two turns: nothing is older
+    messages += turn(3)
+    sent = policy.messages_for_call(messages)
+    assert sent[3]["content"] == (
+        f"[Trimmed: yt_transcribe output — 900 chars → {AGENTS_SDK_PREVIEW_CHARS} char preview]\n"
+        + "v" * AGENTS_SDK_PREVIEW_CHARS
+        + "..."
+    )
+    assert sent[6]["content"] == long and sent[9]["content"] == long
+    assert messages[3]["content"] == long  # the history keeps it whole
+
+
+def test_a_thread_under_the_agents_sdk_trimmer_sends_less_on_the_third_turn(
+    store, registry
+) -> None:
+    from helpers.cases import load_cases
+
+    case = next(c for c in load_cases() if c.id == "case1")
+    client = client_for_cases(resolve_model("offline", None), [case])
+    policy, thread, history, prompts = AgentsSdkTrimmerPolicy(), "thread_sdk", [], []
+    for _ in range(3):
+        record = run_turn(
+            case.prompt,
+            client=client,
+            model="m",
+            policy=policy,
+            registry=registry,
+            store=store,
+            thread_id=thread,
+            history=history,
+        )
+        assert record.ok
+        prompts.append(record.model_calls[0].prompt_tokens)
+        history = record.messages[1:]
+    # turn 3's first call carries turn 1's transcript trimmed to 200 chars, turn 2's whole: it
+    # grows by at least 2,000 tokens less than turn 2's did (the 10,244-char transcript)
+    assert prompts[2] - prompts[1] < prompts[1] - prompts[0] - 2_000
+
+
+@pytest.mark.parametrize("variant", ["codex", "deepagents", "claude-code"])
+def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, variant) -> None:
+    """A 200 KB result: the detail at its end is found the anchor's way, and only boxing
+    routes the whole of it."""
+    case = scaling_case(200_000)
+    client = client_for_cases(resolve_model("offline", None), [case])
+    record = run_turn(
+        case.prompt,
+        client=client,
+        model="m",
+        policy=policy_for(variant),
+        registry=scaling_registry(),
+        store=store,
+    )
+    names = [t.name for t in record.tool_calls]
+    tail = document(200_000).rstrip("\n")[-30:]
+    if variant == "codex":  # no way back: the tail is visible, the whole is not
+        assert names == ["get_document", "deep_check"] and tail in (record.answer or "")
+        sha = record.tool_calls[0].output_sha256
+        assert record.tool_calls[1].received_sha256["text"] != sha
+    else:  # the model reads the saved file page by page to copy it
+        read = "read_file" if variant == "deepagents" else "Read"
+        assert names[0] == "get_document" and read in names and "deep_check" in names
+
+
+def test_anchor_parameters_are_the_published_ones() -> None:
+    assert CodexPolicy().budget_tokens == 10_000
+    assert DeepAgentsPolicy().evict_tokens == 20_000
+    assert ClaudeCodePolicy().max_output_chars == 30_000
+    sdk = AgentsSdkTrimmerPolicy()
+    assert (sdk.recent_turns, sdk.max_output_chars, sdk.preview_chars) == (2, 500, 200)
+
+
+def test_run_case_under_every_anchor_on_a_shipped_case(store) -> None:
+    from helpers.cases import load_cases
+
+    case = next(c for c in load_cases() if c.id == "web3")
+    client = client_for_cases(resolve_model("offline", None), [case])
+    for variant in ("codex", "deepagents", "claude-code", "agents-sdk"):
+        run = run_case(case, variant, client=client, model="m", store=store)
+        assert run.passed, (variant, run.validation.reasons)
+    claude = run_case(case, "claude-code", client=client, model="m", store=store)
+    # 44,499 chars: saved; the title is in the 2 KB preview, so nothing is read
+    assert [t.name for t in claude.record.tool_calls] == ["get_page"]
+    assert claude.record.tool_calls[0].result_kind == "saved"

@@ -1,0 +1,130 @@
+"""The box designs: each step from tool-context-relay's settings to the workbook's changes one
+thing, and each thing works as it says (token threshold, one resolve tool, tools offered once a
+reference exists, a preview under the reference)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from itertools import pairwise
+
+import pytest
+
+from helpers.agent import run_turn
+from helpers.boxing import presented_reference_id
+from helpers.cases import load_cases
+from helpers.evaluation import policy_for, run_case
+from helpers.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
+from helpers.tokens import count_tokens
+
+CASES = {case.id: case for case in load_cases()}
+
+
+def test_each_design_changes_one_thing_from_the_one_before() -> None:
+    designs = list(BOX_DESIGNS.values())
+    assert designs[0].name == "tcr" and designs[-1].name == "workbook"
+    tcr = designs[0]
+    assert (tcr.threshold_chars, tcr.resolve, tcr.instructions, tcr.offer_tools) == (
+        256,
+        "five",
+        "full",
+        "always",
+    )
+    for before, after in pairwise(designs):
+        a, b = asdict(before), asdict(after)
+        changed = {k for k in a if a[k] != b[k]} - {"name", "step"}
+        assert len(changed) == 1 or changed == {"threshold_chars"}, (after.name, changed)
+        assert after.step
+
+
+def test_a_token_threshold_counts_what_a_result_costs() -> None:
+    policy = BoxPolicy(design="token-threshold")
+    prose = "word " * 900  # 4,500 chars, 900 tokens: stays inline
+    assert count_tokens(prose) <= 1_000 and not policy.is_long(prose)
+    digits = "".join(f"{i:x}" for i in range(2_000))  # 6,800 chars of dense text: boxed
+    assert count_tokens(digits) > 1_000 and policy.is_long(digits)
+    assert BoxPolicy(design="tcr").is_long("x" * 257) and not BoxPolicy().is_long("x" * 256)
+    assert BoxPolicy(threshold=50, design="token-threshold").is_long("word " * 60)
+    with pytest.raises(ValueError, match="box design must be one of"):
+        BoxPolicy(design="nope")
+
+
+def test_the_resolve_tool_is_offered_once_a_reference_exists(client, store, registry) -> None:
+    record = run_turn(
+        CASES["case3"].prompt,
+        client=client,
+        model="m",
+        policy=policy_for("box"),
+        registry=registry,
+        store=store,
+    )
+    assert record.ok
+    offered = [[s["function"]["name"] for s in schemas] for schemas in record.schemas_per_call]
+    assert "internal_resource" not in offered[0]  # no reference yet: not offered
+    assert all("internal_resource" in names for names in offered[1:])
+    assert not any(n.startswith("internal_resource_") for names in offered for n in names)
+
+
+def test_the_workbook_design_shows_a_preview_under_the_reference(client, store) -> None:
+    run = run_case(CASES["case1"], "box", client=client, model="m", store=store)
+    assert run.passed and run.validation.sinks_exact is True
+    boxed = run.record.tool_calls[0]
+    ref, note, preview = boxed.result.split("\n", 2)
+    assert presented_reference_id(boxed.result) == ref.removeprefix("internal://")
+    assert (
+        note
+        == f"[10,244 chars of text/plain, kept out of the context; the first {BOX_PREVIEW_CHARS} chars follow]"
+    )
+    assert len(preview) == BOX_PREVIEW_CHARS
+    # the model passed only the reference on; the tool got the whole transcript
+    assert json.loads(run.record.tool_calls[1].arguments) == {"text": ref}
+
+
+def test_a_title_in_the_preview_needs_no_look_inside(client, store) -> None:
+    run = run_case(CASES["web3"], "box", client=client, model="m", store=store)
+    assert run.passed
+    assert [t.name for t in run.record.tool_calls] == ["get_page"]
+
+
+def test_one_resolve_tool_answers_as_the_five_do(client, store) -> None:
+    run = run_case(CASES["sql3"], "box", client=client, model="m", store=store)
+    assert run.passed, run.validation.reasons  # the case names internal_resource_grep
+    call = run.record.tool_calls[1]
+    assert call.name == "internal_resource" and json.loads(call.arguments)["op"] == "grep"
+    tcr = run_case(CASES["sql3"], "box-tcr", client=client, model="m", store=store)
+    assert tcr.record.tool_calls[1].result == call.result
+
+
+def test_a_bad_op_is_an_error_result_and_the_turn_goes_on(store) -> None:
+    from helpers.registry import ToolArgumentError, ToolContext
+    from helpers.resolve_tools import resolve_tools
+
+    tool = resolve_tools("one")[0]
+    store.ensure_thread("t")
+    row = store.log_tool("t", "c1", "x", {}, "hello\nworld\n")
+    ctx = ToolContext(store=store, thread_id="t")
+    ref = f"internal://{row.ref_id}"
+    assert (
+        tool.call({"opaque_reference": ref, "op": "slice", "start": -6, "count": 5}, ctx) == "world"
+    )
+    assert json.loads(tool.call({"opaque_reference": ref, "op": "length"}, ctx)) == {
+        "length_chars": 12
+    }
+    with pytest.raises(ToolArgumentError, match="must be one of 'length', 'slice'"):
+        tool.call({"opaque_reference": ref, "op": "delete"}, ctx)
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_box_meets_its_goal_on_every_shipped_case(client, store, case_id) -> None:
+    """At most 1.05× the prompt tokens of the cheaper of inline and truncate."""
+    from helpers.compare import BOX_GOAL_RATIO
+
+    case = CASES[case_id]
+    tokens = {}
+    for variant in ("inline", "truncate", "box"):
+        run = run_case(case, variant, client=client, model="m", store=store)
+        assert run.passed or variant != "box", run.validation.reasons
+        if run.passed:
+            tokens[variant] = run.record.usage()["prompt_tokens"]
+    best = min(tokens[v] for v in ("inline", "truncate") if v in tokens)
+    assert tokens["box"] <= BOX_GOAL_RATIO * best, tokens

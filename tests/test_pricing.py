@@ -1,0 +1,103 @@
+"""Dollars from tokens: the pricing file, the providers' caching rules, and a turn whose tool
+list changes mid-turn losing its cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.agent import ModelCallRecord, TurnRecord
+from helpers.pricing import PricingError, load_prices, shared_prefix_tokens, turn_cost
+from helpers.tokens import count_message_tokens, count_tools_tokens
+
+TOOL_A = {
+    "type": "function",
+    "function": {"name": "a", "description": "word " * 1500, "parameters": {}},
+}
+TOOL_B = {"type": "function", "function": {"name": "b", "description": "y", "parameters": {}}}
+
+
+def test_the_shipped_table_is_dated_and_complete() -> None:
+    table = load_prices()
+    assert table.checked and len(table.models) >= 6
+    gpt4o = table.get("gpt-4o")
+    assert (gpt4o.input, gpt4o.cached_input, gpt4o.output) == (2.5, 1.25, 10.0)
+    assert (gpt4o.min_cached_prefix_tokens, gpt4o.cache_increment_tokens) == (1024, 128)
+    haiku = table.get("claude-haiku-4.5")
+    assert haiku.min_cached_prefix_tokens == 4096 and haiku.cache_write_multiplier == 1.25
+    for price in table.models.values():
+        assert 0 < price.cached_input <= price.input < price.output
+    with pytest.raises(ValueError, match="no prices for 'gpt-0'"):
+        table.get("gpt-0")
+
+
+def test_a_bad_table_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "p.yaml"
+    bad.write_text("providers: {}\nmodels:\n  m: {provider: nowhere, input: 1}\n")
+    with pytest.raises(PricingError, match="'m'"):
+        load_prices(bad)
+
+
+def test_openai_caches_prefixes_of_1024_tokens_or_more_in_steps_of_128() -> None:
+    price = load_prices().get("gpt-4o")
+    assert price.cacheable(1023) == 0
+    assert price.cacheable(1024) == 1024 and price.cacheable(1300) == 1280
+
+
+def _record(
+    messages: list[dict], calls: list[tuple[int, int]], schemas: list[list[dict]]
+) -> TurnRecord:
+    record = TurnRecord(model="m", strategy="s", boxing="opaque", thread_id="t", prompt="p")
+    record.messages = messages
+    record.schemas_per_call = schemas
+    record.tool_schemas = schemas[-1]
+    for index, (sent, prompt) in enumerate(calls):
+        record.model_calls.append(ModelCallRecord(index, prompt, 10, sent, "stop", 0))
+    return record
+
+
+def test_a_growing_conversation_reuses_the_previous_request() -> None:
+    price = load_prices().get("gpt-4o")
+    messages = [
+        {"role": "system", "content": "s " * 200},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "a " * 300},
+        {"role": "user", "content": "v"},
+    ]
+    tools = count_tools_tokens([TOOL_A])
+    first, second = 3000, 3500
+    record = _record(messages, [(2, first), (4, second)], [[TOOL_A], [TOOL_A]])
+    shared = shared_prefix_tokens(record)
+    # call 1 shares the system message and tools with a previous turn (a warm cache);
+    # call 2 shares the whole of call 1's request
+    assert shared[0] == tools + count_message_tokens(messages[0])
+    assert shared[1] == tools + sum(count_message_tokens(m) for m in messages[:2])
+    cost = turn_cost(record, price)
+    hits = [price.cacheable(s) for s in shared]
+    assert cost.cached_tokens == sum(hits)
+    assert cost.uncached_usd == pytest.approx(((first + second) * 2.5 + 20 * 10.0) / 1e6)
+    expected = sum(h * 1.25 + (p - h) * 2.5 for h, p in zip(hits, (first, second), strict=True))
+    assert cost.cached_usd == pytest.approx((expected + 20 * 10.0) / 1e6)
+    assert cost.cached_usd < cost.uncached_usd
+
+
+def test_a_tool_list_that_changes_mid_turn_breaks_the_cache() -> None:
+    messages = [{"role": "system", "content": "s " * 900}, {"role": "user", "content": "u"}]
+    stable = _record(messages, [(2, 2500), (2, 2600)], [[TOOL_A], [TOOL_A]])
+    changed = _record(messages, [(2, 2500), (2, 2600)], [[TOOL_A], [TOOL_A, TOOL_B]])
+    assert shared_prefix_tokens(stable)[1] > 1024
+    assert shared_prefix_tokens(changed)[1] == 0
+    price = load_prices().get("gpt-4o")
+    assert turn_cost(changed, price).cached_usd > turn_cost(stable, price).cached_usd
+
+
+def test_anthropic_writes_what_it_caches_at_a_premium() -> None:
+    price = load_prices().get("claude-sonnet-4.5")
+    messages = [{"role": "system", "content": "s " * 900}, {"role": "user", "content": "u"}]
+    record = _record(messages, [(2, 2600)], [[TOOL_A]])
+    shared = shared_prefix_tokens(record)[0]
+    cost = turn_cost(record, price)
+    hit = price.cacheable(shared)
+    expected = hit * 0.30 + (2600 - hit) * 3.0 * 1.25 + 10 * 15.0
+    assert cost.cached_usd == pytest.approx(expected / 1e6)
