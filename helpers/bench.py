@@ -187,14 +187,16 @@ def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     scaling run from 1 KB to 10 MB: totals, and how long each took."""
     from helpers.cases import ALL_CASES, load_cases
     from helpers.compare import Comparison
-    from helpers.evaluation import VARIANTS, client_for_cases, run_cases
+    from helpers.evaluation import COMPARED_STRATEGIES, client_for_cases, run_cases
     from helpers.llm import resolve_model
     from helpers.scaling import run_scaling
 
     cases = load_cases(ALL_CASES)
     client = client_for_cases(resolve_model("offline", env={}), cases)
     started = time.perf_counter()
-    runs = run_cases(cases, VARIANTS, client=client, model="offline-reference", store=store)
+    runs = run_cases(
+        cases, COMPARED_STRATEGIES, client=client, model="offline-reference", store=store
+    )
     cases_s = time.perf_counter() - started
     started = time.perf_counter()
     scaling = run_scaling(store=store)
@@ -280,11 +282,11 @@ def report(results: dict[str, Any], console: Console) -> None:
         "seconds",
     ):
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for variant, total in tokens["totals"].items():
-        if variant == "floor":
+    for strategy, total in tokens["totals"].items():
+        if strategy == "floor":
             continue
         table.add_row(
-            variant,
+            strategy,
             f"{total['passed']}/{total['cases']}",
             f"{total['prompt_tokens']:,}",
             str(total["ratio_to_inline"]),
@@ -293,8 +295,8 @@ def report(results: dict[str, Any], console: Console) -> None:
             f"{total['seconds']:.1f}",
         )
     console.print(table)
-    for variant, sentence in tokens["breaks"].items():
-        console.print(f"  [bold]{variant}[/] {sentence}")
+    for strategy, sentence in tokens["breaks"].items():
+        console.print(f"  [bold]{strategy}[/] {sentence}")
 
 
 def main(argv: list[str] | None = None) -> int:

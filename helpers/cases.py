@@ -33,8 +33,8 @@ from typing import Any
 import frontmatter
 import yaml
 
-from helpers.offline import Plan, PlanError, check_plan
 from helpers.paths import CASES_DIR
+from helpers.plans import Plan, PlanError, check_plan
 
 KNOWN_KEYS = {
     "id",

@@ -51,9 +51,9 @@ from helpers.cases import ALL_CASES, Case, CaseError, load_cases
 from helpers.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.compare import Comparison, write_report
 from helpers.evaluation import (
-    ALL_VARIANTS,
+    COMPARED_STRATEGIES,
     DESIGN_STEPS,
-    VARIANTS,
+    STRATEGIES,
     CaseRun,
     client_for_cases,
     policy_for,
@@ -62,6 +62,7 @@ from helpers.evaluation import (
 )
 from helpers.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig, make_client, resolve_model
 from helpers.modes import MODES, for_mode
+from helpers.outputs_cli import add_outputs_command, run_outputs
 from helpers.paths import CASES_DIR
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona
 from helpers.preview import DEFAULT_PREVIEW_LIMIT_CHARS
@@ -193,63 +194,142 @@ def _compaction(args: argparse.Namespace) -> CompactionSettings | None:
     return None if args.compact is None else CompactionSettings(args.compact)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (also used to document the CLI in tests)."""
-    parser = _Parser(
-        prog="workbook",
-        description="Context Relay Workbook: run agent turns and build data.",
-        epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+# -- options shared by several commands: each declared once, here -------------------------------
 
-    ask = sub.add_parser(
-        "ask",
-        help="run one agent turn on a prompt",
-        epilog="status → exit code: ok 0; error 1; max_iterations 1; usage_error 2; incomplete 3 "
-        "(cut, filtered, refused, empty, or only in the model's reasoning)",
+_DB_HELP = "the store, any SQLAlchemy URL (default: $WORKBOOK_DB_URL, else sqlite:///var/tool_outputs.sqlite)"
+
+
+def _model_options(*, repeat: bool = False) -> argparse.ArgumentParser:
+    """-p/--profile and -m/--model (repeatable for a model matrix)."""
+    options = argparse.ArgumentParser(add_help=False)
+    action = "append" if repeat else "store"
+    again = " (repeat for a matrix)" if repeat else ""
+    options.add_argument(
+        "-p",
+        "--profile",
+        action=action,
+        help=f"a .env profile (default: $WORKBOOK_PROFILE, else offline){again}",
     )
-    ask.add_argument("prompt", help="the user message")
-    ask.add_argument(
-        "--strategy",
-        choices=ALL_VARIANTS,
-        default="box",
-        help="what the model sees of a long result (default %(default)s: the workbook's box "
-        "design; box-tcr is tool-context-relay's; codex, deepagents, claude-code and agents-sdk "
-        "are those agents' own policies)",
+    options.add_argument(
+        "-m", "--model", action=action, help=f"override the profile's model name{again}"
     )
-    ask.add_argument("--boxing", choices=("opaque", "json"), default="opaque", help="box format")
-    ask.add_argument("--profile", help="a .env profile (default: WORKBOOK_PROFILE)")
-    ask.add_argument("--model", help="override the profile's model name")
-    ask.add_argument(
+    return options
+
+
+def _store_options() -> argparse.ArgumentParser:
+    """--db: where tool outputs and threads are stored."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--db", metavar="URL", help=_DB_HELP)
+    return options
+
+
+def _size_options() -> argparse.ArgumentParser:
+    """-t/--threshold and -l/--limit: when a result is boxed, how long a preview is."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "-t",
         "--threshold",
         type=_non_negative,
         default=None,
-        help="box: longest result kept inline (default: the design's: 1,000 tokens for box, "
-        "256 characters for box-tcr)",
+        help="box: the longest result kept inline (default: the design's: 1,000 tokens for "
+        "box, 256 characters for box-tcr)",
     )
-    ask.add_argument(
+    options.add_argument(
+        "-l",
         "--limit",
         type=_non_negative,
         default=DEFAULT_PREVIEW_LIMIT_CHARS,
         help="truncate: preview length in characters (default %(default)s)",
     )
-    ask.add_argument(
+    return options
+
+
+def _strategy_options(*, with_all: bool = False) -> argparse.ArgumentParser:
+    """-s/--strategy, --boxing and --few-shot."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "-s",
+        "--strategy",
+        choices=(*STRATEGIES, "all") if with_all else STRATEGIES,
+        default="box",
+        metavar="STRATEGY",
+        help="what the model sees of a long result: "
+        + ", ".join((*STRATEGIES, "all") if with_all else STRATEGIES)
+        + " (default %(default)s: the workbook's box design; box-tcr is tool-context-relay's; "
+        "codex, deepagents, claude-code and agents-sdk are those agents' own policies"
+        + ("; all = inline, truncate and box)" if with_all else ")"),
+    )
+    options.add_argument(
+        "--boxing", choices=("opaque", "json"), default="opaque", help="box: reference form"
+    )
+    options.add_argument(
         "--few-shot",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="include the few-shot examples in the system message",
     )
+    return options
+
+
+def _output_options(*, json_flag: bool = True) -> argparse.ArgumentParser:
+    """-j/--json and --color."""
+    options = argparse.ArgumentParser(add_help=False)
+    if json_flag:
+        options.add_argument(
+            "-j", "--json", action="store_true", help="print one JSON object, nothing else"
+        )
+    options.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour in the terminal (default %(default)s; NO_COLOR is honoured)",
+    )
+    return options
+
+
+def _retry_options() -> argparse.ArgumentParser:
+    """--max-retries."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--max-retries",
+        type=_non_negative,
+        default=DEFAULT_MAX_RETRIES,
+        help="the SDK's retries of a failed request (default %(default)s)",
+    )
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to document the CLI in tests)."""
+    parser = _Parser(
+        prog="workbook",
+        description="Context Relay Workbook: run agent turns, compare strategies, see the store.",
+        epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer. "
+        "Environment: WORKBOOK_PROFILE (the model), WORKBOOK_DB_URL (the store), "
+        "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    store, output, sizes, retries = (
+        _store_options(),
+        _output_options(),
+        _size_options(),
+        _retry_options(),
+    )
+
+    ask = sub.add_parser(
+        "ask",
+        help="run one agent turn on a prompt",
+        parents=[_model_options(), _strategy_options(), sizes, store, retries, output],
+        epilog="status → exit code: ok 0; error 1; max_iterations 1; context_exceeded 1; "
+        "usage_error 2; incomplete 3 (cut, filtered, refused, empty, or only in the model's "
+        "reasoning)",
+    )
+    ask.add_argument("prompt", help="the user message")
     ask.add_argument(
         "--max-iterations",
         type=_positive,
         default=DEFAULT_MAX_ITERATIONS,
         help="model calls per turn at most (default %(default)s)",
-    )
-    ask.add_argument(
-        "--max-retries",
-        type=_non_negative,
-        default=DEFAULT_MAX_RETRIES,
-        help="the SDK's retries of a failed request (default %(default)s)",
     )
     ask.add_argument(
         "--thread",
@@ -262,54 +342,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_context_controls(ask)
     _add_model_controls(ask)
-    ask.add_argument("--db", help="store URL (default: WORKBOOK_DB_URL or var/tool_outputs.sqlite)")
     ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
-    ask.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
-    ask.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
-    cases = sub.add_parser("cases", help="run prompt cases and validate them")
+    cases = sub.add_parser(
+        "cases",
+        help="run prompt cases and validate them",
+        parents=[
+            _model_options(repeat=True),
+            _strategy_options(with_all=True),
+            sizes,
+            store,
+            retries,
+            output,
+        ],
+    )
     cases.add_argument("pattern", nargs="?", default=DEFAULT_CASES, help="glob of case files")
-    cases.add_argument(
-        "--strategy",
-        choices=(*ALL_VARIANTS, "all"),
-        default="box",
-        help="all = inline, truncate and box",
-    )
-    cases.add_argument("--boxing", choices=("opaque", "json"), default="opaque")
-    cases.add_argument("--profile", action="append", help="a .env profile (repeat for a matrix)")
-    cases.add_argument("--model", action="append", help="a model name (repeat for a matrix)")
-    cases.add_argument(
-        "--few-shot",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="include the few-shot examples in the system message",
-    )
-    cases.add_argument("--threshold", type=_non_negative, default=None)
-    cases.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
-    cases.add_argument(
-        "--max-retries",
-        type=_non_negative,
-        default=DEFAULT_MAX_RETRIES,
-        help="the SDK's retries of a failed request (default %(default)s)",
-    )
     _add_context_controls(cases)
     _add_model_controls(cases, repeat=True)
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
-    cases.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
-    cases.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
-    compare = sub.add_parser("compare", help="the same cases under every strategy, measured")
+    compare = sub.add_parser(
+        "compare",
+        help="the same cases under every strategy, measured",
+        parents=[_model_options(), sizes, store, _output_options(json_flag=False)],
+    )
     compare.add_argument(
         "--cases",
         default=ALL_CASES,
         help="glob of case files (default: every shipped case, the large ones too)",
-    )
-    compare.add_argument(
-        "--threshold",
-        type=_non_negative,
-        default=None,
-        help="box: override the design's threshold (characters, or tokens for a token design)",
     )
     compare.add_argument(
         "--price-model",
@@ -334,9 +395,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=10_000_000,
         help="the largest result of the scaling run, in bytes (default %(default)s)",
     )
-    compare.add_argument("--limit", type=_non_negative, default=DEFAULT_PREVIEW_LIMIT_CHARS)
-    compare.add_argument("--profile", help="a .env profile (default: WORKBOOK_PROFILE)")
-    compare.add_argument("--model", help="override the profile's model name")
     compare.add_argument("--focus", help="case whose context growth the plot shows")
     compare.add_argument(
         "--personas",
@@ -344,8 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="offline: add a row per persona (a model that makes a real model's mistake)",
     )
-    compare.add_argument("--out", default="build/compare", help="output folder")
-    compare.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    compare.add_argument("-o", "--out", default="build/compare", help="output folder")
+
+    add_outputs_command(sub, [store, _output_options()])
 
     sub.add_parser("build-data", help="(re)build the reference database from pycountry")
 
@@ -567,7 +626,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
     if cases is None:
         return EXIT_USAGE
     strategies = ["inline", "truncate", "box"] if args.strategy == "all" else [args.strategy]
-    variants = ["box-json" if s == "box" and args.boxing == "json" else s for s in strategies]
+    strategies = ["box-json" if s == "box" and args.boxing == "json" else s for s in strategies]
     targets = [(p, m) for p in (args.profile or [None]) for m in (args.model or [None])]
     personas: list[str | None] = [None]
     if args.persona:
@@ -578,14 +637,17 @@ def cmd_cases(args: argparse.Namespace) -> int:
         ]
     except ConfigError as exc:
         return _usage_error(args, str(exc))
+    try:
+        store = _open_store(args.db)
+    except ValueError as exc:
+        return _usage_error(args, str(exc))
     out = _console(args.color, sys.stderr if args.json else None)
-    store = ToolOutputStore()
     results: list[tuple[ModelConfig, CaseRun]] = []
     with _progress(out, disable=args.json) as progress:
         for config in configs:
             if not args.json:
                 out.print(f"[bold]Model:[/] {escape(config.describe())}")
-            task = progress.add_task(config.model, total=len(cases) * len(variants))
+            task = progress.add_task(config.model, total=len(cases) * len(strategies))
             client = client_for_cases(
                 config, cases, max_retries=args.max_retries, timeout_s=args.timeout
             )
@@ -595,7 +657,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
             for run in run_cases(
                 cases,
-                variants,
+                strategies,
                 client=client,
                 model=config.model,
                 store=store,
@@ -648,7 +710,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
             table.add_row(
                 *[config.model] * several,
                 run.case.id,
-                run.variant,
+                run.strategy,
                 verdict,
                 str(usage["prompt_tokens"]),
                 str(usage["completion_tokens"]),
@@ -668,7 +730,7 @@ def _run_json(config: ModelConfig, run: CaseRun, few_shot: bool) -> dict[str, An
     return {
         "model": config.model,
         "case": run.case.id,
-        "strategy": run.variant,
+        "strategy": run.strategy,
         "few_shot": few_shot,
         "passed": run.passed,
         "reasons": run.validation.reasons,
@@ -685,7 +747,7 @@ def matrix_markdown(results: list[tuple[ModelConfig, CaseRun]], few_shot: bool) 
     lines = ["| Model | Prompt Id | Strategy | Few-shot | Validation |", "|---|---|---|---|---|"]
     for config, run in results:
         lines.append(
-            f"| {config.model} | {run.case.id} | {run.variant} | {'✔' if few_shot else '-'} | "
+            f"| {config.model} | {run.case.id} | {run.strategy} | {'✔' if few_shot else '-'} | "
             f"{'✅' if run.passed else '❌'} |"
         )
     return "\n".join(lines) + "\n"
@@ -709,8 +771,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         price_model = load_prices().get(args.price_model).model
     except ValueError as exc:
         return _usage_error(args, str(exc))
-    variants = [*VARIANTS, *(DESIGN_STEPS if args.design_steps else ())]
-    store = ToolOutputStore()
+    strategies = [*COMPARED_STRATEGIES, *(DESIGN_STEPS if args.design_steps else ())]
+    try:
+        store = _open_store(args.db)
+    except ValueError as exc:
+        return _usage_error(args, str(exc))
     client = client_for_cases(config, cases)
     common: dict[str, Any] = {
         "client": client,
@@ -723,12 +788,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if sizes and not config.offline:
         out.print("[dim]the scaling run is offline only: no scaling for a real model[/]")
         sizes = []
-    total_runs = len(cases) * (len(variants) + len(personas)) + len(sizes) * len(VARIANTS)
+    total_runs = len(cases) * (len(strategies) + len(personas)) + len(sizes) * len(
+        COMPARED_STRATEGIES
+    )
     with _progress(out, disable=False) as progress:
         task = progress.add_task("comparing", total=total_runs)
         runs = run_cases(
             cases,
-            variants,
+            strategies,
             model=config.model,
             on_done=lambda _run: progress.advance(task),
             **common,
@@ -738,10 +805,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if sizes:
             scaling = run_scaling(
                 sizes,
-                VARIANTS,
+                COMPARED_STRATEGIES,
                 price_model=price_model,
                 store=store,
-                on_done=lambda _size, _variant: progress.advance(task),
+                on_done=lambda _size, _strategy: progress.advance(task),
             )
     store.close()
     comparison = Comparison(
@@ -765,8 +832,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "inline and truncate)"
         )
     if scaling:
-        for variant, sentence in scaling["breaks"].items():
-            out.print(f"  [bold]{variant}[/] {escape(sentence)}")
+        for strategy, sentence in scaling["breaks"].items():
+            out.print(f"  [bold]{strategy}[/] {escape(sentence)}")
     if data["personas"]:
         out.print(_persona_table(data["personas"]))
     for kind, path in paths.items():
@@ -793,12 +860,12 @@ def _totals_table(data: dict[str, Any]) -> Table:
     )
     for column in columns:
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for variant, total in data["totals"].items():
-        if variant == "floor":
+    for strategy, total in data["totals"].items():
+        if strategy == "floor":
             table.add_row("floor", "–", "–", f"{total['prompt_tokens']:,}", "", "1.0", "", "")
             continue
         table.add_row(
-            variant,
+            strategy,
             f"{total['passed']}/{total['cases']}",
             str(total["context_overflows"]),
             f"{total['prompt_tokens']:,}",
@@ -834,6 +901,17 @@ def _persona_table(rows: dict[str, Any]) -> Table:
             str(row["ratio_to_ideal"]),
         )
     return table
+
+
+def cmd_outputs(args: argparse.Namespace) -> int:
+    try:
+        store = _open_store(args.db)
+    except ValueError as exc:
+        return _usage_error(args, str(exc))
+    try:
+        return run_outputs(args, store, _console(args.color))
+    finally:
+        store.close()
 
 
 def cmd_build_data(_args: argparse.Namespace) -> int:
@@ -884,6 +962,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "build-data": cmd_build_data,
         "restore": cmd_restore,
         "serve-offline": cmd_serve_offline,
+        "outputs": cmd_outputs,
     }
     try:
         return handlers[args.command](args)

@@ -35,7 +35,6 @@ model on the same cases and strategy.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from typing import Any
 
 from helpers.agent import TurnRecord
 from helpers.boxing import make_reference, presented_reference_id
-from helpers.evaluation import DESIGN_STEPS, CaseRun
+from helpers.evaluation import DESIGN_STEPS, CaseRun, refused_prompt_tokens
 from helpers.guards import GUARDS
 from helpers.instructions import GENERAL
 from helpers.personas import PERSONAS
@@ -55,7 +54,6 @@ from helpers.tokens import count_chat_tokens
 RESOLVE_TOOL_NAMES = {fn.__name__ for fn in RESOLVE_TOOL_FUNCTIONS} | {"internal_resource"}
 #: The box goal: at most this many times the tokens of the cheaper of inline and truncate.
 BOX_GOAL_RATIO = 1.05
-_REFUSED_RE = re.compile(r"resulted in (\d+) tokens")
 
 
 def run_metrics(run: CaseRun, price: Price | None = None) -> dict[str, Any]:
@@ -63,7 +61,6 @@ def run_metrics(run: CaseRun, price: Price | None = None) -> dict[str, Any]:
     record = run.record
     per_call = [c.prompt_tokens for c in record.model_calls]
     overflow = record.status == "context_exceeded"
-    refused = _REFUSED_RE.search(record.error or "") if overflow else None
     metrics: dict[str, Any] = {
         "prompt_tokens_per_call": per_call,
         "prompt_tokens": sum(per_call),
@@ -75,7 +72,7 @@ def run_metrics(run: CaseRun, price: Price | None = None) -> dict[str, Any]:
         "seconds": round(run.seconds, 3),
         "status": record.status,
         "context_overflow": overflow,
-        "refused_prompt_tokens": int(refused[1]) if refused else None,
+        "refused_prompt_tokens": refused_prompt_tokens(record),
         "sinks_exact": run.validation.sinks_exact,
         "passed": run.passed,
         "reasons": run.validation.reasons,
@@ -193,22 +190,22 @@ class Comparison:
         self.prices = self.prices or load_prices()
         self._price = self.prices.get(self.price_model)
 
-    def variants(self) -> list[str]:
+    def strategies(self) -> list[str]:
         """The strategies of the main table (the design steps have a table of their own)."""
-        return [v for v in self.all_variants() if v not in DESIGN_STEPS]
+        return [v for v in self.all_strategies() if v not in DESIGN_STEPS]
 
-    def all_variants(self) -> list[str]:
-        return list(dict.fromkeys(r.variant for r in self.runs if r.persona is None))
+    def all_strategies(self) -> list[str]:
+        return list(dict.fromkeys(r.strategy for r in self.runs if r.persona is None))
 
     def case_ids(self) -> list[str]:
         return list(dict.fromkeys(r.case.id for r in self.runs))
 
-    def run(self, case_id: str, variant: str, persona: str | None = None) -> CaseRun | None:
+    def run(self, case_id: str, strategy: str, persona: str | None = None) -> CaseRun | None:
         return next(
             (
                 r
                 for r in self.runs
-                if r.case.id == case_id and r.variant == variant and r.persona == persona
+                if r.case.id == case_id and r.strategy == strategy and r.persona == persona
             ),
             None,
         )
@@ -224,12 +221,12 @@ class Comparison:
             for run in runs:
                 for guard, count in run.record.guard_counts().items():
                     guards[guard] = guards.get(guard, 0) + count
-            ideal = [self.run(r.case.id, r.variant) for r in runs]
+            ideal = [self.run(r.case.id, r.strategy) for r in runs]
             ideal_tokens = sum(i.record.usage()["prompt_tokens"] for i in ideal if i is not None)
             tokens = sum(r.record.usage()["prompt_tokens"] for r in runs)
             expected = persona.guard if persona else None
             rows[name] = {
-                "strategy": ", ".join(dict.fromkeys(r.variant for r in runs)),
+                "strategy": ", ".join(dict.fromkeys(r.strategy for r in runs)),
                 "mistake": persona.mistake if persona else "",
                 "seen_in": persona.seen_in if persona else "",
                 "guard": expected,
@@ -263,10 +260,10 @@ class Comparison:
         cases: dict[str, Any] = {}
         for case_id in self.case_ids():
             entry: dict[str, Any] = {}
-            for variant in self.all_variants():
-                run = self.run(case_id, variant)
+            for strategy in self.all_strategies():
+                run = self.run(case_id, strategy)
                 if run is not None:
-                    entry[variant] = run_metrics(run, price)
+                    entry[strategy] = run_metrics(run, price)
             floor = self.floor(case_id)
             if floor is not None:
                 entry["floor"] = {"prompt_tokens_per_call": floor, "prompt_tokens": sum(floor)}
@@ -275,7 +272,7 @@ class Comparison:
             if verdict is not None:
                 entry["box_goal"] = verdict
             cases[case_id] = entry
-        totals = {v: _total(cases, v) for v in self.variants()}
+        totals = {v: _total(cases, v) for v in self.strategies()}
         floor_total = sum(c["floor"]["prompt_tokens"] for c in cases.values() if "floor" in c)
         totals["floor"] = {
             "prompt_tokens": floor_total,
@@ -286,7 +283,7 @@ class Comparison:
         }
         steps = {
             v: _total(cases, v)
-            for v in self.all_variants()
+            for v in self.all_strategies()
             if v in DESIGN_STEPS or v in ("box", "box-tcr")
         }
         data: dict[str, Any] = {
@@ -306,7 +303,7 @@ class Comparison:
             "totals": totals,
             "design_steps": _design_steps(steps),
             "other_models": self.other_models(),
-            "caching": caching_conclusions(cases, self.variants()),
+            "caching": caching_conclusions(cases, self.strategies()),
             "personas": self.persona_rows(),
         }
         if self.scaling is not None:
@@ -320,18 +317,20 @@ class Comparison:
             return out
         for name, price in self.prices.models.items():
             row: dict[str, float] = {}
-            for variant in self.variants():
+            for strategy in self.strategies():
                 runs = [
-                    r for r in self.runs if r.variant == variant and r.persona is None and r.passed
+                    r
+                    for r in self.runs
+                    if r.strategy == strategy and r.persona is None and r.passed
                 ]
-                row[variant] = round(sum(turn_cost(r.record, price).cached_usd for r in runs), 6)
+                row[strategy] = round(sum(turn_cost(r.record, price).cached_usd for r in runs), 6)
             out[name] = row
         return out
 
 
-def _total(cases: dict[str, Any], variant: str) -> dict[str, Any]:
+def _total(cases: dict[str, Any], strategy: str) -> dict[str, Any]:
     """A strategy's totals: over the runs that passed, ratios over like cases."""
-    runs = {cid: c[variant] for cid, c in cases.items() if variant in c}
+    runs = {cid: c[strategy] for cid, c in cases.items() if strategy in c}
     passed = {cid: m for cid, m in runs.items() if m["passed"]}
     both = [cid for cid in passed if cases[cid].get("inline", {}).get("passed")]
     floored = [cid for cid in passed if "floor" in cases[cid]]
@@ -361,11 +360,11 @@ def _design_steps(steps: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for name, design in BOX_DESIGNS.items():
-        variant = "box" if name == "workbook" else f"box-{name}"
-        total = steps.get(variant)
+        strategy = "box" if name == "workbook" else f"box-{name}"
+        total = steps.get(strategy)
         if total is None:
             continue
-        row = {"design": name, "variant": variant, "step": design.step, **total}
+        row = {"design": name, "strategy": strategy, "step": design.step, **total}
         if previous is not None and previous["passed"] == total["passed"]:
             row["tokens_saved"] = previous["prompt_tokens"] - total["prompt_tokens"]
             if "usd_cached" in total:
@@ -378,22 +377,22 @@ def _design_steps(steps: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def box_verdict(entry: dict[str, Any], variant: str = "box") -> dict[str, Any] | None:
+def box_verdict(entry: dict[str, Any], strategy: str = "box") -> dict[str, Any] | None:
     """The box goal on one case: ``box`` tokens against the cheaper of inline and truncate (of
     those that passed), the ratio, whether it is met, and why not, in figures."""
-    box = entry.get(variant)
+    box = entry.get(strategy)
     if box is None:
         return None
     rivals = {v: entry[v] for v in ("inline", "truncate") if v in entry and entry[v]["passed"]}
     if not box["passed"]:
-        return {"met": False, "why": f"{variant} failed: {'; '.join(box['reasons'])}"}
+        return {"met": False, "why": f"{strategy} failed: {'; '.join(box['reasons'])}"}
     if not rivals:
         failed = ", ".join(
             f"{v} {'overflowed the context window' if entry[v]['context_overflow'] else 'failed'}"
             for v in ("inline", "truncate")
             if v in entry
         )
-        return {"met": True, "ratio": None, "why": f"only {variant} passed ({failed})"}
+        return {"met": True, "ratio": None, "why": f"only {strategy} passed ({failed})"}
     best_name, best = min(rivals.items(), key=lambda kv: kv[1]["prompt_tokens"])
     ratio = box["prompt_tokens"] / best["prompt_tokens"]
     verdict: dict[str, Any] = {
@@ -421,18 +420,18 @@ def box_verdict(entry: dict[str, Any], variant: str = "box") -> dict[str, Any] |
     return verdict
 
 
-def caching_conclusions(cases: dict[str, Any], variants: list[str]) -> dict[str, Any]:
+def caching_conclusions(cases: dict[str, Any], strategies: list[str]) -> dict[str, Any]:
     """What prompt caching changes: per strategy the share of prompt tokens served from the
     cache, and the cases whose cheapest passing strategy is another one once cached."""
     share: dict[str, float | None] = {}
-    for variant in variants:
-        runs = [c[variant] for c in cases.values() if variant in c and c[variant]["passed"]]
+    for strategy in strategies:
+        runs = [c[strategy] for c in cases.values() if strategy in c and c[strategy]["passed"]]
         prompt = sum(m["prompt_tokens"] for m in runs)
         cached = sum(m.get("cached_tokens", 0) for m in runs)
-        share[variant] = round(cached / prompt, 3) if prompt else None
+        share[strategy] = round(cached / prompt, 3) if prompt else None
     changes = []
     for case_id, entry in cases.items():
-        passing = {v: entry[v] for v in variants if v in entry and entry[v]["passed"]}
+        passing = {v: entry[v] for v in strategies if v in entry and entry[v]["passed"]}
         if not passing or not all("usd_cached" in m for m in passing.values()):
             continue
         uncached = min(passing, key=lambda v: passing[v]["usd_uncached"])
@@ -474,7 +473,7 @@ def _usd(value: float | None) -> str:
 def to_markdown(data: dict[str, Any]) -> str:
     """``compare.md``: per-case tokens and dollars side by side, the box goal, totals, the design
     steps, what caching changes, other models, then the scaling and the personas."""
-    variants = [v for v in data["totals"] if v != "floor"]
+    strategies = [v for v in data["totals"] if v != "floor"]
     pricing = data.get("pricing") or {}
     lines = [
         f"# Truncation vs boxing, side by side ({data['model']})",
@@ -485,20 +484,20 @@ def to_markdown(data: dict[str, Any]) -> str:
         "window. The floor is a lower bound: the prompt, the tools the task calls, one bare "
         "reference per long result, the looks inside it needs, the answer.",
         "",
-        "| case | " + " | ".join(variants) + " | floor | box goal |",
-        "|---|" + "---:|" * (len(variants) + 1) + "---|",
+        "| case | " + " | ".join(strategies) + " | floor | box goal |",
+        "|---|" + "---:|" * (len(strategies) + 1) + "---|",
     ]
     failures = []
     for case_id, entry in data["cases"].items():
         cells = []
-        for variant in variants:
-            m = entry.get(variant)
+        for strategy in strategies:
+            m = entry.get(strategy)
             if m is None:
                 cells.append("–")
                 continue
             cells.append(_cell(m))
             if not m["passed"]:
-                failures.append(f"- {case_id} / {variant}: {'; '.join(m['reasons'])}")
+                failures.append(f"- {case_id} / {strategy}: {'; '.join(m['reasons'])}")
         floor = entry.get("floor", {}).get("prompt_tokens")
         goal = entry.get("box_goal")
         if goal is None:
@@ -543,11 +542,11 @@ def to_markdown(data: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     share = (data.get("caching") or {}).get("cached_share", {})
-    for variant in variants:
-        t = data["totals"][variant]
-        cached_share = share.get(variant)
+    for strategy in strategies:
+        t = data["totals"][strategy]
+        cached_share = share.get(strategy)
         lines.append(
-            f"| {variant} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
+            f"| {strategy} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
             f"{t['prompt_tokens']:,} | {t['ratio_to_inline'] if t['ratio_to_inline'] is not None else '–'} | "
             f"{t['ratio_to_floor'] if t['ratio_to_floor'] is not None else '–'} | "
             f"{_usd(t.get('usd_uncached'))} | {_usd(t.get('usd_cached'))} | "
@@ -577,7 +576,7 @@ def to_markdown(data: dict[str, Any]) -> str:
         for row in data["design_steps"]:
             saved = row.get("tokens_saved")
             lines.append(
-                f"| {row['variant']} | {row['step']} | {row['passed']}/{row['cases']} | "
+                f"| {row['strategy']} | {row['step']} | {row['passed']}/{row['cases']} | "
                 f"{row['prompt_tokens']:,} | {f'{saved:,}' if saved is not None else '–'} | "
                 f"{_usd(row.get('usd_uncached_saved'))} | {_usd(row.get('usd_cached_saved'))} |"
             )
@@ -588,11 +587,11 @@ def to_markdown(data: dict[str, Any]) -> str:
             "",
             "## The same runs on other models (cached dollars, runs that passed)",
             "",
-            "| model | " + " | ".join(variants) + " |",
-            "|---|" + "---:|" * len(variants),
+            "| model | " + " | ".join(strategies) + " |",
+            "|---|" + "---:|" * len(strategies),
         ]
         for name, row in other.items():
-            lines.append(f"| {name} | " + " | ".join(_usd(row.get(v)) for v in variants) + " |")
+            lines.append(f"| {name} | " + " | ".join(_usd(row.get(v)) for v in strategies) + " |")
     if failures:
         lines += ["", "## Why runs failed", "", *failures]
     if data.get("scaling"):
@@ -701,12 +700,12 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    variants = [v for v in data["totals"] if v != "floor"] + ["floor"]
+    strategies = [v for v in data["totals"] if v != "floor"] + ["floor"]
     case_ids = list(data["cases"])
     focus = focus_case or max(
         case_ids, key=lambda c: data["cases"][c].get("inline", {}).get("prompt_tokens", 0)
     )
-    colours = {v: f"C{i}" for i, v in enumerate(variants)}
+    colours = {v: f"C{i}" for i, v in enumerate(strategies)}
     colours["floor"] = "0.55"
     fig, (bars, growth) = plt.subplots(
         1,
@@ -714,19 +713,19 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
         figsize=(max(15, 1.1 * len(case_ids) + 8), 6.2),
         gridspec_kw={"width_ratios": [2.6, 1]},
     )
-    width = 0.8 / len(variants)
-    for i, variant in enumerate(variants):
-        entries = [data["cases"][c].get(variant, {}) for c in case_ids]
+    width = 0.8 / len(strategies)
+    for i, strategy in enumerate(strategies):
+        entries = [data["cases"][c].get(strategy, {}) for c in case_ids]
         # an overflow is drawn at the size of the request that was refused
         values = [e.get("refused_prompt_tokens") or e.get("prompt_tokens", 0) for e in entries]
-        offsets = [x + (i - (len(variants) - 1) / 2) * width for x in range(len(case_ids))]
+        offsets = [x + (i - (len(strategies) - 1) / 2) * width for x in range(len(case_ids))]
         drawn = bars.bar(
             offsets,
             values,
             width,
-            label=variant,
-            color=colours[variant],
-            hatch="//" if variant == "floor" else None,
+            label=strategy,
+            color=colours[strategy],
+            hatch="//" if strategy == "floor" else None,
         )
         for bar, entry in zip(drawn, entries, strict=True):
             if entry.get("passed") is False:  # the run failed its checks: cheap means nothing
@@ -753,12 +752,12 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
     labels.append("failed its checks")
     bars.legend(handles, labels, ncols=4, fontsize="small")
     bars.grid(axis="y", alpha=0.3)
-    for variant in ["floor", *[v for v in variants if v != "floor"]]:
-        per_call = data["cases"][focus].get(variant, {}).get("prompt_tokens_per_call")
+    for strategy in ["floor", *[v for v in strategies if v != "floor"]]:
+        per_call = data["cases"][focus].get(strategy, {}).get("prompt_tokens_per_call")
         if not per_call:
             continue
         calls = range(1, len(per_call) + 1)
-        if variant == "floor":
+        if strategy == "floor":
             growth.plot(
                 calls,
                 per_call,
@@ -770,14 +769,14 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
                 zorder=1,
             )
         else:
-            failed = data["cases"][focus].get(variant, {}).get("passed") is False
+            failed = data["cases"][focus].get(strategy, {}).get("passed") is False
             growth.plot(
                 calls,
                 per_call,
                 marker="o",
-                color=colours[variant],
+                color=colours[strategy],
                 linestyle=":" if failed else "-",
-                label=f"{variant} ✗" if failed else variant,
+                label=f"{strategy} ✗" if failed else strategy,
                 zorder=2,
             )
     growth.set_yscale("log")
@@ -798,12 +797,12 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
 def headline(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The numbers that matter, per strategy: tokens against inline, and cases passed."""
     rows = []
-    for variant, total in data["totals"].items():
-        if variant == "floor":
+    for strategy, total in data["totals"].items():
+        if strategy == "floor":
             continue
         rows.append(
             {
-                "strategy": variant,
+                "strategy": strategy,
                 "ratio_to_inline": total["ratio_to_inline"],
                 "ratio_to_floor": total.get("ratio_to_floor"),
                 "usd_cached": total.get("usd_cached"),

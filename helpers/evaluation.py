@@ -1,6 +1,8 @@
 """Running prompt cases: one agent turn per case and strategy, validated and measured.
 
-A *variant* names a strategy as it is run and reported: ``inline``, ``truncate``, ``box``
+A *strategy* is the name of what the model sees of a long result, as it is run and reported;
+a *policy* (:mod:`helpers.policies`, :mod:`helpers.anchors`) is the object that carries one out
+(:func:`policy_for` gives it). The strategies: ``inline``, ``truncate``, ``box``
 (opaque references, the workbook's box design), ``box-json`` (MCP resource links),
 ``box-tcr`` (tool-context-relay's design), ``middle`` (head + tail) and the anchors ``codex``,
 ``deepagents``, ``claude-code`` and ``agents-sdk`` (:mod:`helpers.anchors`).
@@ -12,6 +14,7 @@ ideal model.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,49 +40,57 @@ from helpers.tools import default_registry
 from helpers.validation import Validation, validate
 
 #: The anchors: production agents' own policies (:mod:`helpers.anchors`).
-ANCHOR_VARIANTS = tuple(ANCHORS)
+ANCHOR_STRATEGIES = tuple(ANCHORS)
 #: Every strategy ``workbook compare`` runs: the workbook's, tool-context-relay's box design,
 #: the head + tail reference point and the anchors.
-VARIANTS = ("inline", "truncate", "box", "box-json", "box-tcr", "middle", *ANCHOR_VARIANTS)
+COMPARED_STRATEGIES = (
+    "inline",
+    "truncate",
+    "box",
+    "box-json",
+    "box-tcr",
+    "middle",
+    *ANCHOR_STRATEGIES,
+)
 #: The box designs between tool-context-relay's (``box-tcr``) and the workbook's (``box``), one
 #: step each (the report's "what each step buys").
 DESIGN_STEPS = tuple(
     f"box-{name}" for name in BOX_DESIGNS if name not in (DEFAULT_BOX_DESIGN, "tcr")
 )
-#: Every variant name :func:`policy_for` knows.
-ALL_VARIANTS = tuple(dict.fromkeys((*VARIANTS, *DESIGN_STEPS)))
+#: Every strategy name :func:`policy_for` knows.
+STRATEGIES = tuple(dict.fromkeys((*COMPARED_STRATEGIES, *DESIGN_STEPS)))
 
 
 def policy_for(
-    variant: str,
+    strategy: str,
     *,
     threshold: int | None = None,
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
     boxing: str | None = None,
 ) -> ResultPolicy:
-    """The policy a variant name stands for.
+    """The policy a strategy name stands for.
 
     ``box`` and ``box-json`` are the workbook's box design (:data:`DEFAULT_BOX_DESIGN`) with
     opaque references or MCP resource links; ``box-<design>`` is another design of
     :data:`~helpers.policies.BOX_DESIGNS` (``box-tcr``: tool-context-relay's); ``threshold``
     (characters, or tokens under a token design) overrides the design's. The anchors take their
-    published parameters. ``boxing`` (``opaque`` or ``json``) overrides a box variant's form.
+    published parameters. ``boxing`` (``opaque`` or ``json``) overrides a box strategy's form.
 
     Raises:
         ValueError: an unknown name.
     """
-    if variant in ("box", "box-json"):
-        boxing = boxing or ("json" if variant == "box-json" else "opaque")
+    if strategy in ("box", "box-json"):
+        boxing = boxing or ("json" if strategy == "box-json" else "opaque")
         return make_policy("box", threshold=threshold, boxing=boxing, design=DEFAULT_BOX_DESIGN)
-    if variant.startswith("box-") and variant[4:] in BOX_DESIGNS:
+    if strategy.startswith("box-") and strategy[4:] in BOX_DESIGNS:
         return make_policy(
-            "box", threshold=threshold, boxing=boxing or "opaque", design=variant[4:]
+            "box", threshold=threshold, boxing=boxing or "opaque", design=strategy[4:]
         )
-    if variant in ANCHORS:
-        return ANCHORS[variant]()
-    if variant in ("inline", "truncate", "middle"):
-        return make_policy(variant, limit=limit)
-    raise ValueError(f"strategy must be one of {', '.join(ALL_VARIANTS)}, got {variant!r}")
+    if strategy in ANCHORS:
+        return ANCHORS[strategy]()
+    if strategy in ("inline", "truncate", "middle"):
+        return make_policy(strategy, limit=limit)
+    raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
 
 
 def client_for_cases(
@@ -100,12 +111,24 @@ def client_for_cases(
     return make_client(config, max_retries=max_retries, timeout_s=timeout_s, offline_model=model)
 
 
+_REFUSED_RE = re.compile(r"resulted in (\d+) tokens")
+
+
+def refused_prompt_tokens(record: TurnRecord) -> int | None:
+    """The size in tokens of the request a provider refused for its context window, as its
+    message gives it (OpenAI: "your messages resulted in N tokens"), if the turn ended so."""
+    if record.status != "context_exceeded":
+        return None
+    match = _REFUSED_RE.search(record.error or "")
+    return int(match[1]) if match else None
+
+
 @dataclass
 class CaseRun:
-    """One case under one variant: the turn and its verdict."""
+    """One case under one strategy: the turn and its verdict."""
 
     case: Case
-    variant: str
+    strategy: str
     record: TurnRecord
     validation: Validation
     persona: str | None = None  # the offline persona that ran it, if any
@@ -118,7 +141,7 @@ class CaseRun:
 
 def run_case(
     case: Case,
-    variant: str,
+    strategy: str,
     *,
     client: openai.OpenAI,
     model: str,
@@ -130,13 +153,13 @@ def run_case(
     temperature: float | None = None,
     compaction: CompactionSettings | None = None,
 ) -> CaseRun:
-    """Run ``case.prompt`` once under ``variant`` in a fresh thread, and validate it."""
+    """Run ``case.prompt`` once under ``strategy`` in a fresh thread, and validate it."""
     started = time.perf_counter()
     record = run_turn(
         case.prompt,
         client=client,
         model=model,
-        policy=policy_for(variant, threshold=threshold, limit=limit),
+        policy=policy_for(strategy, threshold=threshold, limit=limit),
         registry=registry or default_registry(),
         store=store,
         few_shot=few_shot,
@@ -146,22 +169,22 @@ def run_case(
     prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
     persona = model[len(prefix) :] if model.startswith(prefix) else None
     seconds = time.perf_counter() - started
-    return CaseRun(case, variant, record, validate(case, record), persona, seconds)
+    return CaseRun(case, strategy, record, validate(case, record), persona, seconds)
 
 
 def run_cases(
     cases: Iterable[Case],
-    variants: Iterable[str],
+    strategies: Iterable[str],
     *,
     on_done: Callable[[CaseRun], None] | None = None,
     **kwargs: object,
 ) -> list[CaseRun]:
-    """Every case under every variant (case-major order); ``kwargs`` go to :func:`run_case`."""
+    """Every case under every strategy (case-major order); ``kwargs`` go to :func:`run_case`."""
     runs = []
-    variants = list(variants)
+    strategies = list(strategies)
     for case in cases:
-        for variant in variants:
-            run = run_case(case, variant, **kwargs)  # type: ignore[arg-type]
+        for strategy in strategies:
+            run = run_case(case, strategy, **kwargs)  # type: ignore[arg-type]
             runs.append(run)
             if on_done:
                 on_done(run)
@@ -183,6 +206,6 @@ def run_personas(
     runs = []
     cases = list(cases)
     for persona in personas:
-        variant = persona.strategy
-        runs += run_cases(cases, [variant], model=persona.model_name, on_done=on_done, **kwargs)
+        strategy = persona.strategy
+        runs += run_cases(cases, [strategy], model=persona.model_name, on_done=on_done, **kwargs)
     return runs

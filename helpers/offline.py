@@ -66,6 +66,7 @@ from helpers.personas import (
     UnknownPersonaError,
     persona_for_model,
 )
+from helpers.plans import Plan, PlanError, check_plan
 from helpers.preview import parse_preview
 from helpers.tokens import count_chat_tokens, count_tokens
 
@@ -77,12 +78,6 @@ NO_PLAN_ANSWER = (
     "model in .env (see .env.example: an OpenAI or OpenRouter key, or a local OpenAI-compatible "
     "server) and choose it with --profile or WORKBOOK_PROFILE."
 )
-
-Plan = list[dict[str, Any]]
-
-
-class PlanError(ValueError):
-    """A plan step is malformed (unknown intent, missing key, result number out of range)."""
 
 
 def normalize_prompt(text: str) -> str:
@@ -696,32 +691,6 @@ def interpret(plan: Plan, persona: Persona = IDEAL, tools: Iterable[str] = ()) -
     except _Stop as stop:
         return stop.answer
     raise PlanError("the plan ends without an answer step")
-
-
-def check_plan(plan: Any) -> Plan:
-    """``plan`` if it is a list of known steps with their keys; else raise :class:`PlanError`."""
-    required = {
-        "call": (),
-        "tail": ("as",),
-        "find": ("pattern", "as"),
-        "first": ("pattern", "as"),
-        "read": ("as",),
-        "answer": (),
-    }
-    if not isinstance(plan, list) or not plan:
-        raise PlanError("offline_plan must be a non-empty list of steps")
-    for number, step in enumerate(plan, 1):
-        kinds = [k for k in required if isinstance(step, dict) and k in step]
-        if len(kinds) != 1:
-            raise PlanError(
-                f"step {number} must have exactly one of {', '.join(required)}: {step!r}"
-            )
-        missing = [k for k in required[kinds[0]] if k not in step]
-        if missing:
-            raise PlanError(f"step {number} ({kinds[0]}) is missing {', '.join(missing)}")
-    if "answer" not in plan[-1]:
-        raise PlanError("the last step of offline_plan must be an answer")
-    return plan
 
 
 # -- the model ----------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from helpers.resolve_tools import fetch_tools, resolve_tools
 from helpers.store import StoredOutput
 from helpers.tokens import count_tokens
 
-STRATEGIES = ("inline", "truncate", "box", "middle")
+BASE_STRATEGIES = ("inline", "truncate", "box", "middle")
 #: The most references one tool call may unbox, and the most characters they may stand for in
 #: all (box strategy): a call over either is refused before anything is read.
 MAX_REFERENCES_PER_CALL = 16
@@ -503,7 +503,7 @@ def make_policy(
         return BoxPolicy(threshold, boxing, design)
     if strategy == "middle":
         return MiddleTruncatePolicy(limit)
-    raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    raise ValueError(f"strategy must be one of {BASE_STRATEGIES}, got {strategy!r}")
 
 
 def _strings(value: Any, path: str = "") -> list[tuple[str, str]]:

@@ -25,8 +25,8 @@ from helpers.agent import run_turn
 from helpers.cases import ALL_CASES, load_cases
 from helpers.compare import Comparison
 from helpers.evaluation import (
+    COMPARED_STRATEGIES,
     DESIGN_STEPS,
-    VARIANTS,
     client_for_cases,
     policy_for,
     run_cases,
@@ -86,7 +86,9 @@ def _comparison(store: ToolOutputStore) -> dict:
     personas on the regular cases, and the scaling run up to 10 MB."""
     cases = load_cases(ALL_CASES)
     common = {"client": client_for_cases(resolve_model("offline", env={}), cases), "store": store}
-    runs = run_cases(cases, [*VARIANTS, *DESIGN_STEPS], model="offline-reference", **common)
+    runs = run_cases(
+        cases, [*COMPARED_STRATEGIES, *DESIGN_STEPS], model="offline-reference", **common
+    )
     regular = load_cases()
     runs += run_personas(regular, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
     scaling = run_scaling(store=store)
@@ -106,13 +108,13 @@ def _compare_table(data: dict) -> str:
         "| strategy | passed | context overflows | prompt tokens | × inline | × floor | $ uncached | $ cached |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for variant, t in data["totals"].items():
-        if variant == "floor":
+    for strategy, t in data["totals"].items():
+        if strategy == "floor":
             continue
         ratio = f"{t['ratio_to_inline']:.2f}" if t["ratio_to_inline"] is not None else "–"
         floor = f"{t['ratio_to_floor']:.2f}" if t["ratio_to_floor"] is not None else "–"
         lines.append(
-            f"| {variant} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
+            f"| {strategy} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
             f"{t['prompt_tokens']:,} | {ratio} | {floor} | {_usd(t.get('usd_uncached'))} | "
             f"{_usd(t.get('usd_cached'))} |"
         )
@@ -138,7 +140,7 @@ def _design_table(data: dict) -> str:
         saved = row.get("tokens_saved")
         cached = row.get("usd_cached_saved")
         lines.append(
-            f"| `{row['variant']}` | {row['step']} | {row['prompt_tokens']:,} | "
+            f"| `{row['strategy']}` | {row['step']} | {row['prompt_tokens']:,} | "
             f"{f'{saved:,}' if saved is not None else '–'} | "
             f"{f'${cached:,.4f}' if cached is not None else '–'} |"
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.cases import Case
-from helpers.evaluation import VARIANTS, policy_for
+from helpers.evaluation import COMPARED_STRATEGIES, policy_for, refused_prompt_tokens
 from helpers.llm import make_client, resolve_model
 from helpers.offline import OfflineModel
 from helpers.pages import DOCUMENTS, serve_document
@@ -117,7 +117,7 @@ def scaling_case(size_bytes: int) -> Case:
 
 def run_scaling(
     sizes: Iterable[int] = SCALING_SIZES_BYTES,
-    variants: Iterable[str] = VARIANTS,
+    strategies: Iterable[str] = COMPARED_STRATEGIES,
     *,
     price_model: str = DEFAULT_PRICE_MODEL,
     store: ToolOutputStore | None = None,
@@ -128,10 +128,10 @@ def run_scaling(
 
     Returns:
         ``{"sizes_bytes": [...], "price_model": ..., "context_window_tokens": ...,
-        "runs": {variant: [{"size_bytes", "prompt_tokens", "usd_cached", "seconds",
-        "passed", "status", "reason"}, ...]}, "breaks": {variant: sentence}}``.
+        "runs": {strategy: [{"size_bytes", "prompt_tokens", "usd_cached", "seconds",
+        "passed", "status", "reason"}, ...]}, "breaks": {strategy: sentence}}``.
     """
-    sizes, variants = list(sizes), list(variants)
+    sizes, strategies = list(sizes), list(strategies)
     price = load_prices().get(price_model)
     cases = [scaling_case(size) for size in sizes]
     model = OfflineModel({c.prompt: c.offline_plan for c in cases if c.offline_plan})
@@ -142,7 +142,7 @@ def run_scaling(
     registry = scaling_registry()
     own_store = store is None
     store = store or ToolOutputStore("sqlite://")
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in strategies}
     try:
         from helpers.agent import run_turn
 
@@ -158,26 +158,21 @@ def run_scaling(
         )
         for case in cases:
             size = int(case.id.split("-")[1])
-            for variant in variants:
+            for strategy in strategies:
                 started = time.perf_counter()
                 record = run_turn(
                     case.prompt,
                     client=client,
                     model=config.model,
-                    policy=policy_for(variant),
+                    policy=policy_for(strategy),
                     registry=registry,
                     store=store,
                 )
                 seconds = time.perf_counter() - started
                 verdict = validate(case, record)
-                refused = None
-                if record.status == "context_exceeded":
-                    from helpers.compare import _REFUSED_RE
-
-                    match = _REFUSED_RE.search(record.error or "")
-                    refused = int(match[1]) if match else None
+                refused = refused_prompt_tokens(record)
                 prompt = record.usage()["prompt_tokens"]
-                runs[variant].append(
+                runs[strategy].append(
                     {
                         "size_bytes": size,
                         "prompt_tokens": refused or prompt,
@@ -190,7 +185,7 @@ def run_scaling(
                     }
                 )
                 if on_done:
-                    on_done(size, variant)
+                    on_done(size, strategy)
     finally:
         if own_store:
             store.close()
@@ -254,9 +249,9 @@ def scaling_markdown(data: dict[str, Any]) -> list[str]:
         "| strategy | " + " | ".join(_size(s) for s in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
     ]
-    for variant, points in data["runs"].items():
+    for strategy, points in data["runs"].items():
         cells = [f"{p['prompt_tokens']:,}{'' if p['passed'] else ' ❌'}" for p in points]
-        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -275,7 +270,7 @@ def plot_scaling(data: dict[str, Any], path: Path) -> Path:
         ("usd_cached", f"dollars per turn ({data['price_model']}, cached)"),
         ("seconds", "wall time per turn (s)"),
     )
-    for index, (variant, points) in enumerate(data["runs"].items()):
+    for index, (strategy, points) in enumerate(data["runs"].items()):
         colour = f"C{index % 10}"
         marker = "osD^v<>ph*"[index % 10]
         for panel, (key, _label) in zip(panels, metrics, strict=True):
@@ -286,7 +281,7 @@ def plot_scaling(data: dict[str, Any], path: Path) -> Path:
                     *zip(*good, strict=True),
                     color=colour,
                     marker=marker,
-                    label=variant,
+                    label=strategy,
                     linewidth=1.4,
                 )
             if bad:  # a failed run: an open marker, not joined to the line
@@ -298,7 +293,7 @@ def plot_scaling(data: dict[str, Any], path: Path) -> Path:
                     edgecolors=colour,
                     linewidths=1.5,
                     zorder=3,
-                    label=None if good else variant,
+                    label=None if good else strategy,
                 )
     for panel, (_key, label) in zip(panels, metrics, strict=True):
         panel.set_xscale("log")

@@ -48,14 +48,13 @@ from sqlalchemy import (
     event,
     func,
     insert,
-    inspect,
     select,
-    text,
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from helpers import ids
+from helpers.migrations import migrate
 from helpers.paths import store_db_path
 
 #: Every row the agent writes has this ``kind``; other kinds may share the table later.
@@ -107,6 +106,9 @@ class ToolOutput(Base):
     content: Mapped[str] = mapped_column(Text, deferred=True)
     n_chunks: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     n_chars: Mapped[int] = mapped_column(Integer)
+    #: UTF-8 bytes of the output (``None`` for a row from before revision 0003 that the
+    #: migration could not read)
+    n_bytes: Mapped[int | None] = mapped_column(Integer, nullable=True)
     sha256: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(32), default=KIND_TOOL_OUTPUT, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
@@ -160,6 +162,7 @@ class StoredOutput:
     created_at: datetime
     content: str | None = None
     provider_call_id: str | None = None
+    n_bytes: int | None = None  # UTF-8 bytes of the output
 
     @property
     def args(self) -> Any:
@@ -189,6 +192,7 @@ def _to_record(row: ToolOutput, content: str | None) -> StoredOutput:
         created_at=_as_utc(row.created_at),
         content=content,
         provider_call_id=row.provider_call_id,
+        n_bytes=row.n_bytes,
     )
 
 
@@ -225,8 +229,10 @@ class ToolOutputStore:
         busy_timeout_ms: how long a SQLite writer waits for a lock before raising
             ``sqlalchemy.exc.OperationalError`` ("database is locked").
 
-    The table is created if it does not exist, so a store opened again on the same file (a
-    kernel restart, a new process) sees every row written before.
+    The tables are created if they do not exist, so a store opened again on the same file (a
+    kernel restart, a new process) sees every row written before; a database made by an earlier
+    version is upgraded through Alembic (:mod:`helpers.migrations`), and ``migrated`` says what
+    was done (``current``, ``created`` or ``upgraded from <revision>``).
     """
 
     def __init__(self, url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
@@ -236,55 +242,9 @@ class ToolOutputStore:
             if db_file:
                 os.makedirs(os.path.dirname(os.path.abspath(db_file)), exist_ok=True)
         self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
-        Base.metadata.create_all(self.engine)
-        self._migrate()
+        # Alembic: create the tables, or upgrade a database from an earlier version
+        self.migrated = migrate(self.engine, Base.metadata)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-
-    def _migrate(self) -> None:
-        """Bring a database made by an earlier version of this schema up to date: chunk counts,
-        provider call ids, and thread keys (with ids of any length on PostgreSQL)."""
-        columns = {c["name"] for c in inspect(self.engine).get_columns("tool_outputs")}
-        postgres = self.engine.dialect.name == "postgresql"
-        with self.engine.begin() as connection:
-            if "n_chunks" not in columns:
-                connection.execute(
-                    text("ALTER TABLE tool_outputs ADD COLUMN n_chunks INTEGER NOT NULL DEFAULT 0")
-                )
-            if "provider_call_id" not in columns:
-                connection.execute(
-                    text("ALTER TABLE tool_outputs ADD COLUMN provider_call_id TEXT")
-                )
-            if "thread_key" in columns:
-                return
-            connection.execute(text("ALTER TABLE tool_outputs ADD COLUMN thread_key VARCHAR(64)"))
-            threads = connection.execute(text("SELECT DISTINCT thread_id FROM tool_outputs"))
-            for (thread_id,) in threads.all():
-                connection.execute(
-                    text("UPDATE tool_outputs SET thread_key = :key WHERE thread_id = :thread"),
-                    {"key": thread_key(thread_id), "thread": thread_id},
-                )
-            connection.execute(
-                text(
-                    "CREATE INDEX IF NOT EXISTS ix_tool_outputs_thread_key "
-                    "ON tool_outputs (thread_key)"
-                )
-            )
-            connection.execute(
-                text(
-                    "CREATE UNIQUE INDEX IF NOT EXISTS uq_thread_key_call "
-                    "ON tool_outputs (thread_key, tool_call_id)"
-                )
-            )
-            if postgres:  # SQLite does not enforce lengths; PostgreSQL needs wider columns
-                for statement in (
-                    "ALTER TABLE tool_outputs ALTER COLUMN thread_id TYPE TEXT",
-                    "ALTER TABLE tool_outputs ALTER COLUMN tool_name TYPE TEXT",
-                    f"ALTER TABLE tool_outputs ALTER COLUMN tool_call_id "
-                    f"TYPE VARCHAR({MAX_TOOL_CALL_ID_CHARS})",
-                    "ALTER TABLE tool_outputs DROP CONSTRAINT IF EXISTS uq_thread_call",
-                    "DROP INDEX IF EXISTS ix_tool_outputs_thread_id",
-                ):
-                    connection.execute(text(statement))
 
     def __repr__(self) -> str:
         return f"ToolOutputStore({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -339,6 +299,7 @@ class ToolOutputStore:
         args_text = (
             tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
         )
+        encoded = tool_output.encode("utf-8", "surrogatepass")
         chunks = (
             [tool_output[i : i + CHUNK_CHARS] for i in range(0, len(tool_output), CHUNK_CHARS)]
             if len(tool_output) > CHUNK_CHARS
@@ -355,7 +316,8 @@ class ToolOutputStore:
             content="" if chunks else tool_output,
             n_chunks=len(chunks),
             n_chars=len(tool_output),
-            sha256=hashlib.sha256(tool_output.encode("utf-8", "surrogatepass")).hexdigest(),
+            n_bytes=len(encoded),
+            sha256=hashlib.sha256(encoded).hexdigest(),
             kind=kind,
             created_at=datetime.now(UTC),
         )
@@ -513,6 +475,7 @@ class ToolOutputStore:
         *,
         older_than: timedelta | datetime | None = None,
         thread_id: str | None = None,
+        dry_run: bool = False,
     ) -> int:
         """Delete rows older than an age (or a moment) and/or of one thread; return how many.
 
@@ -520,6 +483,7 @@ class ToolOutputStore:
             older_than: a ``timedelta`` (rows created longer ago than that) or an aware
                 ``datetime`` (rows created before it).
             thread_id: only rows of this thread.
+            dry_run: count the rows that would go, and delete nothing.
 
         Raises:
             ValueError: neither filter was given (pruning everything must be explicit:
@@ -537,6 +501,9 @@ class ToolOutputStore:
             doomed = doomed.where(ToolOutput.created_at < cutoff)
         if thread_id is not None:
             doomed = doomed.where(ToolOutput.thread_key == thread_key(thread_id))
+        if dry_run:
+            with self._sessions() as session:
+                return int(session.scalar(select(func.count()).select_from(doomed.subquery())) or 0)
         with self._sessions.begin() as session:
             session.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
             result = session.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
@@ -593,6 +560,34 @@ class ToolOutputStore:
                 .order_by(ThreadMessage.id)
             ).all()
         return [json.loads(body) for body in bodies]
+
+    def thread_summaries(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The threads with logged outputs, most recent first: ``thread_id``, ``outputs``,
+        ``chars`` and ``bytes`` (summed) and ``last`` (when the latest output was logged)."""
+        stmt = (
+            select(
+                ToolOutput.thread_key,
+                func.min(ToolOutput.thread_id),
+                func.count(ToolOutput.id),
+                func.sum(ToolOutput.n_chars),
+                func.sum(ToolOutput.n_bytes),
+                func.max(ToolOutput.created_at),
+            )
+            .group_by(ToolOutput.thread_key)
+            .order_by(func.max(ToolOutput.created_at).desc())
+            .limit(limit)
+        )
+        with self._sessions() as session:
+            return [
+                {
+                    "thread_id": thread_id,
+                    "outputs": outputs,
+                    "chars": chars or 0,
+                    "bytes": n_bytes or 0,
+                    "last": _as_utc(last) if last else None,
+                }
+                for _key, thread_id, outputs, chars, n_bytes, last in session.execute(stmt).all()
+            ]
 
     def list_threads(self, limit: int = 20) -> list[str]:
         """The ids of the most recently started threads, newest first."""

@@ -183,8 +183,8 @@ def test_a_thread_under_the_agents_sdk_trimmer_sends_less_on_the_third_turn(
     assert prompts[2] - prompts[1] < prompts[1] - prompts[0] - 2_000
 
 
-@pytest.mark.parametrize("variant", ["codex", "deepagents", "claude-code"])
-def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, variant) -> None:
+@pytest.mark.parametrize("strategy", ["codex", "deepagents", "claude-code"])
+def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, strategy) -> None:
     """A 200 KB result: the detail at its end is found the anchor's way, and only boxing
     routes the whole of it."""
     case = scaling_case(200_000)
@@ -193,18 +193,18 @@ def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, variant) 
         case.prompt,
         client=client,
         model="m",
-        policy=policy_for(variant),
+        policy=policy_for(strategy),
         registry=scaling_registry(),
         store=store,
     )
     names = [t.name for t in record.tool_calls]
     tail = document(200_000).rstrip("\n")[-30:]
-    if variant == "codex":  # no way back: the tail is visible, the whole is not
+    if strategy == "codex":  # no way back: the tail is visible, the whole is not
         assert names == ["get_document", "deep_check"] and tail in (record.answer or "")
         sha = record.tool_calls[0].output_sha256
         assert record.tool_calls[1].received_sha256["text"] != sha
     else:  # the model reads the saved file page by page to copy it
-        read = "read_file" if variant == "deepagents" else "Read"
+        read = "read_file" if strategy == "deepagents" else "Read"
         assert names[0] == "get_document" and read in names and "deep_check" in names
 
 
@@ -221,9 +221,9 @@ def test_run_case_under_every_anchor_on_a_shipped_case(store) -> None:
 
     case = next(c for c in load_cases() if c.id == "web3")
     client = client_for_cases(resolve_model("offline", None), [case])
-    for variant in ("codex", "deepagents", "claude-code", "agents-sdk"):
-        run = run_case(case, variant, client=client, model="m", store=store)
-        assert run.passed, (variant, run.validation.reasons)
+    for strategy in ("codex", "deepagents", "claude-code", "agents-sdk"):
+        run = run_case(case, strategy, client=client, model="m", store=store)
+        assert run.passed, (strategy, run.validation.reasons)
     claude = run_case(case, "claude-code", client=client, model="m", store=store)
     # 44,499 chars: saved; the title is in the 2 KB preview, so nothing is read
     assert [t.name for t in claude.record.tool_calls] == ["get_page"]

@@ -121,10 +121,10 @@ def test_box_meets_its_goal_on_every_shipped_case(client, store, case_id) -> Non
 
     case = CASES[case_id]
     tokens = {}
-    for variant in ("inline", "truncate", "box"):
-        run = run_case(case, variant, client=client, model="m", store=store)
-        assert run.passed or variant != "box", run.validation.reasons
+    for strategy in ("inline", "truncate", "box"):
+        run = run_case(case, strategy, client=client, model="m", store=store)
+        assert run.passed or strategy != "box", run.validation.reasons
         if run.passed:
-            tokens[variant] = run.record.usage()["prompt_tokens"]
+            tokens[strategy] = run.record.usage()["prompt_tokens"]
     best = min(tokens[v] for v in ("inline", "truncate") if v in tokens)
     assert tokens["box"] <= BOX_GOAL_RATIO * best, tokens

@@ -58,10 +58,10 @@ def _case(case_id):
     return next(c for c in load_cases() if c.id == case_id)
 
 
-def _run(case, variant, store, plan=None):
+def _run(case, strategy, store, plan=None):
     model = OfflineModel({case.prompt: plan or case.offline_plan})
     return run_case(
-        case, variant, client=offline_client(model), model="offline-reference", store=store
+        case, strategy, client=offline_client(model), model="offline-reference", store=store
     )
 
 

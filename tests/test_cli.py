@@ -94,3 +94,70 @@ def test_a_failed_run_exits_1() -> None:
     done = workbook("ask", CASE1, "--max-iterations", "1", "--json")
     assert done.returncode == 1
     assert json.loads(done.stdout)["status"] == "max_iterations"
+
+
+def test_help_shows_shared_options_once_with_short_flags_and_environment_defaults() -> None:
+    top = workbook("--help").stdout
+    assert "WORKBOOK_PROFILE" in top and "WORKBOOK_DB_URL" in top and "outputs" in top
+    for command in ("ask", "cases", "compare"):
+        text = workbook(command, "--help").stdout
+        for flag in ("-p PROFILE, --profile PROFILE", "-m MODEL, --model MODEL", "\n  --db URL"):
+            assert text.count(flag) == 1, (command, flag)
+        assert "$WORKBOOK_PROFILE" in text and "$WORKBOOK_DB_URL" in text
+        assert "-t THRESHOLD, --threshold THRESHOLD" in text and "-l LIMIT, --limit LIMIT" in text
+    assert "-s STRATEGY, --strategy STRATEGY" in workbook("ask", "--help").stdout
+    assert "-j, --json" in workbook("cases", "--help").stdout
+    for action in ("list", "show", "prune"):
+        assert "--db URL" in workbook("outputs", action, "--help").stdout
+
+
+def test_outputs_list_show_and_prune_a_real_thread(tmp_path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    run = ask_json(CASE1, "--db", db, "--thread", "talk-1", "--new-thread")
+    listed = json.loads(workbook("outputs", "list", "--db", db, "--thread", "talk-1", "-j").stdout)
+    rows = listed["outputs"]
+    assert [r["tool_call_id"] for r in rows] == [c["id"] for c in run["tool_calls"]]
+    transcript = rows[0]
+    assert (transcript["tool_name"], transcript["n_chars"]) == ("yt_transcribe", 10_244)
+    assert transcript["n_bytes"] == 10_280  # some characters take two bytes
+    threads = json.loads(workbook("outputs", "list", "--db", db, "--json").stdout)["threads"]
+    assert [(t["thread_id"], t["outputs"]) for t in threads] == [("talk-1", 2)]
+    human = workbook("outputs", "list", "--db", db, "--thread", "talk-1", "--color", "never")
+    assert "yt_" in human.stdout and "10,244" in human.stdout and "10,280" in human.stdout
+    for wanted in (transcript["reference"], transcript["tool_call_id"]):
+        shown = workbook(
+            "outputs", "show", wanted, "--db", db, "--start", "10", "--length", "20", "-j"
+        )
+        data = json.loads(shown.stdout)
+        assert data["content"] == " Class definitions\n[" and (data["start"], data["end"]) == (
+            10,
+            30,
+        )
+    whole = workbook("outputs", "show", transcript["reference"], "--db", db, "--color", "never")
+    assert whole.returncode == 0 and whole.stdout.count("\n[00:") > 50
+    missing = workbook("outputs", "show", "internal://nosuchreference1", "--db", db)
+    assert missing.returncode == 1 and "no output behind" in missing.stderr
+    dry = json.loads(workbook("outputs", "prune", "--db", db, "--thread", "talk-1", "-j").stdout)
+    assert dry == {"would_delete": 2}
+    assert json.loads(workbook("outputs", "list", "--db", db, "-j").stdout)["threads"]
+    old = json.loads(
+        workbook("outputs", "prune", "--db", db, "--older-than", "1d", "--yes", "-j").stdout
+    )
+    assert old == {"deleted": 0}  # nothing is a day old
+    gone = json.loads(
+        workbook("outputs", "prune", "--db", db, "--thread", "talk-1", "--yes", "-j").stdout
+    )
+    assert gone == {"deleted": 2}
+    assert json.loads(workbook("outputs", "list", "--db", db, "-j").stdout)["threads"] == []
+    bad = workbook("outputs", "prune", "--db", db, "--older-than", "soon")
+    assert bad.returncode == 2 and "an age is a number and a unit" in bad.stderr
+
+
+def test_cases_and_compare_use_the_store_given_by_db(tmp_path) -> None:
+    db = f"sqlite:///{tmp_path / 'elsewhere.sqlite'}"
+    done = workbook("cases", "data/cases/web3.md", "-s", "box", "--db", db, "-j")
+    assert done.returncode == 0, done.stderr
+    threads = json.loads(workbook("outputs", "list", "--db", db, "-j").stdout)["threads"]
+    assert len(threads) == 1 and threads[0]["outputs"] == 1
+    bad = workbook("compare", "--db", "nosuch://x", "--out", str(tmp_path / "c"))
+    assert bad.returncode == 2 and "cannot use 'nosuch://x' as the store" in bad.stderr

@@ -33,7 +33,7 @@ def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
     case = Case(id="tiny", path=None, prompt="p", tool_calls=[{"tool_name": "yt_transcribe"}])
     runs = []
     # inline: 2 model calls of 100 and 300 prompt tokens; box: 100 and 120
-    for variant, usages in (("inline", [(100, 10), (300, 5)]), ("box", [(100, 10), (120, 5)])):
+    for strategy, usages in (("inline", [(100, 10), (300, 5)]), ("box", [(100, 10), (120, 5)])):
         client = _scripted(
             [
                 _call("c1", "yt_transcribe", {"video_id": "123"}),
@@ -45,11 +45,11 @@ def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
             "p",
             client=client,
             model="scripted",
-            policy=make_policy(variant),
+            policy=make_policy(strategy),
             registry=registry,
             store=store,
         )
-        runs.append(CaseRun(case, variant, record, validate(case, record)))
+        runs.append(CaseRun(case, strategy, record, validate(case, record)))
     data = Comparison(runs, "scripted", 256, 600).to_json()
     inline, box = data["cases"]["tiny"]["inline"], data["cases"]["tiny"]["box"]
     assert inline["prompt_tokens_per_call"] == [100, 300] and inline["prompt_tokens"] == 400
@@ -160,14 +160,14 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     large = {"unicode_save", "unicode_lookup", "unicode_check", "iso639_save", "sql_all"}
     assert large <= set(data["cases"]) and len(data["cases"]) == 18
     for case_id, entry in data["cases"].items():
-        for variant in ("box", "box-json", "box-tcr"):
-            assert entry[variant]["passed"], (case_id, variant, entry[variant]["reasons"])
-        for variant in ("inline", "truncate"):
+        for strategy in ("box", "box-json", "box-tcr"):
+            assert entry[strategy]["passed"], (case_id, strategy, entry[strategy]["reasons"])
+        for strategy in ("inline", "truncate"):
             if case_id in large:
-                assert not entry[variant]["passed"], (case_id, variant)
+                assert not entry[strategy]["passed"], (case_id, strategy)
             else:  # a regular case passes, unless it outgrows the scaled-down window (pipe1)
-                m = entry[variant]
-                assert m["passed"] or m["context_overflow"], (case_id, variant, m["reasons"])
+                m = entry[strategy]
+                assert m["passed"] or m["context_overflow"], (case_id, strategy, m["reasons"])
         if case_id in large:
             assert (
                 entry["inline"]["context_overflow"]
@@ -176,10 +176,10 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
             assert entry["box"]["sinks_exact"] in (True, None)
         assert entry["box_goal"]["met"], (case_id, entry["box_goal"])
         assert entry["floor"]["prompt_tokens"] <= entry["box"]["prompt_tokens"]
-        for variant in data["totals"]:
-            if variant in entry and variant != "floor":
-                m = entry[variant]
-                assert 0 <= m["usd_cached"] <= m["usd_uncached"] + 1e-9, (case_id, variant)
+        for strategy in data["totals"]:
+            if strategy in entry and strategy != "floor":
+                m = entry[strategy]
+                assert 0 <= m["usd_cached"] <= m["usd_uncached"] + 1e-9, (case_id, strategy)
     for anchor in ("codex", "deepagents", "claude-code", "agents-sdk", "middle"):
         assert anchor in data["totals"]
     assert data["totals"]["box"]["ratio_to_floor"] is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_readme_figures_are_current() -> None:
@@ -14,3 +15,90 @@ def test_readme_figures_are_current() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr + " (run `make figures`)"
+
+
+def test_the_public_api_example_in_the_readme_runs(tmp_path) -> None:
+    """The README's library example, run as a user would run it (its own process and folder)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- example:api -->\n```python\n(.*?)```", readme, re.DOTALL)
+    assert block, "README.md lost its <!-- example:api --> block"
+    code = block[1]
+    assert "from helpers import" in code and "from helpers." not in code  # the public API only
+    (tmp_path / "var").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "WORKBOOK_VAR_DIR": str(tmp_path / "var"),
+            "WORKBOOK_PROFILE": "offline",
+        },
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok ") and "('yt_transcribe', 'boxed')" in done.stdout
+
+
+def test_the_public_api_is_listed_and_every_name_loads() -> None:
+    import subprocess
+    import sys
+
+    import helpers
+
+    assert len(helpers.__all__) >= 40 and len(set(helpers.__all__)) == len(helpers.__all__)
+    for name in helpers.__all__:
+        assert getattr(helpers, name) is not None, name
+    done = subprocess.run(
+        [sys.executable, "-c", "import helpers; print(helpers.__all__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "run_turn" in done.stdout and "ToolOutputStore" in done.stdout
+
+
+def test_no_import_cycles_between_the_helpers_modules() -> None:
+    import ast
+
+    root = Path(__file__).parent.parent / "helpers"
+    modules = {
+        ".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in modules and module != "helpers":
+                graph[module].add(node.module)
+    seen: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        seen[module] = 1
+        for target in graph[module]:
+            assert seen.get(target) != 1, "import cycle: " + " → ".join([*path, target])
+            if target not in seen:
+                visit(target, [*path, target])
+        seen[module] = 2
+
+    for module in graph:
+        if module not in seen:
+            visit(module, [module])
+
+
+def test_the_readme_layout_names_every_module() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1].split("```")[1]
+    root = Path(__file__).parent.parent / "helpers"
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "__init__.py" and path.parent != root:
+            continue
+        assert path.name in layout, (
+            f"README's layout does not name helpers/{path.relative_to(root)}"
+        )

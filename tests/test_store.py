@@ -135,6 +135,7 @@ def test_a_postgresql_table_from_the_first_schema_is_migrated() -> None:
     try:
         sep = "&" if "?" in url else "?"
         store = ToolOutputStore(f"{url}{sep}options=-csearch_path%3D{schema}")
+        assert store.migrated == "upgraded from 0001"  # through Alembic
         assert store.get("t", "c0", with_content=True).content == "old value"
         store.log_tool("t" * 3_000, "c1", "x", {}, "v")  # a long thread id fits now
         assert store.count("t" * 3_000) == 1
@@ -183,9 +184,9 @@ def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputS
         assert db.execute("SELECT count(*) FROM tool_output_chunks").fetchone()[0] == 0
 
 
-def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as db:  # the table as the first version created it
+def _first_release_store(path, thread: str):
+    """A SQLite file with the first release's table and one row (``c0`` in ``thread``)."""
+    with sqlite3.connect(path) as db:
         db.execute(
             "CREATE TABLE tool_outputs (id INTEGER PRIMARY KEY, ref_id VARCHAR(64) UNIQUE, "
             "thread_id VARCHAR(128), tool_call_id VARCHAR(128), tool_name VARCHAR(128), "
@@ -193,9 +194,15 @@ def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
             "kind VARCHAR(32), created_at DATETIME, UNIQUE (thread_id, tool_call_id))"
         )
         db.execute(
-            "INSERT INTO tool_outputs VALUES (1, 'oldrefoldref1234', 't', 'c0', 'x', '{}', "
-            "'old value', 9, 'h', 'tool_output', '2026-11-01 10:00:00')"
+            "INSERT INTO tool_outputs VALUES (1, 'oldrefoldref1234', ?, 'c0', 'x', '{}', "
+            "'old value', 9, 'h', 'tool_output', '2026-11-01 10:00:00')",
+            (thread,),
         )
+    return path
+
+
+def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
+    path = _first_release_store(tmp_path / "old.sqlite", "t")
     store = ToolOutputStore(f"sqlite:///{path}")
     assert store.read_all(1) == "old value" and store.read_range(1, 4, 5) == "value"
     row = store.log_tool("t", "c1", "x", {}, "n" * 40_000, provider_call_id="0")
@@ -207,3 +214,83 @@ def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
         store.log_tool("t", "c0", "x", {}, "again")
     store.close()
     assert ToolOutputStore(f"sqlite:///{path}").count("t") == 2  # a second open is a no-op
+
+
+def _schema(url: str) -> dict[str, tuple[set[str], set[str]]]:
+    """Columns and index names of every table (Alembic's own table left out)."""
+    from sqlalchemy import create_engine, inspect
+
+    engine = create_engine(url)
+    try:
+        inspector = inspect(engine)
+        return {
+            table: (
+                {c["name"] for c in inspector.get_columns(table)},
+                {i["name"] for i in inspector.get_indexes(table)},
+            )
+            for table in inspector.get_table_names()
+            if table != "alembic_version"
+        }
+    finally:
+        engine.dispose()
+
+
+def test_the_migrations_build_the_schema_the_code_declares(tmp_path) -> None:
+    """Upgrading an empty database through every revision gives the tables, columns and
+    indexes that a new store creates at once: the migrations are complete."""
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    from helpers.migrations import HEAD, alembic_config, current_revision
+
+    fresh = ToolOutputStore(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
+    assert fresh.migrated == "created" and current_revision(fresh.engine) == HEAD
+    fresh.close()
+    engine = create_engine(f"sqlite:///{tmp_path / 'walked.sqlite'}")
+    with engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "head")
+    assert current_revision(engine) == HEAD
+    engine.dispose()
+    declared = _schema(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
+    walked = _schema(f"sqlite:///{tmp_path / 'walked.sqlite'}")
+    assert set(walked) == set(declared)
+    for table, (columns, indexes) in declared.items():
+        assert walked[table][0] == columns, table
+        assert indexes <= walked[table][1] | {"uq_thread_key_call"}, table
+    again = ToolOutputStore(f"sqlite:///{tmp_path / 'walked.sqlite'}")
+    assert again.migrated == "current"
+    row = again.log_tool("t", "c1", "x", {}, "v" * 50_000)
+    assert again.read_range(row.id, 49_990, 100) == "v" * 10
+    again.close()
+
+
+def test_an_old_store_is_upgraded_through_alembic_on_open(tmp_path) -> None:
+    from helpers.migrations import HEAD, current_revision
+
+    path = _first_release_store(tmp_path / "v1.sqlite", "T-7")
+    store = ToolOutputStore(f"sqlite:///{path}")
+    assert store.migrated == "upgraded from 0001" and current_revision(store.engine) == HEAD
+    assert store.get("T-7", "c0", with_content=True).content == "old value"
+    assert store.get("T-7", "c0").n_bytes == 9  # measured by revision 0003
+    store.log_tool("T-7", "c1", "x", {}, "new", provider_call_id="p")
+    assert [r.tool_call_id for r in store.list_thread("T-7")] == ["c0", "c1"]
+    store.close()
+    assert ToolOutputStore(f"sqlite:///{path}").migrated == "current"
+
+
+def test_the_alembic_command_migrates_the_configured_store(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from helpers.migrations import FOLDER
+
+    url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", "-c", str(FOLDER / "alembic.ini"), "upgrade", "head"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WORKBOOK_DB_URL": url},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "-> 0003" in done.stderr and ToolOutputStore(url).migrated == "current"
