@@ -50,7 +50,6 @@ sent them and the result as the model saw it, the answer, and a ``status``:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import Counter
@@ -264,9 +263,8 @@ def new_tool_call_id() -> str:
     return "call_" + ids.token_hex(12)
 
 
-def sha256_text(text: str) -> str:
-    """SHA-256 (hex) of a string's UTF-8 bytes (lone surrogates kept, as the store keeps them)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+#: SHA-256 (hex) of a string's UTF-8 bytes: :func:`helpers.ids.content_sha256`.
+sha256_text = ids.content_sha256
 
 
 def error_result(message: str) -> str:
@@ -359,98 +357,212 @@ def run_turn(
     """
     if policy.needs_store and store is None:
         raise ValueError(f"the {policy.name} strategy needs a ToolOutputStore")
-    thread_id = thread_id or new_thread_id()
-    tools = registry.merged(policy.internal_tools())  # what a call may run
-    emit = on_event or (lambda _name, _data: None)
-    secrets_to_hide = [
-        *configured_secrets(),
-        *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
-    ]
-    ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
-    ctx.shown_references.update(_shown_references(history or []))
-    schemas = registry.merged(policy.tools_for(ctx)).schemas()  # what the model is offered
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
-        # a secret configured after an earlier turn was stored still never goes to the model
-        *(map_strings(m, lambda text: redact(text, secrets_to_hide)) for m in history or []),
-    ]
-    record = TurnRecord(
+    turn = _Turn.start(
+        prompt,
+        client=client,
         model=model,
-        strategy=policy.name,
-        boxing=policy.boxing,
-        thread_id=thread_id,
-        prompt=prompt,
-        messages=messages,
-        tool_schemas=schemas,
-        history_messages=len(history or []),
-        box_threshold_chars=getattr(policy, "threshold", None) if policy.name == "box" else None,
-        box_rule=policy.design.rule() if isinstance(policy, BoxPolicy) else None,
+        policy=policy,
+        registry=registry,
+        store=store,
+        thread_id=thread_id or new_thread_id(),
+        few_shot=few_shot,
+        system=system,
+        history=history or [],
+        temperature=temperature,
+        emit=on_event or (lambda _name, _data: None),
+        compaction=compaction,
     )
-
-    def fail(message: str, status: str = "error") -> TurnRecord:
-        record.status, record.error = status, redact(message, secrets_to_hide)
-        emit("error", record.error)
-        return record
-
-    try:
-        if store is not None:
-            store.ensure_thread(thread_id)
-
-        def append(message: dict[str, Any]) -> None:
-            messages.append(message)
-            if store is not None:
-                store.append_message(thread_id, message)
-
-        used_ids = _ids_in(messages)
-        provider_ids_seen = _provider_ids_in(store, thread_id)
-        append({"role": "user", "content": redact(prompt, secrets_to_hide)})
+    try:  # the loop of notebook 01: ask the model, run the tools it calls, until it answers
+        turn.add_user_message()
         for index in range(max_iterations):
-            schemas = registry.merged(policy.tools_for(ctx)).schemas()
-            record.tool_schemas = schemas
-            record.schemas_per_call.append(schemas)
-            if compaction is not None:
-                _maybe_compact(messages, schemas, compaction, client, model, index, record, emit)
-            started = time.perf_counter()
-            try:
-                sent = policy.messages_for_call(messages)
-                reply = _ask_model(client, model, sent, schemas, temperature)
-            except _TurnFailed as exc:
-                return fail(str(exc), exc.status)
-            if secrets_to_hide:  # a key the model repeats goes no further: not to a tool either
-                reply = reply.map_text(lambda text: redact(text, secrets_to_hide))
-            calls = _name_tool_calls(reply, used_ids, provider_ids_seen, record)
-            call_record = _model_call_record(reply, calls, sent, schemas, index, started)
-            record.model_calls.append(call_record)
-            emit("model_call", call_record)
-            append(_assistant_message(reply, calls, record))
+            schemas = turn.offer_tools()
+            turn.compact_if_due(schemas, index)
+            reply, calls = turn.ask_model(schemas, index)
             if not calls or reply.finish_reason == "content_filter":
-                _verdict(record, reply, unrun_calls=len(calls))
-                emit("answer" if record.ok else "incomplete", record.answer)
-                return record
-            for call in calls:
-                tool_record = dispatch(
-                    call.id,
-                    call.name,
-                    call.arguments,
-                    tools,
-                    policy,
-                    ctx,
-                    provider_call_id=call.provider_id,
-                )
-                record.tool_calls.append(tool_record)
-                append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
-                emit("tool_call", tool_record)
-                if tool_record.fatal:
-                    return fail(f"the turn stopped: {tool_record.fatal}")
+                return turn.finish(reply, calls)
+            fatal = turn.run_tool_calls(calls)
+            if fatal:
+                return turn.fail(f"the turn stopped: {fatal}")
+    except _TurnFailed as exc:
+        return turn.fail(str(exc), exc.status)
     except SQLAlchemyError as exc:  # disk full, read-only, locked, corrupt: a verdict
-        return fail(f"the turn stopped: {_store_failure(exc)}")
+        return turn.fail(f"the turn stopped: {_store_failure(exc)}")
     except Exception as exc:  # a bug: a verdict, never a traceback
-        return fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
+        return turn.fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
+    return turn.out_of_iterations(max_iterations)
 
-    record.status = "max_iterations"
-    record.error = f"no final answer after {max_iterations} model calls"
-    emit("error", record.error)
-    return record
+
+@dataclass
+class _Turn:
+    """One turn in progress: what the phases of :func:`run_turn` share, and the phases."""
+
+    client: openai.OpenAI
+    model: str
+    policy: ResultPolicy
+    registry: ToolRegistry  # the real tools
+    tools: ToolRegistry  # the real tools and the policy's: what a call may run
+    store: ToolOutputStore | None
+    ctx: ToolContext
+    record: TurnRecord
+    secrets: list[str]
+    temperature: float | None
+    emit: EventHook
+    compaction: CompactionSettings | None
+    used_ids: set[str] = field(default_factory=set)
+    provider_ids_seen: set[str] = field(default_factory=set)
+
+    @classmethod
+    def start(
+        cls,
+        prompt: str,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        policy: ResultPolicy,
+        registry: ToolRegistry,
+        store: ToolOutputStore | None,
+        thread_id: str,
+        few_shot: bool,
+        system: str | None,
+        history: list[dict[str, Any]],
+        temperature: float | None,
+        emit: EventHook,
+        compaction: CompactionSettings | None,
+    ) -> _Turn:
+        """The system message, the history (secrets redacted) and an empty record."""
+        secrets_to_hide = [
+            *configured_secrets(),
+            *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
+        ]
+        ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
+        ctx.shown_references.update(_shown_references(history))
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
+            # a secret configured after an earlier turn was stored still never goes to the model
+            *(map_strings(m, lambda text: redact(text, secrets_to_hide)) for m in history),
+        ]
+        record = TurnRecord(
+            model=model,
+            strategy=policy.name,
+            boxing=policy.boxing,
+            thread_id=thread_id,
+            prompt=prompt,
+            messages=messages,
+            tool_schemas=registry.merged(policy.tools_for(ctx)).schemas(),
+            history_messages=len(history),
+            box_threshold_chars=getattr(policy, "threshold", None)
+            if policy.name == "box"
+            else None,
+            box_rule=policy.design.rule() if isinstance(policy, BoxPolicy) else None,
+        )
+        return cls(
+            client=client,
+            model=model,
+            policy=policy,
+            registry=registry,
+            tools=registry.merged(policy.internal_tools()),
+            store=store,
+            ctx=ctx,
+            record=record,
+            secrets=secrets_to_hide,
+            temperature=temperature,
+            emit=emit,
+            compaction=compaction,
+        )
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.record.messages
+
+    def append(self, message: dict[str, Any]) -> None:
+        """Add a message to the conversation and log it to the thread."""
+        self.messages.append(message)
+        if self.store is not None:
+            self.store.append_message(self.record.thread_id, message)
+
+    def add_user_message(self) -> None:
+        """Open the thread (in the store) and add the prompt, secrets redacted."""
+        if self.store is not None:
+            self.store.ensure_thread(self.record.thread_id)
+        self.used_ids = _ids_in(self.messages)
+        self.provider_ids_seen = _provider_ids_in(self.store, self.record.thread_id)
+        self.append({"role": "user", "content": redact(self.record.prompt, self.secrets)})
+
+    def offer_tools(self) -> list[dict[str, Any]]:
+        """The tool schemas for the next model call (a policy may offer its tools only once
+        they are of use)."""
+        schemas = self.registry.merged(self.policy.tools_for(self.ctx)).schemas()
+        self.record.tool_schemas = schemas
+        self.record.schemas_per_call.append(schemas)
+        return schemas
+
+    def compact_if_due(self, schemas: list[dict[str, Any]], index: int) -> None:
+        if self.compaction is not None:
+            _maybe_compact(
+                self.messages,
+                schemas,
+                self.compaction,
+                self.client,
+                self.model,
+                index,
+                self.record,
+                self.emit,
+            )
+
+    def ask_model(self, schemas: list[dict[str, Any]], index: int) -> tuple[Reply, list[_ToolCall]]:
+        """One model call: the reply (secrets redacted), its tool calls under the client's own
+        ids, and the assistant message added to the conversation.
+
+        Raises:
+            _TurnFailed: the endpoint failed or sent no usable reply.
+        """
+        started = time.perf_counter()
+        sent = self.policy.messages_for_call(self.messages)
+        reply = _ask_model(self.client, self.model, sent, schemas, self.temperature)
+        if self.secrets:  # a key the model repeats goes no further: not to a tool either
+            reply = reply.map_text(lambda text: redact(text, self.secrets))
+        calls = _name_tool_calls(reply, self.used_ids, self.provider_ids_seen, self.record)
+        call_record = _model_call_record(reply, calls, sent, schemas, index, started)
+        self.record.model_calls.append(call_record)
+        self.emit("model_call", call_record)
+        self.append(_assistant_message(reply, calls, self.record))
+        return reply, calls
+
+    def run_tool_calls(self, calls: list[_ToolCall]) -> str | None:
+        """Dispatch each call and add its result; returns why the turn must stop, if it must."""
+        for call in calls:
+            tool_record = dispatch(
+                call.id,
+                call.name,
+                call.arguments,
+                self.tools,
+                self.policy,
+                self.ctx,
+                provider_call_id=call.provider_id,
+            )
+            self.record.tool_calls.append(tool_record)
+            self.append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
+            self.emit("tool_call", tool_record)
+            if tool_record.fatal:
+                return tool_record.fatal
+        return None
+
+    def finish(self, reply: Reply, calls: list[_ToolCall]) -> TurnRecord:
+        """The model answered (or was filtered): the verdict."""
+        _verdict(self.record, reply, unrun_calls=len(calls))
+        self.emit("answer" if self.record.ok else "incomplete", self.record.answer)
+        return self.record
+
+    def fail(self, message: str, status: str = "error") -> TurnRecord:
+        self.record.status, self.record.error = status, redact(message, self.secrets)
+        self.emit("error", self.record.error)
+        return self.record
+
+    def out_of_iterations(self, max_iterations: int) -> TurnRecord:
+        self.record.status = "max_iterations"
+        self.record.error = f"no final answer after {max_iterations} model calls"
+        self.emit("error", self.record.error)
+        return self.record
 
 
 # -- the phases of a turn -------------------------------------------------------------------

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import random
 import secrets
 from collections.abc import Iterator
 
 _seeded: random.Random | None = None
+
+
+def content_sha256(text: str) -> str:
+    """SHA-256 (hex) of a string's UTF-8 bytes, lone surrogates kept (the one hash of a value's
+    content: the store's ``sha256``, the agent's sink checks and ``deep_check`` all use it)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def token_hex(nbytes: int) -> str:

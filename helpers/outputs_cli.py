@@ -152,7 +152,7 @@ def _find(args: argparse.Namespace, store: ToolOutputStore) -> StoredOutput | st
         return store.get_by_ref(ref) or f"no output behind {wanted!r}"
     if args.thread is not None:
         return store.get(args.thread, wanted) or f"no {wanted!r} in thread {args.thread!r}"
-    matches = store.find_call(wanted)
+    matches = store.list_by_call_id(wanted)
     if len(matches) > 1:
         threads = ", ".join(m.thread_id for m in matches[:5])
         return f"{wanted!r} is in {len(matches)} threads ({threads}): name one with --thread"

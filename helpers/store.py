@@ -10,6 +10,12 @@ Tables:
 - ``threads`` and ``thread_messages``: the conversation of each thread, message by message, so a
   later process can continue it (``workbook ask --thread ID``).
 
+Lookups follow one pattern: ``get…`` returns one row or ``None`` (:meth:`~ToolOutputStore.get`
+by thread and ``tool_call_id``, :meth:`~ToolOutputStore.get_by_ref` by reference id), ``list…``
+returns a list (:meth:`~ToolOutputStore.list_thread`, :meth:`~ToolOutputStore.list_by_call_id`
+across threads, :meth:`~ToolOutputStore.list_threads`), ``read…`` returns content
+(:meth:`~ToolOutputStore.read_all`, :meth:`~ToolOutputStore.read_range`).
+
 A thread id may be any text of any length: rows are found by ``thread_key``, the SHA-256 of the
 thread id (64 hex characters), so indexes stay small on SQLite and PostgreSQL alike.
 
@@ -27,7 +33,6 @@ writer waits instead of failing at once.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -80,7 +85,7 @@ class Base(DeclarativeBase):
 
 def thread_key(thread_id: str) -> str:
     """The key a thread's rows are stored under: SHA-256 (hex) of the thread id's UTF-8 bytes."""
-    return hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return ids.content_sha256(thread_id)
 
 
 def _thread_key_default(context: Any) -> str:
@@ -317,7 +322,7 @@ class ToolOutputStore:
             n_chunks=len(chunks),
             n_chars=len(tool_output),
             n_bytes=len(encoded),
-            sha256=hashlib.sha256(encoded).hexdigest(),
+            sha256=ids.content_sha256(tool_output),
             kind=kind,
             created_at=datetime.now(UTC),
         )
@@ -352,7 +357,9 @@ class ToolOutputStore:
         )
         return self._one(stmt, with_content)
 
-    def find_call(self, tool_call_id: str, *, with_content: bool = False) -> list[StoredOutput]:
+    def list_by_call_id(
+        self, tool_call_id: str, *, with_content: bool = False
+    ) -> list[StoredOutput]:
         """Every row with ``tool_call_id``, in any thread (ids are unique per thread only)."""
         with self._sessions() as session:
             rows = session.scalars(

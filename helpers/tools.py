@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from helpers import ids
 from helpers.dataset import ensure_reference_db
 from helpers.pages import PageNotFound, serve_document, serve_page
 from helpers.paths import outbox_dir
@@ -122,7 +123,7 @@ def deep_check(text: str) -> str:
     for word in words:
         counts[word] = counts.get(word, 0) + 1
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = ids.content_sha256(text)
     lines = text.count("\n") + 1 if text else 0
     return (
         f"Deep Check: received {len(text)} chars ({len(text.encode('utf-8', 'surrogatepass'))} "

@@ -32,7 +32,7 @@ def test_tool_call_id_is_unique_per_thread_only(store: ToolOutputStore) -> None:
     store.log_tool("t2", "call_1", "x", {}, "b")  # another thread may reuse the id
     with pytest.raises(DuplicateToolCallError, match="already logged"):
         store.log_tool("t1", "call_1", "x", {}, "c")
-    assert len(store.find_call("call_1")) == 2
+    assert len(store.list_by_call_id("call_1")) == 2
 
 
 def test_rows_survive_a_restart(db_url: str) -> None:

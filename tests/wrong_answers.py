@@ -183,7 +183,7 @@ def prune(engine, older_than=None, thread_id=None):
         (
             "found in any thread",
             """def fetch_tool_output(store, thread_id, tool_call_id):
-    rows = store.find_call(tool_call_id, with_content=True)
+    rows = store.list_by_call_id(tool_call_id, with_content=True)
     if not rows:
         return json.dumps({"error": f"no tool call with id {tool_call_id!r}"})
     row = rows[0]
