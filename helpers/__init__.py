@@ -17,28 +17,79 @@ API is what ``__all__`` lists, importable from ``helpers`` itself::
     )
     print(record.status, record.usage(), record.answer)
 
-Names are loaded on first use (``import helpers`` stays fast). The modules, by layer:
+Names are loaded on first use (``import helpers`` stays fast). The modules, in layers (bottom
+first; a module imports only from its own layer or those below: ``_LAYERS``, checked by a test):
 
-- the loop: :mod:`~helpers.agent` (the turn), :mod:`~helpers.registry` (tools from functions),
-  :mod:`~helpers.tools` (the real tools), :mod:`~helpers.store` (the SQLAlchemy store, with
-  Alembic migrations in :mod:`~helpers.migrations`), :mod:`~helpers.threads`;
+- foundation: paths, ids, guards, tokens, redaction, instructions, plans, personas, replies;
+- tools and their log: :mod:`~helpers.store` (with Alembic migrations in
+  :mod:`~helpers.migrations`), :mod:`~helpers.registry`, :mod:`~helpers.tools`, dataset, pages,
+  :mod:`~helpers.cases`;
 - the context controls: :mod:`~helpers.policies` (inline / truncate / box and the box designs),
-  :mod:`~helpers.anchors` (production agents' policies), :mod:`~helpers.boxing`,
-  :mod:`~helpers.preview`, :mod:`~helpers.resolve_tools`, :mod:`~helpers.guards`,
-  :mod:`~helpers.compaction`, :mod:`~helpers.modes`, :mod:`~helpers.dual_stream`;
-- the models: :mod:`~helpers.llm` (profiles, the client), :mod:`~helpers.replies`,
-  :mod:`~helpers.offline` (the offline reference model), :mod:`~helpers.plans`,
-  :mod:`~helpers.personas`, :mod:`~helpers.tokens`, :mod:`~helpers.redaction`;
-- the evaluation: :mod:`~helpers.cases`, :mod:`~helpers.validation`, :mod:`~helpers.evaluation`,
-  :mod:`~helpers.compare`, :mod:`~helpers.pricing`, :mod:`~helpers.scaling`;
-- the course: :mod:`~helpers.cli`, :mod:`~helpers.outputs_cli`, notebooks' helpers (views,
-  hints, budget, student_notebooks, instructor_guide, readme_figures, bench).
+  :mod:`~helpers.anchors` (production agents' policies), boxing, preview, resolve_tools,
+  compaction, modes, dual_stream;
+- the loop: :mod:`~helpers.agent` (the turn), :mod:`~helpers.threads`;
+- the models: :mod:`~helpers.offline_plan` (what the offline model does),
+  :mod:`~helpers.offline` (the model), :mod:`~helpers.offline_server` (over loopback HTTP),
+  :mod:`~helpers.llm` (profiles, the client);
+- the evaluation: validation, :mod:`~helpers.evaluation`, :mod:`~helpers.pricing`,
+  :mod:`~helpers.scaling`, :mod:`~helpers.compare`;
+- the course: the CLI, the notebooks' views, hints and budget, generated figures and guide.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+#: The layers of the library, bottom first: a module imports only from its own layer or the
+#: ones below it (a test checks it), so data and control flow one way, from the tools and their
+#: log up to the course's commands.
+_LAYERS: dict[str, tuple[str, ...]] = {
+    "foundation": (
+        "paths",
+        "ids",
+        "guards",
+        "tokens",
+        "redaction",
+        "instructions",
+        "plans",
+        "personas",
+        "replies",
+    ),
+    "tools and their log": (
+        "store",
+        "migrations",
+        "registry",
+        "dataset",
+        "pages",
+        "tools",
+        "cases",
+    ),
+    "context controls": (
+        "preview",
+        "boxing",
+        "resolve_tools",
+        "policies",
+        "anchors",
+        "compaction",
+        "modes",
+        "dual_stream",
+    ),
+    "the loop": ("agent", "threads"),
+    "models": ("offline_plan", "offline", "offline_server", "llm"),
+    "evaluation": ("validation", "evaluation", "pricing", "scaling", "compare"),
+    "course": (
+        "views",
+        "hints",
+        "budget",
+        "student_notebooks",
+        "instructor_guide",
+        "readme_figures",
+        "bench",
+        "outputs_cli",
+        "cli",
+    ),
+}
 
 #: Public name → the module that defines it.
 _PUBLIC: dict[str, str] = {
@@ -80,7 +131,7 @@ _PUBLIC: dict[str, str] = {
     "resolve_model": "helpers.llm",
     "make_client": "helpers.llm",
     "OfflineModel": "helpers.offline",
-    "OfflineServer": "helpers.offline",
+    "OfflineServer": "helpers.offline_server",
     "offline_client": "helpers.offline",
     "count_tokens": "helpers.tokens",
     "count_chat_tokens": "helpers.tokens",
@@ -182,7 +233,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from helpers.compare import Comparison, write_report
     from helpers.evaluation import STRATEGIES, client_for_cases, policy_for, run_case, run_cases
     from helpers.llm import ModelConfig, make_client, resolve_model
-    from helpers.offline import OfflineModel, OfflineServer, offline_client
+    from helpers.offline import OfflineModel, offline_client
+    from helpers.offline_server import OfflineServer
     from helpers.policies import (
         BOX_DESIGNS,
         BoxDesign,

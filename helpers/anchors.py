@@ -2,7 +2,7 @@
 published parameters, so ``workbook compare`` can set the workbook's strategies beside them.
 
 Each runs with the same offline model and the same plans; the plan interpreter
-(:mod:`helpers.offline`) looks inside each one's way (a saved file read by offset and limit, a
+(:mod:`helpers.offline_plan`) looks inside each one's way (a saved file read by offset and limit, a
 grep over it, or nothing at all). The parameters are the projects' own defaults, read from their
 code (versions of late 2025); a project may change them in a later release.
 

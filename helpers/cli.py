@@ -940,7 +940,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_offline(args: argparse.Namespace) -> int:
-    from helpers.offline import OfflineServer
+    from helpers.offline_server import OfflineServer
 
     with OfflineServer(port=args.port) as server:
         print(f"offline reference model at {server.base_url} (Ctrl-C to stop)", flush=True)

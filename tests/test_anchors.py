@@ -20,7 +20,7 @@ from helpers.anchors import (
 )
 from helpers.evaluation import client_for_cases, policy_for, run_case
 from helpers.llm import resolve_model
-from helpers.offline import classify
+from helpers.offline_plan import classify
 from helpers.registry import ToolContext, tool_from_function
 from helpers.scaling import document, scaling_case, scaling_registry
 

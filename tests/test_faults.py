@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from helpers.agent import run_turn
-from helpers.offline import Fault, OfflineServer
+from helpers.offline_server import Fault, OfflineServer
 from helpers.policies import make_policy
 from helpers.registry import ToolContext
 from helpers.resolve_tools import internal_resource_length

@@ -12,7 +12,8 @@ import openai
 import pytest
 
 from helpers.agent import run_turn
-from helpers.offline import NO_PLAN_ANSWER, OfflineModel, OfflineServer, PlanError, offline_client
+from helpers.offline import NO_PLAN_ANSWER, OfflineModel, PlanError, offline_client
+from helpers.offline_server import OfflineServer
 from helpers.policies import make_policy
 from helpers.tokens import count_chat_tokens
 from helpers.tools import default_registry

@@ -102,3 +102,29 @@ def test_the_readme_layout_names_every_module() -> None:
         assert path.name in layout, (
             f"README's layout does not name helpers/{path.relative_to(root)}"
         )
+
+
+def test_imports_flow_one_way_through_the_layers() -> None:
+    """Every module is in one layer of ``helpers._LAYERS`` and imports only from its own layer
+    or the layers below it."""
+    import ast
+
+    import helpers
+
+    layer_of = {m: i for i, mods in enumerate(helpers._LAYERS.values()) for m in mods}
+    root = Path(__file__).parent.parent / "helpers"
+    for path in sorted(root.glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        assert path.stem in layer_of, f"helpers/{path.name} is in no layer of helpers._LAYERS"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("helpers.")
+            ):
+                target = node.module.split(".")[1]
+                assert layer_of[target] <= layer_of[path.stem], (
+                    f"helpers/{path.name} ({list(helpers._LAYERS)[layer_of[path.stem]]}) imports "
+                    f"helpers.{target} ({list(helpers._LAYERS)[layer_of[target]]}), a layer above"
+                )

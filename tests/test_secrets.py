@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from helpers.offline import OfflineServer
+from helpers.offline_server import OfflineServer
 from helpers.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
 
 SECRET = "sk-test-SECRET-0123456789abcdefABCDEF"

@@ -98,7 +98,7 @@ def test_a_failed_turn_can_be_continued(store, registry) -> None:
     # the endpoint dies after the first tool call: the thread keeps what happened
     import openai
 
-    from helpers.offline import Fault, OfflineServer
+    from helpers.offline_server import Fault, OfflineServer
 
     with OfflineServer(faults=[Fault("delay", delay_s=0.0), Fault("status", status=500)]) as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
