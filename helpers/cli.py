@@ -208,7 +208,8 @@ def _model_options(*, repeat: bool = False) -> argparse.ArgumentParser:
         "-p",
         "--profile",
         action=action,
-        help=f"a .env profile (default: $WORKBOOK_PROFILE, else offline){again}",
+        help="a .env profile (default: $WORKBOOK_PROFILE; else openai if $OPENAI_API_KEY is set, "
+        f"else offline){again}",
     )
     options.add_argument(
         "-m", "--model", action=action, help=f"override the profile's model name{again}"
