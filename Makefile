@@ -63,7 +63,7 @@ strip: $(DEV_STAMP)
 
 # regenerate the student notebooks (notebooks/NN_*.ipynb) from solutions/
 student: $(DEV_STAMP)
-	$(BIN)/python -m helpers.student_notebooks
+	$(BIN)/python -m helpers.course.student_notebooks
 
 # unit tests, the checkpoint test, and nbval over every solution notebook, all offline
 test: $(DEV_STAMP) lint check-notebooks
@@ -85,15 +85,15 @@ e2e: $(DEV_STAMP) data
 
 # the README's token figures, measured again (a test fails when README.md disagrees)
 figures: $(STAMP)
-	$(BIN)/python -m helpers.readme_figures
+	$(BIN)/python -m helpers.course.readme_figures
 
 # the instructor guide's measured blocks: minutes per section, tokens per notebook, mistakes
 guide: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.instructor_guide
+	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.course.instructor_guide
 
 # speed figures (medians, machine named); WORKBOOK_BENCH_PG_URL adds PostgreSQL
 bench: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.bench --out build/bench.json
+	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.course.bench --out build/bench.json
 
 clean:
 	rm -rf $(VENV) var build .pytest_cache .ruff_cache

@@ -17,23 +17,20 @@ API is what ``__all__`` lists, importable from ``helpers`` itself::
     )
     print(record.status, record.usage(), record.answer)
 
-Names are loaded on first use (``import helpers`` stays fast). The modules, in layers (bottom
-first; a module imports only from its own layer or those below: ``_LAYERS``, checked by a test):
+Names are loaded on first use (``import helpers`` stays fast). The library is in layers,
+bottom first; a module imports only from its own layer or those below (``_LAYERS``, checked by a
+test):
 
-- foundation: paths, ids, guards, tokens, redaction, instructions, plans, personas, replies;
-- tools and their log: :mod:`~helpers.store` (with Alembic migrations in
-  :mod:`~helpers.migrations`), :mod:`~helpers.registry`, :mod:`~helpers.tools`, dataset, pages,
-  :mod:`~helpers.cases`;
-- the context controls: :mod:`~helpers.policies` (inline / truncate / box and the box designs),
-  :mod:`~helpers.anchors` (production agents' policies), boxing, preview, resolve_tools,
-  compaction, modes, dual_stream;
-- the loop: :mod:`~helpers.agent` (the turn), :mod:`~helpers.threads`;
-- the models: :mod:`~helpers.offline_plan` (what the offline model does),
-  :mod:`~helpers.offline` (the model), :mod:`~helpers.offline_server` (over loopback HTTP),
-  :mod:`~helpers.llm` (profiles, the client);
-- the evaluation: validation, :mod:`~helpers.evaluation`, :mod:`~helpers.pricing`,
-  :mod:`~helpers.scaling`, :mod:`~helpers.compare`;
-- the course: the CLI, the notebooks' views, hints and budget, generated figures and guide.
+- the foundation, at the root: paths, ids, guards, tokens, redaction, instructions, plans,
+  personas, replies, :mod:`~helpers.cases`;
+- :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
+  and its Alembic migrations;
+- :mod:`helpers.context`: the context controls (policies and box designs, the anchors'
+  policies, references, previews, resolve tools, compaction, modes, the dual stream);
+- :mod:`helpers.loop`: the agent turn and threads;
+- :mod:`helpers.models`: model access and the offline reference model (plan, model, server);
+- :mod:`helpers.evaluation`: validation, runs per strategy, pricing, scaling, the comparison;
+- :mod:`helpers.course`: the CLI, the notebooks' views, hints and budget, generated figures.
 """
 
 from __future__ import annotations
@@ -41,111 +38,75 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-#: The layers of the library, bottom first: a module imports only from its own layer or the
+#: The layers of the library, bottom first: the modules at the root of ``helpers`` (the
+#: foundation), then one subpackage per layer. A module imports only from its own layer or the
 #: ones below it (a test checks it), so data and control flow one way, from the tools and their
 #: log up to the course's commands.
-_LAYERS: dict[str, tuple[str, ...]] = {
-    "foundation": (
-        "paths",
-        "ids",
-        "guards",
-        "tokens",
-        "redaction",
-        "instructions",
-        "plans",
-        "personas",
-        "replies",
-    ),
-    "tools and their log": (
-        "store",
-        "migrations",
-        "registry",
-        "dataset",
-        "pages",
-        "tools",
-        "cases",
-    ),
-    "context controls": (
-        "preview",
-        "boxing",
-        "resolve_tools",
-        "policies",
-        "anchors",
-        "compaction",
-        "modes",
-        "dual_stream",
-    ),
-    "the loop": ("agent", "threads"),
-    "models": ("offline_plan", "offline", "offline_server", "llm"),
-    "evaluation": ("validation", "evaluation", "pricing", "scaling", "compare"),
-    "course": (
-        "views",
-        "hints",
-        "budget",
-        "student_notebooks",
-        "instructor_guide",
-        "readme_figures",
-        "bench",
-        "outputs_cli",
-        "cli",
-    ),
-}
+_LAYERS: tuple[str, ...] = (
+    "foundation",
+    "tooling",
+    "context",
+    "loop",
+    "models",
+    "evaluation",
+    "course",
+)
 
 #: Public name → the module that defines it.
 _PUBLIC: dict[str, str] = {
     # the turn
-    "run_turn": "helpers.agent",
-    "TurnRecord": "helpers.agent",
-    "ToolCallRecord": "helpers.agent",
-    "ModelCallRecord": "helpers.agent",
-    "CompactionSettings": "helpers.agent",
-    "STATUSES": "helpers.agent",
+    "run_turn": "helpers.loop.agent",
+    "TurnRecord": "helpers.loop.agent",
+    "ToolCallRecord": "helpers.loop.agent",
+    "ModelCallRecord": "helpers.loop.agent",
+    "CompactionSettings": "helpers.loop.agent",
+    "STATUSES": "helpers.loop.agent",
     # strategies and the policies that carry them out
-    "STRATEGIES": "helpers.evaluation",
-    "policy_for": "helpers.evaluation",
-    "make_policy": "helpers.policies",
-    "ResultPolicy": "helpers.policies",
-    "InlinePolicy": "helpers.policies",
-    "TruncatePolicy": "helpers.policies",
-    "MiddleTruncatePolicy": "helpers.policies",
-    "BoxPolicy": "helpers.policies",
-    "BoxDesign": "helpers.policies",
-    "BOX_DESIGNS": "helpers.policies",
-    "CodexPolicy": "helpers.anchors",
-    "DeepAgentsPolicy": "helpers.anchors",
-    "ClaudeCodePolicy": "helpers.anchors",
-    "AgentsSdkTrimmerPolicy": "helpers.anchors",
+    "STRATEGIES": "helpers.evaluation.runs",
+    "policy_for": "helpers.evaluation.runs",
+    "make_policy": "helpers.context.policies",
+    "ResultPolicy": "helpers.context.policies",
+    "InlinePolicy": "helpers.context.policies",
+    "TruncatePolicy": "helpers.context.policies",
+    "MiddleTruncatePolicy": "helpers.context.policies",
+    "BoxPolicy": "helpers.context.policies",
+    "BoxDesign": "helpers.context.policies",
+    "BOX_DESIGNS": "helpers.context.policies",
+    "CodexPolicy": "helpers.context.anchors",
+    "DeepAgentsPolicy": "helpers.context.anchors",
+    "ClaudeCodePolicy": "helpers.context.anchors",
+    "AgentsSdkTrimmerPolicy": "helpers.context.anchors",
     # the store and threads
-    "ToolOutputStore": "helpers.store",
-    "StoredOutput": "helpers.store",
-    "open_thread": "helpers.threads",
-    "load_history": "helpers.threads",
+    "ToolOutputStore": "helpers.tooling.store",
+    "StoredOutput": "helpers.tooling.store",
+    "open_thread": "helpers.loop.threads",
+    "load_history": "helpers.loop.threads",
     # tools
-    "ToolRegistry": "helpers.registry",
-    "Tool": "helpers.registry",
-    "ToolContext": "helpers.registry",
-    "tool_from_function": "helpers.registry",
-    "default_registry": "helpers.tools",
+    "ToolRegistry": "helpers.tooling.registry",
+    "Tool": "helpers.tooling.registry",
+    "ToolContext": "helpers.tooling.registry",
+    "tool_from_function": "helpers.tooling.registry",
+    "default_registry": "helpers.tooling.tools",
     # models
-    "ModelConfig": "helpers.llm",
-    "resolve_model": "helpers.llm",
-    "make_client": "helpers.llm",
-    "OfflineModel": "helpers.offline",
-    "OfflineServer": "helpers.offline_server",
-    "offline_client": "helpers.offline",
+    "ModelConfig": "helpers.models.llm",
+    "resolve_model": "helpers.models.llm",
+    "make_client": "helpers.models.llm",
+    "OfflineModel": "helpers.models.offline",
+    "OfflineServer": "helpers.models.offline_server",
+    "offline_client": "helpers.models.offline",
     "count_tokens": "helpers.tokens",
     "count_chat_tokens": "helpers.tokens",
     # cases and the comparison
     "Case": "helpers.cases",
     "load_cases": "helpers.cases",
-    "run_case": "helpers.evaluation",
-    "run_cases": "helpers.evaluation",
-    "client_for_cases": "helpers.evaluation",
-    "Comparison": "helpers.compare",
-    "write_report": "helpers.compare",
-    "run_scaling": "helpers.scaling",
-    "load_prices": "helpers.pricing",
-    "turn_cost": "helpers.pricing",
+    "run_case": "helpers.evaluation.runs",
+    "run_cases": "helpers.evaluation.runs",
+    "client_for_cases": "helpers.evaluation.runs",
+    "Comparison": "helpers.evaluation.compare",
+    "write_report": "helpers.evaluation.compare",
+    "run_scaling": "helpers.evaluation.scaling",
+    "load_prices": "helpers.evaluation.pricing",
+    "turn_cost": "helpers.evaluation.pricing",
 }
 
 __all__ = [
@@ -215,27 +176,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see
-    from helpers.agent import (
-        STATUSES,
-        CompactionSettings,
-        ModelCallRecord,
-        ToolCallRecord,
-        TurnRecord,
-        run_turn,
-    )
-    from helpers.anchors import (
+    from helpers.cases import Case, load_cases
+    from helpers.context.anchors import (
         AgentsSdkTrimmerPolicy,
         ClaudeCodePolicy,
         CodexPolicy,
         DeepAgentsPolicy,
     )
-    from helpers.cases import Case, load_cases
-    from helpers.compare import Comparison, write_report
-    from helpers.evaluation import STRATEGIES, client_for_cases, policy_for, run_case, run_cases
-    from helpers.llm import ModelConfig, make_client, resolve_model
-    from helpers.offline import OfflineModel, offline_client
-    from helpers.offline_server import OfflineServer
-    from helpers.policies import (
+    from helpers.context.policies import (
         BOX_DESIGNS,
         BoxDesign,
         BoxPolicy,
@@ -245,10 +193,29 @@ if TYPE_CHECKING:  # what type checkers and editors see
         TruncatePolicy,
         make_policy,
     )
-    from helpers.pricing import load_prices, turn_cost
-    from helpers.registry import Tool, ToolContext, ToolRegistry, tool_from_function
-    from helpers.scaling import run_scaling
-    from helpers.store import StoredOutput, ToolOutputStore
-    from helpers.threads import load_history, open_thread
+    from helpers.evaluation.compare import Comparison, write_report
+    from helpers.evaluation.pricing import load_prices, turn_cost
+    from helpers.evaluation.runs import (
+        STRATEGIES,
+        client_for_cases,
+        policy_for,
+        run_case,
+        run_cases,
+    )
+    from helpers.evaluation.scaling import run_scaling
+    from helpers.loop.agent import (
+        STATUSES,
+        CompactionSettings,
+        ModelCallRecord,
+        ToolCallRecord,
+        TurnRecord,
+        run_turn,
+    )
+    from helpers.loop.threads import load_history, open_thread
+    from helpers.models.llm import ModelConfig, make_client, resolve_model
+    from helpers.models.offline import OfflineModel, offline_client
+    from helpers.models.offline_server import OfflineServer
     from helpers.tokens import count_chat_tokens, count_tokens
-    from helpers.tools import default_registry
+    from helpers.tooling.registry import Tool, ToolContext, ToolRegistry, tool_from_function
+    from helpers.tooling.store import StoredOutput, ToolOutputStore
+    from helpers.tooling.tools import default_registry

@@ -1,7 +1,7 @@
 """The offline model's plan language: the steps a case's ``offline_plan`` may hold, checked.
 
 A plan is a list of steps, each with exactly one of ``call``, ``tail``, ``find``, ``first``,
-``read`` or ``answer`` (see :mod:`helpers.offline_plan` for what each means), ending in an answer.
+``read`` or ``answer`` (see :mod:`helpers.models.offline_plan` for what each means), ending in an answer.
 Cases (:mod:`helpers.cases`) check their plans with :func:`check_plan` when they are loaded; the
 offline model carries them out.
 """

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.agent import run_turn
-from helpers.anchors import (
+from helpers.context.anchors import (
     AGENTS_SDK_PREVIEW_CHARS,
     CLAUDE_CODE_MAX_OUTPUT_CHARS,
     CODEX_TOOL_OUTPUT_TOKENS,
@@ -18,11 +17,12 @@ from helpers.anchors import (
     DeepAgentsPolicy,
     codex_truncate,
 )
-from helpers.evaluation import client_for_cases, policy_for, run_case
-from helpers.llm import resolve_model
-from helpers.offline_plan import classify
-from helpers.registry import ToolContext, tool_from_function
-from helpers.scaling import document, scaling_case, scaling_registry
+from helpers.evaluation.runs import client_for_cases, policy_for, run_case
+from helpers.evaluation.scaling import document, scaling_case, scaling_registry
+from helpers.loop.agent import run_turn
+from helpers.models.llm import resolve_model
+from helpers.models.offline_plan import classify
+from helpers.tooling.registry import ToolContext, tool_from_function
 
 
 def test_codex_keeps_head_and_tail_within_its_token_budget() -> None:

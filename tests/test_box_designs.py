@@ -10,11 +10,11 @@ from itertools import pairwise
 
 import pytest
 
-from helpers.agent import run_turn
-from helpers.boxing import presented_reference_id
 from helpers.cases import load_cases
-from helpers.evaluation import policy_for, run_case
-from helpers.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
+from helpers.context.boxing import presented_reference_id
+from helpers.context.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
+from helpers.evaluation.runs import policy_for, run_case
+from helpers.loop.agent import run_turn
 from helpers.tokens import count_tokens
 
 CASES = {case.id: case for case in load_cases()}
@@ -96,8 +96,8 @@ def test_one_resolve_tool_answers_as_the_five_do(client, store) -> None:
 
 
 def test_a_bad_op_is_an_error_result_and_the_turn_goes_on(store) -> None:
-    from helpers.registry import ToolArgumentError, ToolContext
-    from helpers.resolve_tools import resolve_tools
+    from helpers.context.resolve_tools import resolve_tools
+    from helpers.tooling.registry import ToolArgumentError, ToolContext
 
     tool = resolve_tools("one")[0]
     store.ensure_thread("t")
@@ -117,7 +117,7 @@ def test_a_bad_op_is_an_error_result_and_the_turn_goes_on(store) -> None:
 @pytest.mark.parametrize("case_id", sorted(CASES))
 def test_box_meets_its_goal_on_every_shipped_case(client, store, case_id) -> None:
     """At most 1.05× the prompt tokens of the cheaper of inline and truncate."""
-    from helpers.compare import BOX_GOAL_RATIO
+    from helpers.evaluation.compare import BOX_GOAL_RATIO
 
     case = CASES[case_id]
     tokens = {}

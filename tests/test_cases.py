@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from helpers.cases import CaseError, load_case, load_cases
-from helpers.evaluation import run_case
-from helpers.offline import OfflineModel, offline_client
+from helpers.evaluation.runs import run_case
+from helpers.models.offline import OfflineModel, offline_client
 
 REFERENCE_CASES = ("case0", "case1", "case2", "case3", "case4", "web1")
 

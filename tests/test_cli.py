@@ -16,7 +16,7 @@ SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and
 def workbook(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "helpers.cli", *args],
+        [sys.executable, "-m", "helpers.course.cli", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.compaction import (
+from helpers.context.compaction import (
     SUMMARY_HEADER,
     categorize,
     compact,
@@ -177,9 +177,9 @@ def test_text_form() -> None:
 
 
 def test_a_long_session_compacts_and_every_turn_still_works(client, registry, store) -> None:
-    from helpers.agent import CompactionSettings, new_thread_id, run_turn
     from helpers.cases import load_cases
-    from helpers.policies import make_policy
+    from helpers.context.policies import make_policy
+    from helpers.loop.agent import CompactionSettings, new_thread_id, run_turn
 
     cases = {c.id: c for c in load_cases()}
     order = ["case1", "case2", "sql2", "web1", "case3", "two1", "pipe1", "case4"]
@@ -223,7 +223,7 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
 def test_optional_model_written_summary_through_the_same_client() -> None:
     from scripted import scripted_client
 
-    from helpers.compaction import model_summarizer
+    from helpers.context.compaction import model_summarizer
 
     messages = _session(
         [[("google_drive_write_file", False, 1), ("get_page", True, 1)], [("run_sql", False, 1)]]

@@ -9,14 +9,14 @@ import sys
 
 from scripted import scripted_client, tool_calls
 
-from helpers.agent import run_turn
 from helpers.cases import Case, load_cases
-from helpers.compare import Comparison, floor_tokens, to_markdown
-from helpers.evaluation import CaseRun
+from helpers.context.policies import make_policy
+from helpers.evaluation.compare import Comparison, floor_tokens, to_markdown
+from helpers.evaluation.runs import CaseRun
+from helpers.evaluation.validation import validate
 from helpers.instructions import GENERAL
-from helpers.policies import make_policy
+from helpers.loop.agent import run_turn
 from helpers.tokens import count_chat_tokens
-from helpers.validation import validate
 
 REFERENCE_CASES = ("case0", "case1", "case2", "case3", "case4", "web1")
 
@@ -145,7 +145,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     out = tmp_path / "report"
     args = ["compare", "--out", str(out), "--no-personas", "--scaling-max-bytes", "100000"]
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", *args],
+        [sys.executable, "-m", "helpers.course.cli", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -202,7 +202,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
 def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     ok = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "all", "--json"],
+        [sys.executable, "-m", "helpers.course.cli", "cases", "--strategy", "all", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -212,7 +212,7 @@ def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
     data = json.loads(ok.stdout)
     assert data["failed"] == 0 and len(data["runs"]) == 3 * len(load_cases())
     bad = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "middle", "--json"],
+        [sys.executable, "-m", "helpers.course.cli", "cases", "--strategy", "middle", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -228,7 +228,7 @@ def test_several_models_write_the_matrix_as_markdown(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "helpers.cli",
+            "helpers.course.cli",
             "cases",
             "data/cases/case[01].md",
             "--model",

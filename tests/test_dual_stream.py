@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import json
 
-from helpers.agent import run_turn
-from helpers.dual_stream import MAX_SUMMARY_CHARS, DualStreamPolicy, summarize_for_model
-from helpers.tools import run_sql, yt_transcribe
+from helpers.context.dual_stream import MAX_SUMMARY_CHARS, DualStreamPolicy, summarize_for_model
+from helpers.loop.agent import run_turn
+from helpers.tooling.tools import run_sql, yt_transcribe
 
 
 def test_plain_text_is_bounded() -> None:

@@ -13,13 +13,13 @@ import openai
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from helpers.agent import run_turn
-from helpers.offline_server import Fault, OfflineServer
-from helpers.policies import make_policy
-from helpers.registry import ToolContext
-from helpers.resolve_tools import internal_resource_length
-from helpers.store import ToolOutputStore
-from helpers.tools import default_registry
+from helpers.context.policies import make_policy
+from helpers.context.resolve_tools import internal_resource_length
+from helpers.loop.agent import run_turn
+from helpers.models.offline_server import Fault, OfflineServer
+from helpers.tooling.registry import ToolContext
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -126,12 +126,12 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
     db = tmp_path / "killed.sqlite"
     script = textwrap.dedent(f"""
         import os, signal
-        from helpers.agent import run_turn
-        from helpers.offline import OfflineModel, offline_client
-        from helpers.policies import make_policy
-        from helpers.registry import tool_from_function
-        from helpers.store import ToolOutputStore
-        from helpers.tools import default_registry
+        from helpers.loop.agent import run_turn
+        from helpers.models.offline import OfflineModel, offline_client
+        from helpers.context.policies import make_policy
+        from helpers.tooling.registry import tool_from_function
+        from helpers.tooling.store import ToolOutputStore
+        from helpers.tooling.tools import default_registry
 
         def crash(text: str) -> str:
             \"\"\"Die mid-turn, as a process killed by the OOM killer would.

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from helpers.agent import MAX_ARGUMENTS_CHARS, dispatch
-from helpers.policies import BoxPolicy
-from helpers.registry import ToolContext
-from helpers.resolve_tools import MAX_GREP_OUTPUT_LINES
-from helpers.tools import default_registry, run_sql
+from helpers.context.policies import BoxPolicy
+from helpers.context.resolve_tools import MAX_GREP_OUTPUT_LINES
+from helpers.loop.agent import MAX_ARGUMENTS_CHARS, dispatch
+from helpers.tooling.registry import ToolContext
+from helpers.tooling.tools import default_registry, run_sql
 
 POLICY = BoxPolicy()
 TOOLS = default_registry().merged(POLICY.internal_tools())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.llm import ConfigError, load_env, make_client, resolve_model
+from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
 
 ENV = {
     "OPENAI_API_KEY": "sk-test-openai",

@@ -11,11 +11,11 @@ import uuid
 import pytest
 from scripted import scripted_client, tool_calls
 
-from helpers.agent import run_turn
-from helpers.modes import for_mode
+from helpers.context.modes import for_mode
+from helpers.context.policies import make_policy
+from helpers.loop.agent import run_turn
 from helpers.paths import outbox_dir
-from helpers.policies import make_policy
-from helpers.tools import default_registry
+from helpers.tooling.tools import default_registry
 
 
 def _offered(mode, strategy="box") -> set[str]:
@@ -77,7 +77,7 @@ def test_cli_mode_flag() -> None:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     prompt = "Generate a transcript of the YouTube video with video_id='123' and save it to a file on Google Drive named 'transcript.txt'."
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", "ask", prompt, "--mode", "explore", "--json"],
+        [sys.executable, "-m", "helpers.course.cli", "ask", prompt, "--mode", "explore", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -92,7 +92,7 @@ def test_cli_mode_flag() -> None:
         [
             sys.executable,
             "-m",
-            "helpers.cli",
+            "helpers.course.cli",
             "cases",
             "data/cases/case2.md",
             "--mode",

@@ -20,8 +20,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from wrong_answers import WRONG_ANSWERS
 
-from helpers.hints import hints_for
-from helpers.student_notebooks import (
+from helpers.course.hints import hints_for
+from helpers.course.student_notebooks import (
     BEGIN,
     END,
     HINT_RE,

@@ -11,12 +11,12 @@ import urllib.request
 import openai
 import pytest
 
-from helpers.agent import run_turn
-from helpers.offline import NO_PLAN_ANSWER, OfflineModel, PlanError, offline_client
-from helpers.offline_server import OfflineServer
-from helpers.policies import make_policy
+from helpers.context.policies import make_policy
+from helpers.loop.agent import run_turn
+from helpers.models.offline import NO_PLAN_ANSWER, OfflineModel, PlanError, offline_client
+from helpers.models.offline_server import OfflineServer
 from helpers.tokens import count_chat_tokens
-from helpers.tools import default_registry
+from helpers.tooling.tools import default_registry
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -139,7 +139,7 @@ def test_large_cases_overflow_inline_and_pass_boxed(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "helpers.cli",
+            "helpers.course.cli",
             "cases",
             "data/cases/large/*.md",
             "--strategy",

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from helpers.cases import load_cases
-from helpers.evaluation import run_case
-from helpers.offline import OfflineModel, WireError, offline_client
+from helpers.evaluation.runs import run_case
+from helpers.evaluation.validation import case_tool_name
+from helpers.models.offline import OfflineModel, WireError, offline_client
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona, persona_for_model
-from helpers.validation import case_tool_name
 
 CASES = {case.id: case for case in load_cases()}
 
@@ -105,7 +105,7 @@ def test_workbook_cases_with_personas() -> None:
         [
             sys.executable,
             "-m",
-            "helpers.cli",
+            "helpers.course.cli",
             "cases",
             "data/cases/case1.md",
             "--persona",
@@ -124,7 +124,7 @@ def test_workbook_cases_with_personas() -> None:
     assert [(r["persona"], r["passed"]) for r in runs] == [(None, True), ("embeds", True)]
     assert runs[1]["guards"] == {"refused_embedded_reference": 1}
     real = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", "cases", "--persona", "embeds", "--json"],
+        [sys.executable, "-m", "helpers.course.cli", "cases", "--persona", "embeds", "--json"],
         capture_output=True,
         text=True,
         env={

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from helpers.agent import dispatch
-from helpers.boxing import ReferenceRefused, find_references, reference_id, unbox_arguments
-from helpers.policies import BoxPolicy, InlinePolicy, TruncatePolicy, make_policy
-from helpers.preview import make_preview, parse_preview
-from helpers.registry import ToolContext, ToolRegistry
-from helpers.store import ToolOutputStore
-from helpers.tools import default_registry, yt_transcribe
+from helpers.context.boxing import ReferenceRefused, find_references, reference_id, unbox_arguments
+from helpers.context.policies import BoxPolicy, InlinePolicy, TruncatePolicy, make_policy
+from helpers.context.preview import make_preview, parse_preview
+from helpers.loop.agent import dispatch
+from helpers.tooling.registry import ToolContext, ToolRegistry
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry, yt_transcribe
 
 LONG = yt_transcribe("123")
 

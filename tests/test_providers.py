@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from provider import Answer, ScriptedProvider, completion, last_tool, tool_call, tool_messages
 
-from helpers.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
-from helpers.store import ToolOutputStore
+from helpers.course.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from helpers.tooling.store import ToolOutputStore
 
 SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
 PROMPT = "Transcribe video 123 and pass it to Deep Check."

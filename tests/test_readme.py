@@ -9,7 +9,7 @@ from pathlib import Path
 
 def test_readme_figures_are_current() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.readme_figures", "--check"],
+        [sys.executable, "-m", "helpers.course.readme_figures", "--check"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -98,6 +98,7 @@ def test_the_readme_layout_names_every_module() -> None:
     root = Path(__file__).parent.parent / "helpers"
     for path in sorted(root.rglob("*.py")):
         if path.name == "__init__.py" and path.parent != root:
+            assert f"{path.parent.name}/" in layout, f"README's layout lacks {path.parent.name}/"
             continue
         assert path.name in layout, (
             f"README's layout does not name helpers/{path.relative_to(root)}"
@@ -105,26 +106,33 @@ def test_the_readme_layout_names_every_module() -> None:
 
 
 def test_imports_flow_one_way_through_the_layers() -> None:
-    """Every module is in one layer of ``helpers._LAYERS`` and imports only from its own layer
-    or the layers below it."""
+    """Every module is in a layer of ``helpers._LAYERS`` (the root's modules are the foundation,
+    each subpackage a layer) and imports only from its own layer or the layers below it."""
     import ast
 
     import helpers
 
-    layer_of = {m: i for i, mods in enumerate(helpers._LAYERS.values()) for m in mods}
+    rank = {layer: i for i, layer in enumerate(helpers._LAYERS)}
     root = Path(__file__).parent.parent / "helpers"
-    for path in sorted(root.glob("*.py")):
-        if path.stem == "__init__":
+
+    def layer(dotted: str) -> str:
+        parts = dotted.split(".")
+        return parts[1] if len(parts) >= 2 and parts[1] in rank else "foundation"
+
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root.parent).with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        if module == "helpers":
             continue
-        assert path.stem in layer_of, f"helpers/{path.name} is in no layer of helpers._LAYERS"
+        own = layer(module)
+        assert own in rank, module
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.ImportFrom)
                 and node.module
                 and node.module.startswith("helpers.")
             ):
-                target = node.module.split(".")[1]
-                assert layer_of[target] <= layer_of[path.stem], (
-                    f"helpers/{path.name} ({list(helpers._LAYERS)[layer_of[path.stem]]}) imports "
-                    f"helpers.{target} ({list(helpers._LAYERS)[layer_of[target]]}), a layer above"
+                target = layer(node.module)
+                assert rank[target] <= rank[own], (
+                    f"{module} ({own}) imports {node.module} ({target}), a layer above"
                 )

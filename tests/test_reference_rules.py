@@ -1,4 +1,4 @@
-"""The unboxing rules for references as models write them (helpers/boxing.py), on a real store:
+"""The unboxing rules for references as models write them (helpers/context/boxing.py), on a real store:
 wrapped references resolve, references inside text are refused, look-alikes stay text."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from helpers.agent import dispatch
-from helpers.boxing import (
+from helpers.context.boxing import (
     EmbeddedReference,
     MalformedReference,
     canonical_reference,
@@ -16,10 +15,11 @@ from helpers.boxing import (
     reference_id,
     unwrap_reference,
 )
-from helpers.policies import BoxPolicy, TruncatePolicy
-from helpers.preview import make_preview
-from helpers.registry import ToolContext
-from helpers.tools import default_registry
+from helpers.context.policies import BoxPolicy, TruncatePolicy
+from helpers.context.preview import make_preview
+from helpers.loop.agent import dispatch
+from helpers.tooling.registry import ToolContext
+from helpers.tooling.tools import default_registry
 
 REF = "internal://AbCdEfGh12345678"
 

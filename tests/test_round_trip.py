@@ -9,12 +9,12 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.agent import dispatch
-from helpers.bench import round_trip_tools
-from helpers.policies import BoxPolicy
-from helpers.registry import ToolContext
-from helpers.resolve_tools import internal_resource_read_slice
-from helpers.store import ToolOutputStore
+from helpers.context.policies import BoxPolicy
+from helpers.context.resolve_tools import internal_resource_read_slice
+from helpers.course.bench import round_trip_tools
+from helpers.loop.agent import dispatch
+from helpers.tooling.registry import ToolContext
+from helpers.tooling.store import ToolOutputStore
 
 # Any Unicode text but lone surrogates (not encodable as UTF-8), weighted towards the awkward:
 # NUL, CR/LF, combining marks, astral-plane characters.

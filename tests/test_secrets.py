@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from helpers.offline_server import OfflineServer
-from helpers.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from helpers.course.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from helpers.models.offline_server import OfflineServer
 
 SECRET = "sk-test-SECRET-0123456789abcdefABCDEF"
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
@@ -32,7 +32,7 @@ def test_a_real_key_is_used_but_never_shown_or_stored(tmp_path) -> None:
         }
         runs = [
             subprocess.run(
-                [sys.executable, "-m", "helpers.cli", "ask", CASE1, *flags],
+                [sys.executable, "-m", "helpers.course.cli", "ask", CASE1, *flags],
                 capture_output=True,
                 text=True,
                 env=env,

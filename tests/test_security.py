@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from provider import ScriptedProvider, completion, tool_call
 
-import helpers.policies as policies
-import helpers.resolve_tools as resolve_tools
-import helpers.tools as tools_module
-from helpers.agent import dispatch, run_turn
-from helpers.modes import for_mode
-from helpers.pages import PAGE_MODULES, pages_dir, serve_page
-from helpers.policies import BoxPolicy, make_policy
-from helpers.registry import ToolContext, ToolRegistry, tool_from_function
-from helpers.store import ToolOutputStore
-from helpers.tools import default_registry, get_page, google_drive_write_file, run_sql
+import helpers.context.policies as policies
+import helpers.context.resolve_tools as resolve_tools
+import helpers.tooling.tools as tools_module
+from helpers.context.modes import for_mode
+from helpers.context.policies import BoxPolicy, make_policy
+from helpers.loop.agent import dispatch, run_turn
+from helpers.tooling.pages import PAGE_MODULES, pages_dir, serve_page
+from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry, get_page, google_drive_write_file, run_sql
 
 LIBRARY = "https://docs.python.org/3/library/{}.html"
 POLICY = BoxPolicy()
@@ -51,7 +51,7 @@ HOSTILE_MODULES = [
     "turtledemo",
     "test.support",
     "var.outbox.evil",
-    "helpers.cli",
+    "helpers.course.cli",
     "pip",
     "sqlalchemy",
     "os",
@@ -71,8 +71,8 @@ def test_get_page_imports_nothing_the_model_names(tmp_path) -> None:
     (tmp_path / "var" / "outbox" / "evil.py").write_text((tmp_path / "evil.py").read_text())
     script = f"""
 import json, sys
-from helpers.tools import get_page
-from helpers.pages import PageNotFound
+from helpers.tooling.tools import get_page
+from helpers.tooling.pages import PageNotFound
 before = set(sys.modules)
 names = {[*HOSTILE_MODULES, "evil"]!r}
 results = {{}}
@@ -475,7 +475,7 @@ def test_an_injected_page_cannot_make_explore_mode_write(store) -> None:
 def test_bad_command_lines_exit_2_with_one_line(argv) -> None:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "LC_ALL": "C.UTF-8"}
     done = subprocess.run(
-        [sys.executable.encode(), b"-m", b"helpers.cli", *argv],
+        [sys.executable.encode(), b"-m", b"helpers.course.cli", *argv],
         capture_output=True,
         env=env,
         timeout=60,

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from helpers.store import DuplicateToolCallError, ToolOutputStore
+from helpers.tooling.store import DuplicateToolCallError, ToolOutputStore
 
 
 def test_log_and_read_back_the_whole_row(store: ToolOutputStore) -> None:
@@ -147,7 +147,7 @@ def test_a_postgresql_table_from_the_first_schema_is_migrated() -> None:
 
 
 def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputStore) -> None:
-    from helpers.store import CHUNK_CHARS
+    from helpers.tooling.store import CHUNK_CHARS
 
     unit = "ab\x00🧪é\r\n"
     value = (unit * (CHUNK_CHARS * 7 // 2 // len(unit) + 1))[: CHUNK_CHARS * 7 // 2]
@@ -241,7 +241,7 @@ def test_the_migrations_build_the_schema_the_code_declares(tmp_path) -> None:
     from alembic import command
     from sqlalchemy import create_engine
 
-    from helpers.migrations import HEAD, alembic_config, current_revision
+    from helpers.tooling.migrations import HEAD, alembic_config, current_revision
 
     fresh = ToolOutputStore(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
     assert fresh.migrated == "created" and current_revision(fresh.engine) == HEAD
@@ -265,7 +265,7 @@ def test_the_migrations_build_the_schema_the_code_declares(tmp_path) -> None:
 
 
 def test_an_old_store_is_upgraded_through_alembic_on_open(tmp_path) -> None:
-    from helpers.migrations import HEAD, current_revision
+    from helpers.tooling.migrations import HEAD, current_revision
 
     path = _first_release_store(tmp_path / "v1.sqlite", "T-7")
     store = ToolOutputStore(f"sqlite:///{path}")
@@ -282,7 +282,7 @@ def test_the_alembic_command_migrates_the_configured_store(tmp_path) -> None:
     import subprocess
     import sys
 
-    from helpers.migrations import FOLDER
+    from helpers.tooling.migrations import FOLDER
 
     url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
     done = subprocess.run(

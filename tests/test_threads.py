@@ -10,11 +10,11 @@ import sys
 import pytest
 from provider import ScriptedProvider, completion, tool_call, tool_messages
 
-from helpers.agent import run_turn
-from helpers.offline import offline_client
-from helpers.policies import make_policy
-from helpers.store import ToolOutputStore
-from helpers.threads import INTERRUPTED_RESULT, ThreadError, open_thread, repair_pairing
+from helpers.context.policies import make_policy
+from helpers.loop.agent import run_turn
+from helpers.loop.threads import INTERRUPTED_RESULT, ThreadError, open_thread, repair_pairing
+from helpers.models.offline import offline_client
+from helpers.tooling.store import ToolOutputStore
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -28,7 +28,7 @@ def _workbook(provider: ScriptedProvider, db: str, *args: str) -> dict:
         "NO_COLOR": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", "ask", *args, "--json", "--db", db],
+        [sys.executable, "-m", "helpers.course.cli", "ask", *args, "--json", "--db", db],
         capture_output=True,
         text=True,
         env=env,
@@ -98,7 +98,7 @@ def test_a_failed_turn_can_be_continued(store, registry) -> None:
     # the endpoint dies after the first tool call: the thread keeps what happened
     import openai
 
-    from helpers.offline_server import Fault, OfflineServer
+    from helpers.models.offline_server import Fault, OfflineServer
 
     with OfflineServer(faults=[Fault("delay", delay_s=0.0), Fault("status", status=500)]) as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
@@ -146,7 +146,7 @@ def test_open_thread_rules(store) -> None:
 
 
 def test_compaction_applies_to_a_replayed_history(store, registry, client) -> None:
-    from helpers.agent import CompactionSettings
+    from helpers.loop.agent import CompactionSettings
 
     thread = "T-compact"
     store.ensure_thread(thread)

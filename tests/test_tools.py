@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from helpers.registry import ToolArgumentError, ToolRegistry, tool_from_function
 from helpers.tokens import count_chat_tokens, count_tokens, encoding
-from helpers.tools import (
+from helpers.tooling.registry import ToolArgumentError, ToolRegistry, tool_from_function
+from helpers.tooling.tools import (
     deep_check,
     get_page,
     google_drive_write_file,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from helpers.agent import run_turn
-from helpers.policies import make_policy
-from helpers.views import messages_html, side_by_side
+from helpers.context.policies import make_policy
+from helpers.course.views import messages_html, side_by_side
+from helpers.loop.agent import run_turn
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 

@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from helpers.budget import SpendNotApproved, approve_spend
 from helpers.cases import load_cases
-from helpers.evaluation import run_case
-from helpers.hints import hint
-from helpers.llm import resolve_model
-from helpers.student_notebooks import NOTEBOOKS_DIR, restore
+from helpers.course.budget import SpendNotApproved, approve_spend
+from helpers.course.hints import hint
+from helpers.course.student_notebooks import NOTEBOOKS_DIR, restore
+from helpers.evaluation.runs import run_case
+from helpers.models.llm import resolve_model
 
 
 def test_the_lab_stays_offline_until_a_profile_is_chosen() -> None:
@@ -107,7 +107,16 @@ Using run_sql, list Norway's ISO 3166-2 subdivisions and save the result to a fi
         encoding="utf-8",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", "cases", str(case), "--strategy", "all", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "helpers.course.cli",
+            "cases",
+            str(case),
+            "--strategy",
+            "all",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "WORKBOOK_PROFILE": "offline"},
@@ -126,8 +135,8 @@ def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
     import nbformat
     from wrong_answers import WRONG_ANSWERS
 
-    from helpers.instructor_guide import GUIDE
-    from helpers.student_notebooks import SOLUTIONS_DIR
+    from helpers.course.instructor_guide import GUIDE
+    from helpers.course.student_notebooks import SOLUTIONS_DIR
 
     guide = GUIDE.read_text(encoding="utf-8")
     for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):

@@ -1,0 +1,1 @@
+"""The context controls: what the model sees of a tool result (inline, truncate, box and their designs, the anchors' policies), references and previews, resolve tools, compaction, modes and the dual stream."""

@@ -1,0 +1,470 @@
+"""The anchors: what production agents do with a long tool result, as policies with their
+published parameters, so ``workbook compare`` can set the workbook's strategies beside them.
+
+Each runs with the same offline model and the same plans; the plan interpreter
+(:mod:`helpers.models.offline_plan`) looks inside each one's way (a saved file read by offset and limit, a
+grep over it, or nothing at all). The parameters are the projects' own defaults, read from their
+code (versions of late 2025); a project may change them in a later release.
+
+- ``codex``: OpenAI **Codex CLI** (``openai/codex``, ``codex-rs``). A tool output over its
+  budget of 10,000 tokens (``TruncationPolicyConfig::tokens(10_000)`` for the Codex models in
+  ``models_manager/model_info.rs``; tokens estimated at 4 bytes each, ``APPROX_BYTES_PER_TOKEN``
+  in ``utils/string/src/truncate.rs``) keeps its first and last half-budget with
+  ``…N tokens truncated…`` between them, under a ``Warning: truncated output`` header
+  (``utils/output-truncation``). Nothing keeps the middle for the model: its way back is to run
+  a narrower command, which a non-shell tool cannot offer.
+- ``deepagents``: LangChain **deepagents** (``langchain-ai/deepagents``, ``FilesystemMiddleware``).
+  A result over ``tool_token_limit_before_evict = 20000`` tokens (4 characters a token,
+  ``NUM_CHARS_PER_TOKEN``) is written to ``/large_tool_results/<tool_call_id>`` and replaced by
+  ``TOO_LARGE_TOOL_MSG`` with the first and last 5 lines (each cut at 1,000 characters); the
+  model reads it with ``read_file(file_path, offset, limit)`` (offset 0, limit 100 lines by
+  default; lines over 5,000 characters continue on rows ``N.1``, ``N.2``) and can ``grep`` it.
+- ``claude-code``: Anthropic **Claude Code**. A Bash output over 30,000 characters
+  (``BASH_MAX_OUTPUT_LENGTH``'s default) is saved to a file and the model gets a
+  ``<persisted-output>`` note with the path and a 2 KB preview (as Claude Code transcripts show
+  it); it reads the file with ``Read(file_path, offset, limit)`` (2,000 lines by default, lines
+  over 2,000 characters cut) or searches it with ``Grep``.
+- ``agents-sdk``: the **OpenAI Agents SDK**'s ``ToolOutputTrimmer``
+  (``agents/extensions/tool_output_trimmer.py``, a ``call_model_input_filter``): before each
+  model call, a tool output older than the last ``recent_turns = 2`` user turns and longer than
+  ``max_output_chars = 500`` is replaced by ``[Trimmed: <tool> output — N chars → 200 char
+  preview]`` and its first ``preview_chars = 200`` characters; the full text is not kept where
+  the model can reach it. Within one turn it changes nothing: a single long turn costs what
+  inline costs.
+
+Units: characters unless a name says bytes, tokens or lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from helpers.context.policies import Presented, ResultPolicy
+from helpers.context.resolve_tools import compile_grep_pattern
+from helpers.tooling.registry import Tool, ToolContext, tool_from_function
+from helpers.tooling.store import StoredOutput, ToolOutputStore
+
+# -- Codex CLI ----------------------------------------------------------------------------------
+
+#: Codex CLI's tool-output budget for its Codex models, in (estimated) tokens.
+CODEX_TOOL_OUTPUT_TOKENS = 10_000
+#: Codex CLI's token estimate: bytes per token.
+CODEX_BYTES_PER_TOKEN = 4
+
+
+def _codex_tokens(n_bytes: int) -> int:
+    return (n_bytes + CODEX_BYTES_PER_TOKEN - 1) // CODEX_BYTES_PER_TOKEN
+
+
+def _cut_bytes(data: bytes, size: int, *, from_end: bool = False) -> str:
+    """At most ``size`` bytes of ``data`` from its start (or end), on a character boundary."""
+    part = data[len(data) - size :] if from_end else data[:size]
+    return part.decode("utf-8", "ignore")
+
+
+def codex_truncate(output: str, budget_tokens: int = CODEX_TOOL_OUTPUT_TOKENS) -> str:
+    """``output`` as Codex CLI gives a long one to the model: unchanged within the budget,
+    else a header, the head and tail halves of the budget, and ``…N tokens truncated…``."""
+    data = output.encode("utf-8", "surrogatepass")
+    if _codex_tokens(len(data)) <= budget_tokens:
+        return output
+    budget_bytes = budget_tokens * CODEX_BYTES_PER_TOKEN
+    head_bytes = budget_bytes // 2
+    head = _cut_bytes(data, head_bytes)
+    tail = _cut_bytes(data, budget_bytes - head_bytes, from_end=True)
+    removed = len(data) - len(head.encode()) - len(tail.encode())
+    lines = output.count("\n") + (0 if output.endswith("\n") else 1)
+    return (
+        f"Warning: truncated output (original token count: {_codex_tokens(len(data))})\n"
+        f"Total output lines: {lines}\n\n"
+        f"{head}…{_codex_tokens(removed)} tokens truncated…{tail}"
+    )
+
+
+class CodexPolicy(ResultPolicy):
+    """Codex CLI: head and tail within a 10,000-token budget, no way back (see the module)."""
+
+    name = "codex"
+
+    def __init__(self, budget_tokens: int = CODEX_TOOL_OUTPUT_TOKENS):
+        self.budget_tokens = budget_tokens
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        from helpers.instructions import system_instructions
+
+        return system_instructions("middle")
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        shown = codex_truncate(output, self.budget_tokens)
+        return Presented(shown, "inline" if shown is output else "middle")
+
+    def describe(self) -> str:
+        return f"codex (head + tail within {self.budget_tokens:,} tokens)"
+
+
+# -- saved files: deepagents and Claude Code ------------------------------------------------------
+
+#: deepagents: evict a result over this many tokens (``tool_token_limit_before_evict``) ...
+DEEPAGENTS_EVICT_TOKENS = 20_000
+#: ... estimated at this many characters a token (``NUM_CHARS_PER_TOKEN``).
+DEEPAGENTS_CHARS_PER_TOKEN = 4
+DEEPAGENTS_FOLDER = "/large_tool_results/"
+#: deepagents' ``read_file`` defaults and its longest row before a line continues on the next.
+DEEPAGENTS_READ_OFFSET = 0
+DEEPAGENTS_READ_LIMIT_LINES = 100
+DEEPAGENTS_MAX_LINE_CHARS = 5_000
+#: deepagents' preview: head and tail lines, each cut at this many characters.
+DEEPAGENTS_PREVIEW_LINES = 5
+DEEPAGENTS_PREVIEW_LINE_CHARS = 1_000
+#: deepagents' message for an evicted result (``TOO_LARGE_TOOL_MSG``).
+DEEPAGENTS_TOO_LARGE_MSG = (
+    "Tool result too large, the result of this tool call {tool_call_id} was saved in the "
+    "filesystem at this path: {file_path}\n\nYou can read the result from the filesystem by using "
+    "the read_file tool, but make sure to only read part of the result at a time.\n\nYou can do "
+    "this by specifying an offset and limit in the read_file tool call. For example, to read the "
+    "first 100 lines, you can use the read_file tool with offset=0 and limit=100.\n\n"
+    "Here is a preview showing the head and tail of the result:\n\n{content_sample}"
+)
+
+#: Claude Code: a Bash output over this many characters is saved (``BASH_MAX_OUTPUT_LENGTH``).
+CLAUDE_CODE_MAX_OUTPUT_CHARS = 30_000
+#: Claude Code's preview of a saved output, in bytes ("Preview (first 2KB)").
+CLAUDE_CODE_PREVIEW_BYTES = 2_000
+CLAUDE_CODE_FOLDER = "/tool-results/"
+#: Claude Code's ``Read``: lines per call by default, and the longest line it shows.
+CLAUDE_CODE_READ_LIMIT_LINES = 2_000
+CLAUDE_CODE_READ_LINE_CHARS = 2_000
+
+#: The most characters one read or grep of a saved file returns (a bound of ours, as for the
+#: resolve tools): past it the tool stops and says where to go on.
+MAX_FILE_READ_CHARS = 100_000
+MAX_FILE_GREP_LINES = 500
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def _numbered_deepagents(lines: list[str], first: int) -> list[str]:
+    """deepagents' ``format_content_with_line_numbers``: ``{n:6d}\\t{line}``, a line over 5,000
+    characters continued on rows ``n.1``, ``n.2``."""
+    rows = []
+    for n, line in enumerate(lines, first):
+        chunks = [
+            line[i : i + DEEPAGENTS_MAX_LINE_CHARS]
+            for i in range(0, max(len(line), 1), DEEPAGENTS_MAX_LINE_CHARS)
+        ]
+        rows.append(f"{n:6d}\t{chunks[0]}")
+        rows += [f"{f'{n}.{k}':>6}\t{chunk}" for k, chunk in enumerate(chunks[1:], 1)]
+    return rows
+
+
+def _human_size(n_bytes: int) -> str:
+    return f"{n_bytes / 1024:.1f}KB" if n_bytes < 1024 * 1024 else f"{n_bytes / 1048576:.1f}MB"
+
+
+class _SavedFilePolicy(ResultPolicy):
+    """A long result is saved as a file of the thread; the model reads or greps the file."""
+
+    needs_store = True
+    folder = "/"
+
+    def path_for(self, tool_call_id: str) -> str:
+        return f"{self.folder}{tool_call_id}"
+
+    def call_id_of(self, path: str) -> str | None:
+        path = path.strip().strip("`'\"")
+        if not path.startswith(self.folder):
+            return None
+        return path[len(self.folder) :].removesuffix(".txt") or None
+
+    read_tool = "read_file"
+    grep_tool = "grep"
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        from helpers.instructions import system_instructions
+
+        return system_instructions("saved").format(read=self.read_tool, grep=self.grep_tool)
+
+    def is_long(self, output: str) -> bool:
+        raise NotImplementedError
+
+    def notice(self, tool_call_id: str, output: str) -> str:
+        raise NotImplementedError
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        if tool.internal or not self.is_long(output):
+            return Presented(output, "inline")
+        if row is None:
+            raise RuntimeError(f"the {self.name} strategy needs every result logged to the store")
+        return Presented(self.notice(tool_call_id, output), "saved")
+
+
+def _saved_text(ctx: ToolContext, policy: _SavedFilePolicy, file_path: str) -> str:
+    store: ToolOutputStore | None = ctx.store
+    call_id = policy.call_id_of(file_path)
+    row = store.get(ctx.thread_id, call_id, with_content=True) if store and call_id else None
+    if row is None:
+        raise ValueError(f"Error: File '{file_path}' not found")
+    return row.content or ""
+
+
+def _grep_lines(text: str, pattern: str) -> list[tuple[int, str]]:
+    regex = compile_grep_pattern(pattern)
+    hits = []
+    for n, line in enumerate(_lines(text), 1):
+        if regex.search(line):
+            hits.append((n, line))
+            if len(hits) >= MAX_FILE_GREP_LINES:
+                break
+    return hits
+
+
+class DeepAgentsPolicy(_SavedFilePolicy):
+    """deepagents: evict results over 20,000 tokens to a file; ``read_file`` pages it."""
+
+    name = "deepagents"
+    folder = DEEPAGENTS_FOLDER
+
+    def __init__(self, evict_tokens: int = DEEPAGENTS_EVICT_TOKENS):
+        self.evict_tokens = evict_tokens
+
+    def is_long(self, output: str) -> bool:
+        return len(output) > DEEPAGENTS_CHARS_PER_TOKEN * self.evict_tokens
+
+    def notice(self, tool_call_id: str, output: str) -> str:
+        lines = _lines(output)
+        cut = [line[:DEEPAGENTS_PREVIEW_LINE_CHARS] for line in lines]
+        if len(lines) <= 2 * DEEPAGENTS_PREVIEW_LINES:
+            sample = "\n".join(_numbered_deepagents(cut, 1))
+        else:
+            omitted = len(lines) - 2 * DEEPAGENTS_PREVIEW_LINES
+            tail_start = len(lines) - DEEPAGENTS_PREVIEW_LINES
+            sample = "\n".join(
+                [
+                    *_numbered_deepagents(cut[:DEEPAGENTS_PREVIEW_LINES], 1),
+                    f"... [{omitted} lines truncated] ...",
+                    *_numbered_deepagents(cut[tail_start:], tail_start + 1),
+                ]
+            )
+        return DEEPAGENTS_TOO_LARGE_MSG.format(
+            tool_call_id=tool_call_id, file_path=self.path_for(tool_call_id), content_sample=sample
+        )
+
+    def internal_tools(self) -> list[Tool]:
+        policy = self
+
+        def read_file(
+            ctx: ToolContext,
+            file_path: str,
+            offset: int = DEEPAGENTS_READ_OFFSET,
+            limit: int = DEEPAGENTS_READ_LIMIT_LINES,
+        ) -> str:
+            """Reads a file from the filesystem, with line numbers (cat -n format).
+
+            Args:
+                file_path: absolute path of the file, e.g. /large_tool_results/call_abc.
+                offset: line number to start reading from (0-based).
+                limit: maximum number of lines to read.
+            """
+            if offset < 0 or limit < 1:
+                raise ValueError("offset must be >= 0 and limit >= 1")
+            lines = _lines(_saved_text(ctx, policy, file_path))
+            if offset >= len(lines) and lines:
+                raise ValueError(
+                    f"Error: Line offset {offset} exceeds file length ({len(lines)} lines)"
+                )
+            rows = _numbered_deepagents(lines[offset : offset + limit], offset + 1)
+            return _bounded(rows, f"read on with offset={offset}+ the rows shown")
+
+        def grep(ctx: ToolContext, pattern: str, path: str) -> str:
+            """Search a file for a regular expression; matching lines with their numbers.
+
+            Args:
+                pattern: the regular expression (RE2 syntax).
+                path: the file to search, e.g. /large_tool_results/call_abc.
+            """
+            hits = _grep_lines(_saved_text(ctx, policy, path), pattern)
+            if not hits:
+                return "No matches found"
+            return _bounded([f"{path}:{n}:{line}" for n, line in hits], "narrow the pattern")
+
+        return [
+            tool_from_function(read_file, internal=True),
+            tool_from_function(grep, internal=True),
+        ]
+
+    def describe(self) -> str:
+        return f"deepagents (evict over {self.evict_tokens:,} tokens to a file)"
+
+
+class ClaudeCodePolicy(_SavedFilePolicy):
+    """Claude Code: outputs over 30,000 characters saved to a file with a 2 KB preview."""
+
+    name = "claude-code"
+    folder = CLAUDE_CODE_FOLDER
+    read_tool = "Read"
+    grep_tool = "Grep"
+
+    def __init__(self, max_output_chars: int = CLAUDE_CODE_MAX_OUTPUT_CHARS):
+        self.max_output_chars = max_output_chars
+
+    def path_for(self, tool_call_id: str) -> str:
+        return f"{self.folder}{tool_call_id}.txt"
+
+    def is_long(self, output: str) -> bool:
+        return len(output) > self.max_output_chars
+
+    def notice(self, tool_call_id: str, output: str) -> str:
+        data = output.encode("utf-8", "surrogatepass")
+        preview = _cut_bytes(data, CLAUDE_CODE_PREVIEW_BYTES)
+        return (
+            f"<persisted-output>\nOutput too large ({_human_size(len(data))}). Full output saved "
+            f"to: {self.path_for(tool_call_id)}\n\nPreview (first 2KB):\n{preview}\n...\n"
+            "</persisted-output>"
+        )
+
+    def internal_tools(self) -> list[Tool]:
+        policy = self
+
+        def Read(  # Claude Code's tool name
+            ctx: ToolContext,
+            file_path: str,
+            offset: int = 1,
+            limit: int = CLAUDE_CODE_READ_LIMIT_LINES,
+        ) -> str:
+            """Reads a file. By default up to 2000 lines from the start; lines longer than 2000
+            characters are truncated. Results use cat -n format, numbered from 1.
+
+            Args:
+                file_path: the absolute path of the file to read.
+                offset: the line number to start reading from (1-based).
+                limit: the number of lines to read.
+            """
+            if offset < 1 or limit < 1:
+                raise ValueError("offset must be >= 1 and limit >= 1")
+            lines = _lines(_saved_text(ctx, policy, file_path))
+            chosen = lines[offset - 1 : offset - 1 + limit]
+            rows = [
+                f"{n:6d}\t{line[:CLAUDE_CODE_READ_LINE_CHARS]}"
+                for n, line in enumerate(chosen, offset)
+            ]
+            return _bounded(rows, "read on from the next offset")
+
+        def Grep(  # Claude Code's tool name
+            ctx: ToolContext,
+            pattern: str,
+            path: str,
+            output_mode: Literal["content", "files_with_matches", "count"] = "files_with_matches",
+        ) -> str:
+            """Search file contents with a regular expression.
+
+            Args:
+                pattern: the regular expression to search for.
+                path: the file to search.
+                output_mode: content (matching lines, numbered), files_with_matches, or count.
+            """
+            hits = _grep_lines(_saved_text(ctx, policy, path), pattern)
+            if output_mode == "count":
+                return str(len(hits))
+            if output_mode == "files_with_matches":
+                return path if hits else "No files found"
+            if not hits:
+                return "No matches found"
+            return _bounded([f"{n}:{line}" for n, line in hits], "narrow the pattern")
+
+        return [tool_from_function(Read, internal=True), tool_from_function(Grep, internal=True)]
+
+    def describe(self) -> str:
+        return f"claude-code (save outputs over {self.max_output_chars:,} chars to a file)"
+
+
+def _bounded(rows: list[str], how_on: str) -> str:
+    out: list[str] = []
+    size = 0
+    for row in rows:
+        if size + len(row) > MAX_FILE_READ_CHARS:
+            out.append(f"[cut at {MAX_FILE_READ_CHARS:,} characters; {how_on}]")
+            break
+        out.append(row)
+        size += len(row) + 1
+    return "\n".join(out)
+
+
+# -- the OpenAI Agents SDK ------------------------------------------------------------------------
+
+#: ``ToolOutputTrimmer``'s defaults.
+AGENTS_SDK_RECENT_TURNS = 2
+AGENTS_SDK_MAX_OUTPUT_CHARS = 500
+AGENTS_SDK_PREVIEW_CHARS = 200
+
+
+class AgentsSdkTrimmerPolicy(ResultPolicy):
+    """The OpenAI Agents SDK's ``ToolOutputTrimmer``: old long outputs trimmed before each call."""
+
+    name = "agents-sdk"
+
+    def __init__(
+        self,
+        recent_turns: int = AGENTS_SDK_RECENT_TURNS,
+        max_output_chars: int = AGENTS_SDK_MAX_OUTPUT_CHARS,
+        preview_chars: int = AGENTS_SDK_PREVIEW_CHARS,
+    ):
+        self.recent_turns = recent_turns
+        self.max_output_chars = max_output_chars
+        self.preview_chars = preview_chars
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        from helpers.instructions import system_instructions
+
+        return system_instructions("inline")
+
+    def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages to send: tool outputs before the last ``recent_turns`` user messages
+        and longer than ``max_output_chars`` trimmed to a preview (the stored history keeps
+        them whole)."""
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if len(users) <= self.recent_turns:
+            return messages
+        boundary = users[-self.recent_turns]
+        names = {
+            call.get("id"): call.get("function", {}).get("name", "tool")
+            for m in messages
+            for call in m.get("tool_calls") or []
+        }
+        sent = []
+        for i, message in enumerate(messages):
+            content = message.get("content")
+            if (
+                i < boundary
+                and message.get("role") == "tool"
+                and isinstance(content, str)
+                and len(content) > self.max_output_chars
+            ):
+                name = names.get(message.get("tool_call_id"), "tool")
+                message = {
+                    **message,
+                    "content": f"[Trimmed: {name} output — {len(content)} chars → "
+                    f"{self.preview_chars} char preview]\n{content[: self.preview_chars]}...",
+                }
+            sent.append(message)
+        return sent
+
+    def describe(self) -> str:
+        return (
+            f"agents-sdk (trim outputs over {self.max_output_chars} chars older than "
+            f"{self.recent_turns} turns)"
+        )
+
+
+#: The anchors by their strategy name.
+ANCHORS: dict[str, type[ResultPolicy]] = {
+    "codex": CodexPolicy,
+    "deepagents": DeepAgentsPolicy,
+    "claude-code": ClaudeCodePolicy,
+    "agents-sdk": AgentsSdkTrimmerPolicy,
+}

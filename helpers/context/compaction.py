@@ -1,0 +1,475 @@
+"""Tool-history compaction in tiers ("RFC 013: Tool Call Truncation for OpenResponses").
+
+A long session piles up old tool calls even when each result is boxed. When the context passes a
+token threshold, the history is compacted:
+
+1. the system prompt and the first user message are always kept;
+2. older tool calls are replaced by one short summary, grouped by category (:func:`categorize`):
+   *read* (note what was read), *write* (keep what changed), *execution* (errors verbatim,
+   successes counted) and *query* (very aggressive);
+3. the last ``keep_last`` tool calls keep their complete call → result pairs;
+4. the current turn (from the last user message on) is untouched.
+
+Everything between the first user message and that protected tail is history: earlier requests
+are noted briefly, their answers dropped, their tool calls summarised. The unit of removal is a
+whole *exchange*: an assistant message with ``tool_calls`` and every
+``tool`` message answering it. Removing whole exchanges keeps every call paired with its result,
+so the API never sees an orphan (:func:`pairing_safe_cut`). Compacting again merges the earlier
+summary into the new one (:func:`merge_summaries`), so the summary stays bounded: counts add up,
+and every file written and every error is kept. Compaction never touches the store,
+so every reference stays resolvable; the summary lists the references of the calls it folds.
+
+The summary is heuristic (no model call) by default; :func:`model_summarizer` lets a model write
+it through the same client instead. :func:`to_text_form` renders tool calls as plain text
+for gateways that reject structured tool-call items.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from helpers.context.boxing import make_reference, presented_reference_id
+from helpers.tokens import count_chat_tokens
+
+DEFAULT_KEEP_LAST_CALLS = 6
+DEFAULT_THRESHOLD_TOKENS = 10_000
+SUMMARY_HEADER = "[Earlier in this session:]"
+
+CATEGORY_OF: dict[str, str] = {
+    "get_page": "read",
+    "yt_transcribe": "read",
+    "internal_resource_read": "read",
+    "fetch_tool_output": "read",
+    "google_drive_write_file": "write",
+    "deep_check": "execution",
+    "run_sql": "query",
+    "internal_resource_grep": "query",
+    "internal_resource_read_slice": "query",
+    "internal_resource_read_lines": "query",
+    "internal_resource_length": "query",
+}
+CATEGORY_ORDER = ("read", "write", "execution", "query")
+
+
+def categorize(tool_name: str) -> str:
+    """``read``, ``write``, ``execution`` or ``query``; a tool we do not know is ``execution``
+    (its errors are then kept verbatim, the cautious choice)."""
+    return CATEGORY_OF.get(tool_name, "execution")
+
+
+@dataclass
+class Exchange:
+    """One tool call and its result, as found in the messages."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    assistant_index: int
+
+    @property
+    def error(self) -> str | None:
+        """The error message if the result is an error result, else ``None``."""
+        try:
+            data = json.loads(self.result)
+        except ValueError:
+            return None
+        if isinstance(data, dict) and isinstance(data.get("error"), str):
+            return data["error"]
+        return None
+
+
+def find_exchanges(messages: list[dict[str, Any]]) -> list[Exchange]:
+    """Every tool call in ``messages`` with its result, in order."""
+    results = {
+        m.get("tool_call_id"): str(m.get("content") or "")
+        for m in messages
+        if m.get("role") == "tool"
+    }
+    found = []
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {"(malformed arguments)": function.get("arguments")}
+            if not isinstance(arguments, dict):
+                arguments = {"(arguments)": arguments}
+            found.append(
+                Exchange(
+                    call["id"],
+                    function.get("name", "?"),
+                    arguments,
+                    results.get(call["id"], ""),
+                    index,
+                )
+            )
+    return found
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _what(exchange: Exchange) -> str:
+    """The main argument of a call, shortened: what was read or asked."""
+    args = exchange.arguments
+    for key in (
+        "url",
+        "video_id",
+        "query",
+        "file_name",
+        "tool_call_id",
+        "pattern",
+        "opaque_reference",
+    ):
+        if key in args:
+            return f"{key}={_clip(args[key], 60)}"
+    return _clip(json.dumps(args, ensure_ascii=False), 60)
+
+
+def _errors(failed: list[Exchange], width: int) -> str:
+    """Every distinct error, lightly compressed, with a count when it repeats."""
+    counts: dict[str, int] = {}
+    for exchange in failed:
+        text = _clip(exchange.error or "", width)
+        counts[text] = counts.get(text, 0) + 1
+    return "; ".join(f"{text} ×{n}" if n > 1 else text for text, n in counts.items())
+
+
+def summarize_category(category: str, exchanges: list[Exchange]) -> str:
+    """One line (or a few, for execution errors) summarising a category's calls."""
+    n = len(exchanges)
+    failed = [e for e in exchanges if e.error]
+    if category == "read":
+        items = "; ".join(f"{e.name}({_what(e)})" for e in exchanges[:6])
+        more = f"; … {n - 6} more" if n > 6 else ""
+        fails = f" ({len(failed)} failed: {_errors(failed, 80)})" if failed else ""
+        return f"- Read {n} item{'s' * (n != 1)}: {items}{more}{fails}"
+    if category == "write":
+        lines = [f"- Wrote {n - len(failed)} file{'s' * (n - len(failed) != 1)}:"]
+        for e in exchanges:
+            name = e.arguments.get("file_name", "?")
+            if e.error:
+                lines.append(f"  - {name}: FAILED: {_clip(e.error, 160)}")
+            else:
+                lines.append(f"  - {name}: {_clip(e.result, 120)}")
+        return "\n".join(lines)
+    if category == "execution":
+        ok = n - len(failed)
+        names = sorted({e.name for e in exchanges})
+        lines = [
+            f"- Ran {n} execution{'s' * (n != 1)} ({', '.join(names)}): {ok} succeeded, {len(failed)} failed"
+        ]
+        lines += [f"  - {e.name}({_what(e)}) failed: {_clip(e.error, 200)}" for e in failed]
+        return "\n".join(lines)
+    fails = f" ({len(failed)} failed: {_errors(failed, 60)})" if failed else ""
+    return f"- Ran {n} quer{'ies' if n != 1 else 'y'}{fails}"
+
+
+@dataclass(frozen=True)
+class CompactionRules:
+    """The three decisions compaction makes, each a plain function you can replace (notebook 06
+    plugs in the learner's):
+
+    - ``categorize(tool_name) -> category`` (:func:`categorize`);
+    - ``summarize(category, exchanges) -> text`` (:func:`summarize_category`);
+    - ``cut(messages, keep_last) -> indices to fold`` (:func:`pairing_safe_cut`).
+    """
+
+    categorize: Callable[[str], str] = field(default=lambda name: categorize(name))
+    summarize: Callable[[str, list[Exchange]], str] = field(
+        default=lambda category, exchanges: summarize_category(category, exchanges)
+    )
+    cut: Callable[[list[dict[str, Any]], int], set[int]] = field(
+        default=lambda messages, keep_last: pairing_safe_cut(messages, keep_last)
+    )
+
+
+def summarize_history(
+    exchanges: list[Exchange],
+    requests: list[str] | None = None,
+    *,
+    rules: CompactionRules | None = None,
+) -> str:
+    """The summary message's text: a header, the earlier requests, one block per category, and
+    the references."""
+    rules = rules or CompactionRules()
+    lines = [SUMMARY_HEADER]
+    if requests:
+        shown = "; ".join(f"'{_clip(r, 60)}'" for r in requests[-3:])
+        lines.append(f"- Earlier requests ({len(requests)}): {shown}")
+    for category in CATEGORY_ORDER:
+        group = [e for e in exchanges if rules.categorize(e.name) == category]
+        if group:
+            lines.append(rules.summarize(category, group))
+    refs = []
+    for e in exchanges:
+        ref = presented_reference_id(e.result)
+        if ref:
+            refs.append(f"{e.name}({_what(e)}) -> {make_reference(ref)}")
+    if refs:
+        lines.append("- References from these calls are still valid: " + "; ".join(refs[:10]))
+    return "\n".join(lines)
+
+
+_READ_RE = re.compile(r"^- Read (\d+) items?: (.*?)(?: \((\d+) failed: (.*)\))?$")
+_QUERY_RE = re.compile(r"^- Ran (\d+) quer(?:y|ies)(?: \((\d+) failed: (.*)\))?$")
+_EXEC_RE = re.compile(r"^- Ran (\d+) executions? \((.*?)\): (\d+) succeeded, (\d+) failed$")
+_WRITE_RE = re.compile(r"^- Wrote (\d+) files?:$")
+_REFS_PREFIX = "- References from these calls are still valid: "
+_REQUESTS_RE = re.compile(r"^- Earlier requests \((\d+)\): (.*)$")
+
+
+def _parse_summary(text: str) -> dict[str, Any]:
+    parts: dict[str, Any] = {
+        "read": [0, [], 0, []],
+        "write": [0, []],
+        "exec": [0, set(), 0, 0, []],
+        "query": [0, 0, []],
+        "refs": [],
+        "requests": [0, []],
+    }
+    section = None
+    for line in text.splitlines()[1:]:
+        if m := _REQUESTS_RE.match(line):
+            parts["requests"][0] += int(m[1])
+            parts["requests"][1] += re.findall(r"'([^']*)'", m[2])
+            section = None
+        elif m := _READ_RE.match(line):
+            parts["read"][0] += int(m[1])
+            parts["read"][1] += [i for i in m[2].split("; ") if not i.startswith("… ")]
+            parts["read"][2] += int(m[3] or 0)
+            parts["read"][3] += [m[4]] if m[4] else []
+            section = None
+        elif m := _QUERY_RE.match(line):
+            parts["query"][0] += int(m[1])
+            parts["query"][1] += int(m[2] or 0)
+            parts["query"][2] += [m[3]] if m[3] else []
+            section = None
+        elif m := _EXEC_RE.match(line):
+            parts["exec"][0] += int(m[1])
+            parts["exec"][1] |= set(m[2].split(", "))
+            parts["exec"][2] += int(m[3])
+            parts["exec"][3] += int(m[4])
+            section = "exec"
+        elif m := _WRITE_RE.match(line):
+            parts["write"][0] += int(m[1])
+            section = "write"
+        elif line.startswith(_REFS_PREFIX):
+            parts["refs"] += line[len(_REFS_PREFIX) :].split("; ")
+            section = None
+        elif line.startswith("  - ") and section == "write":
+            parts["write"][1].append(line)
+        elif line.startswith("  - ") and section == "exec":
+            parts["exec"][4].append(line)
+    return parts
+
+
+def merge_summaries(older: str, newer: str) -> str:
+    """One bounded summary from two: counts add up, the newest read items and references are
+    kept, and every file written and every error line is kept."""
+    a, b = _parse_summary(older), _parse_summary(newer)
+    lines = [SUMMARY_HEADER]
+    asked = a["requests"][0] + b["requests"][0]
+    if asked:
+        shown = "; ".join(f"'{r}'" for r in (a["requests"][1] + b["requests"][1])[-3:])
+        lines.append(f"- Earlier requests ({asked}): {shown}")
+    reads = a["read"][0] + b["read"][0]
+    if reads:
+        items = (a["read"][1] + b["read"][1])[-6:]
+        fails = a["read"][3] + b["read"][3]
+        failed = a["read"][2] + b["read"][2]
+        more = f"; … {reads - len(items)} earlier" if reads > len(items) else ""
+        tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
+        lines.append(f"- Read {reads} item{'s' * (reads != 1)}: {'; '.join(items)}{more}{tail}")
+    writes = a["write"][0] + b["write"][0]
+    if writes or a["write"][1] or b["write"][1]:
+        lines.append(f"- Wrote {writes} file{'s' * (writes != 1)}:")
+        lines += a["write"][1] + b["write"][1]
+    runs = a["exec"][0] + b["exec"][0]
+    if runs:
+        names = ", ".join(sorted(a["exec"][1] | b["exec"][1]))
+        ok, bad = a["exec"][2] + b["exec"][2], a["exec"][3] + b["exec"][3]
+        lines.append(
+            f"- Ran {runs} execution{'s' * (runs != 1)} ({names}): {ok} succeeded, {bad} failed"
+        )
+        lines += a["exec"][4] + b["exec"][4]
+    queries = a["query"][0] + b["query"][0]
+    if queries:
+        failed = a["query"][1] + b["query"][1]
+        fails = a["query"][2] + b["query"][2]
+        tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
+        lines.append(f"- Ran {queries} quer{'ies' if queries != 1 else 'y'}{tail}")
+    refs = (a["refs"] + b["refs"])[-10:]
+    if refs:
+        lines.append(_REFS_PREFIX + "; ".join(refs))
+    return "\n".join(lines)
+
+
+def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]:
+    """Indices of the messages to fold into the summary: one contiguous range.
+
+    The range starts after the first user message (tier 1 stays) and ends where the protected
+    tail begins: the earlier of the current turn (the last user message) and the exchange
+    holding the ``keep_last``-th last tool call. A ``tool`` message always directly follows its
+    call's assistant message, so such a range holds whole exchanges only: no ``tool`` message is
+    ever left without its call, or a call without its result.
+    """
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return set()
+    first_user, last_user = users[0], users[-1]
+    owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
+    protected = owners[len(owners) - keep_last :] if keep_last > 0 else []
+    tail_start = min([last_user, *protected])
+    return set(range(first_user + 1, tail_start))
+
+
+@dataclass
+class Compaction:
+    """What :func:`compact` did: the new messages and the figures."""
+
+    messages: list[dict[str, Any]]
+    compacted: bool
+    folded_calls: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str = ""
+    folded: list[Exchange] = field(default_factory=list)
+
+
+#: Writes the summary text from the folded exchanges and the heuristic summary.
+Summarizer = Callable[[list[Exchange], str], str]
+
+MODEL_SUMMARY_INSTRUCTIONS = (
+    "You compress an agent's earlier tool calls for its own context. Write a short summary: what "
+    "was read (briefly), every file written and what changed, every error verbatim, and every "
+    "internal:// reference as it is. No preamble."
+)
+
+
+def model_summarizer(client: Any, model: str, *, max_chars: int = 2_000) -> Summarizer:
+    """An optional :data:`Summarizer` that asks a model, through the same ``openai`` client, to
+    write the summary. If the call fails, the heuristic summary is used instead."""
+
+    def summarize(folded: list[Exchange], heuristic: str) -> str:
+        calls = "\n".join(
+            f"- {e.name}({_clip(json.dumps(e.arguments, ensure_ascii=False), 120)}) -> {_clip(e.result, 200)}"
+            for e in folded
+        )
+        try:
+            response = client.chat.completions.create(
+                model=model,
+                messages=[
+                    {"role": "system", "content": MODEL_SUMMARY_INSTRUCTIONS},
+                    {
+                        "role": "user",
+                        "content": f"Heuristic summary:\n{heuristic}\n\nThe calls:\n{calls}",
+                    },
+                ],
+            )
+            text = (response.choices[0].message.content or "").strip()
+        except Exception:  # the model is optional here: never lose the turn over a summary
+            return heuristic
+        return f"{SUMMARY_HEADER}\n{text[:max_chars]}" if text else heuristic
+
+    return summarize
+
+
+def compact(
+    messages: list[dict[str, Any]],
+    *,
+    tools: Iterable[dict[str, Any]] | None = None,
+    keep_last: int = DEFAULT_KEEP_LAST_CALLS,
+    threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS,
+    force: bool = False,
+    summarizer: Summarizer | None = None,
+    rules: CompactionRules | None = None,
+) -> Compaction:
+    """Compact ``messages`` if their prompt cost passes ``threshold_tokens`` (or ``force``).
+
+    ``rules`` replaces how calls are categorised, summarised and cut (default: this module's).
+    Returns a new list (the input is not changed): the folded exchanges are replaced, where the
+    first of them stood, by one system message starting with ``[Earlier in this session:]``.
+    """
+    rules = rules or CompactionRules()
+    tools = list(tools or [])
+    before = count_chat_tokens(messages, tools)
+    if before <= threshold_tokens and not force:
+        return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
+    fold = rules.cut(messages, keep_last)
+    if not fold:
+        return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
+    folded_ids = {c["id"] for i in fold for c in messages[i].get("tool_calls") or []}
+    folded = [e for e in find_exchanges(messages) if e.call_id in folded_ids]
+    requests = [
+        str(messages[i].get("content") or "")
+        for i in sorted(fold)
+        if messages[i].get("role") == "user"
+    ]
+    previous = [
+        messages[i]
+        for i in sorted(fold)
+        if str(messages[i].get("content") or "").startswith(SUMMARY_HEADER)
+    ]
+    summary = summarize_history(folded, requests, rules=rules)
+    if previous:  # one summary, not a pile of them: merge the earlier one into the new
+        summary = merge_summaries(str(previous[-1]["content"]), summary)
+    if summarizer is not None:
+        summary = summarizer(folded, summary)
+    out: list[dict[str, Any]] = []
+    inserted = False
+    for index, message in enumerate(messages):
+        if str(message.get("content") or "").startswith(SUMMARY_HEADER):
+            continue
+        if index in fold:
+            if not inserted:
+                out.append({"role": "system", "content": summary})
+                inserted = True
+            continue
+        out.append(message)
+    return Compaction(
+        out,
+        True,
+        folded_calls=len(folded),
+        tokens_before=before,
+        tokens_after=count_chat_tokens(out, tools),
+        summary=summary,
+        folded=folded,
+    )
+
+
+def to_text_form(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same conversation with tool calls and results as plain text (RFC 013's workaround
+    for gateways that reject structured tool-call items)::
+
+        [Tool Call: get_weather({"city": "Paris"}) -> call_id: call_123]
+        [Tool Result for call_123]: {"temp": 22}
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            out.append(
+                {
+                    "role": "user",
+                    "content": f"[Tool Result for {message.get('tool_call_id')}]: {message.get('content')}",
+                }
+            )
+        elif message.get("tool_calls"):
+            lines = [str(message["content"])] if message.get("content") else []
+            for call in message["tool_calls"]:
+                function = call["function"]
+                lines.append(
+                    f"[Tool Call: {function['name']}({function['arguments']}) -> call_id: {call['id']}]"
+                )
+            out.append({"role": "assistant", "content": "\n".join(lines)})
+        else:
+            out.append(dict(message))
+    return out

@@ -1,0 +1,521 @@
+"""Result policies: what the model sees of a tool result. One switch, three strategies.
+
+- ``inline``: the full result goes into the ``tool`` message.
+- ``truncate``: a result longer than ``limit`` characters becomes a preview ending in a
+  truncation marker; ``fetch_tool_output`` brings the full output back (Part 11 "Tool-Output
+  Offload" of the Oracle AI Developer Hub agent workshop). A tool argument that still holds a
+  marker is refused: the model passed the preview on instead of the full output.
+- ``box``: a result longer than ``threshold`` characters becomes an opaque reference (or an MCP
+  resource link); references in tool arguments are unboxed before a real tool runs; resolve tools
+  let the model look inside (*tool-context-relay* by grzegorz-aniol). The unboxing rules for
+  references as models really write them are in :mod:`helpers.context.boxing`.
+
+The agent asks a policy three things, in the order data flows (tool → policy → store →
+messages): which extra tools the model gets (:meth:`ResultPolicy.internal_tools`), what a real
+tool receives (:meth:`ResultPolicy.prepare_arguments`), and what the model sees of the logged
+result (:meth:`ResultPolicy.present`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from helpers.context.boxing import (
+    BOXING_MODES,
+    IdFinder,
+    ReferenceRefused,
+    canonical_reference,
+    canonicalize_references,
+    find_references,
+    make_reference,
+    reference_id,
+    refuse_embedded,
+    render_reference,
+    resolve_in_thread,
+    unbox_arguments,
+)
+from helpers.context.preview import (
+    DEFAULT_PREVIEW_LIMIT_CHARS,
+    PreviewPassedAsValue,
+    make_preview,
+)
+from helpers.context.resolve_tools import fetch_tools, resolve_tools
+from helpers.instructions import system_instructions
+from helpers.tokens import count_tokens
+from helpers.tooling.registry import Tool, ToolContext
+from helpers.tooling.store import StoredOutput
+
+BASE_STRATEGIES = ("inline", "truncate", "box", "middle")
+#: The most references one tool call may unbox, and the most characters they may stand for in
+#: all (box strategy): a call over either is refused before anything is read.
+MAX_REFERENCES_PER_CALL = 16
+MAX_UNBOXED_CHARS = 64_000_000
+#: A string that starts with this many characters (or more) of a truncated output the model
+#: never fetched is taken for a preview passed on as a value (truncate strategy).
+PREVIEW_PREFIX_MIN_CHARS = 64
+_FETCH_FIRST = (
+    "Fetch the full output first with fetch_tool_output(tool_call_id='{call_id}') and pass that "
+    "(or, after fetching, only the part you need)."
+)
+#: Default boxing threshold in characters (``MAX_RESULT_SIZE`` of *tool-context-relay* by grzegorz-aniol).
+DEFAULT_BOX_THRESHOLD_CHARS = 256
+
+
+@dataclass(frozen=True)
+class BoxDesign:
+    """How the box strategy boxes: one named, measurable configuration.
+
+    Attributes:
+        name: its name in reports (``box-<name>``; the workbook's own design is plain ``box``).
+        threshold_chars: box a result longer than this many characters (``None``: use tokens).
+        threshold_tokens: box a result longer than this many o200k_base tokens (when
+            ``threshold_chars`` is ``None``): what a result costs the context, whatever its
+            characters.
+        resolve: ``"five"`` resolve tools (``internal_resource_length`` / ``_read_slice`` /
+            ``_read_lines`` / ``_grep`` / ``_read``, as *tool-context-relay*) or ``"one"``
+            (``internal_resource`` with an ``op`` argument: the same operations, one schema).
+        instructions: ``"full"`` (rules and few-shot examples in the system message) or
+            ``"short"`` (one sentence; the rest travels with each boxed result and in the tool's
+            description).
+        offer_tools: ``"always"``, or ``"referenced"``: the resolve tools are offered only once a
+            reference exists in the thread (a turn with no long result costs what inline costs).
+        preview_chars: with opaque boxing, the head of the value shown under the reference (0:
+            the bare reference), so a detail at the top needs no resolve call.
+        step: what this design changes from the one before it, for the report.
+    """
+
+    name: str
+    threshold_chars: int | None = None
+    threshold_tokens: int = 1_000
+    resolve: Literal["five", "one"] = "one"
+    instructions: Literal["full", "short"] = "short"
+    offer_tools: Literal["always", "referenced"] = "referenced"
+    preview_chars: int = 0
+    step: str = ""
+
+    def rule(self) -> str:
+        """When a result is boxed, in words: ``over 256 chars`` or ``over 1,000 tokens``."""
+        if self.threshold_chars is not None:
+            return f"over {self.threshold_chars:,} chars"
+        return f"over {self.threshold_tokens:,} tokens"
+
+
+#: The head of a boxed value the workbook's design shows under its reference, in characters: a
+#: title, a header row or the opening of a JSON document, for a few dozen tokens a call.
+BOX_PREVIEW_CHARS = 200
+
+_TCR = BoxDesign(
+    "tcr",
+    threshold_chars=DEFAULT_BOX_THRESHOLD_CHARS,
+    resolve="five",
+    instructions="full",
+    offer_tools="always",
+    step="tool-context-relay's settings: 256 chars, five resolve tools, rules and examples",
+)
+_ONE = replace(_TCR, name="one-tool", resolve="one", step="one resolve tool with an op argument")
+_SHORT = replace(_ONE, name="short-prompt", instructions="short", step="a one-sentence prompt")
+_LAZY = replace(
+    _SHORT,
+    name="lazy-tools",
+    offer_tools="referenced",
+    step="the resolve tool offered only once a reference exists",
+)
+_TOKENS = replace(
+    _LAZY, name="token-threshold", threshold_chars=None, step="box only results over 1,000 tokens"
+)
+_WORKBOOK = replace(
+    _TOKENS,
+    name="workbook",
+    preview_chars=BOX_PREVIEW_CHARS,
+    step=f"the first {BOX_PREVIEW_CHARS} chars shown under the reference",
+)
+#: The box designs, in the order the workbook improved them, each one step from the one before:
+#: from *tool-context-relay*'s settings (``tcr``) to the workbook's (``workbook``).
+BOX_DESIGNS: dict[str, BoxDesign] = {
+    d.name: d for d in (_TCR, _ONE, _SHORT, _LAZY, _TOKENS, _WORKBOOK)
+}
+#: The design ``workbook ask --strategy box`` and ``compare`` use unless told otherwise.
+DEFAULT_BOX_DESIGN = "workbook"
+
+
+def box_design(name: str) -> BoxDesign:
+    """The design called ``name``; raises ``ValueError`` naming the known ones."""
+    try:
+        return BOX_DESIGNS[name]
+    except KeyError:
+        raise ValueError(
+            f"box design must be one of {', '.join(BOX_DESIGNS)}, got {name!r}"
+        ) from None
+
+
+ResultKind = Literal["inline", "truncated", "boxed", "middle"]
+
+
+@dataclass(frozen=True)
+class Presented:
+    """What the model sees of one tool result, and how it was made from the full output."""
+
+    content: str
+    kind: ResultKind
+
+
+def guess_mime_type(output: str) -> str:
+    """``text/html``, ``application/json`` or ``text/plain``, from the first characters."""
+    head = output.lstrip()[:64].lower()
+    if head.startswith(("<!doctype html", "<html")):
+        return "text/html"
+    if head[:1] in ("{", "["):
+        try:
+            json.loads(output)
+            return "application/json"
+        except ValueError:
+            pass
+    return "text/plain"
+
+
+class TooMuchToUnbox(ReferenceRefused):
+    """A call names more references, or more characters behind them, than one call may unbox."""
+
+    guard = "refused_too_much_to_unbox"
+
+
+class ResultPolicy:
+    """Base policy: results inline, arguments untouched, no extra tools."""
+
+    name: str = "inline"
+    boxing: str = "opaque"
+    needs_store: bool = False
+
+    def internal_tools(self) -> list[Tool]:
+        """Tools the model gets besides the real ones."""
+        return []
+
+    def tools_for(self, ctx: ToolContext) -> list[Tool]:
+        """The internal tools to offer in the next model call (by default, all of them)."""
+        return self.internal_tools()
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        """The system message for this policy."""
+        return system_instructions(self.name, self.boxing, few_shot=few_shot)
+
+    def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages to send in the next model call (by default, all of them as they are;
+        a policy may trim what it sends without changing the stored history)."""
+        return messages
+
+    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        """The arguments ``tool`` runs with. Raises a
+        :class:`~helpers.guards.GuardRefusal` (e.g. ``ReferenceRefused``) to stop the call."""
+        return arguments
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        """What the model sees of ``output`` (``row`` is its store row, if it was logged)."""
+        return Presented(output, "inline")
+
+    def describe(self) -> str:
+        """A one-line description, e.g. ``box (opaque, threshold 256 chars)``."""
+        return self.name
+
+
+class InlinePolicy(ResultPolicy):
+    """Every result goes into the context in full."""
+
+
+class TruncatePolicy(ResultPolicy):
+    """Long results become a preview of ``limit`` characters plus a truncation marker."""
+
+    name = "truncate"
+    needs_store = True
+
+    def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0 characters, got {limit}")
+        self.limit = limit
+
+    def internal_tools(self) -> list[Tool]:
+        return fetch_tools()
+
+    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        """Refuse a real tool's call that passes a preview on as if it were the full output.
+
+        Two signs, for any string at any depth of the arguments: it names the ``tool_call_id``
+        of a truncated result of this thread (the marker, however the model rewrote it: other
+        quotes, ``…`` for ``...``, a line break inside), or it starts with the first
+        :data:`PREVIEW_PREFIX_MIN_CHARS` characters of a truncated output whose full text the
+        model has not fetched in this turn and is not that whole output (the preview with its
+        marker cut off, or a piece of it).
+
+        Raises:
+            PreviewPassedAsValue: the message tells the model to fetch the full output first.
+        """
+        store = ctx.store
+        if tool.internal or store is None:
+            return arguments
+        cut = [row for row in store.list_thread(ctx.thread_id) if row.n_chars > self.limit]
+        if not cut:
+            return arguments
+        markers = IdFinder(row.tool_call_id for row in cut)
+        for path, text in _strings(arguments):
+            where = repr(path or "value")
+            call_id = markers.find(text)
+            if call_id is not None:
+                raise PreviewPassedAsValue(
+                    f"argument {where} holds a truncated preview (it names tool_call_id "
+                    f"{call_id!r}, from the truncation marker), not the full output. "
+                    f"{_FETCH_FIRST.format(call_id=call_id)}"
+                )
+            if len(text) < PREVIEW_PREFIX_MIN_CHARS:
+                continue
+            for row in cut:
+                if row.tool_call_id in ctx.fetched:
+                    continue
+                if not text.startswith(store.read_range(row.id, 0, PREVIEW_PREFIX_MIN_CHARS)):
+                    continue
+                if len(text) >= row.n_chars and store.read_all(row.id) == text[: row.n_chars]:
+                    continue  # the whole output (fetched in an earlier turn): what it meant
+                raise PreviewPassedAsValue(
+                    f"argument {where} starts with the output of {row.tool_call_id!r}, but the "
+                    f"model has seen only its preview, not all of its {row.n_chars} characters. "
+                    f"{_FETCH_FIRST.format(call_id=row.tool_call_id)}"
+                )
+        return arguments
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        # fetch_tool_output is exempt: a fetch cut again could never show more than the limit.
+        if tool.internal or len(output) <= self.limit:
+            return Presented(output, "inline")
+        if row is None:
+            raise RuntimeError("the truncate strategy needs every result logged to the store")
+        return Presented(make_preview(output, tool_call_id, self.limit), "truncated")
+
+    def describe(self) -> str:
+        return f"truncate (preview {self.limit} chars)"
+
+
+class MiddleTruncatePolicy(ResultPolicy):
+    """Reference point: keep the head and the tail, drop the middle, offer no way back.
+
+    What coding agents commonly do with long logs: the first and last ``limit // 2`` characters
+    with a ``…N chars truncated…`` marker between them. Cheap, but the dropped middle is gone:
+    a tool that needs the whole value gets the cut one.
+    """
+
+    name = "middle"
+
+    def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0 characters, got {limit}")
+        self.limit = limit
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        if len(output) <= self.limit:
+            return Presented(output, "inline")
+        head = self.limit // 2
+        tail = self.limit - head
+        dropped = len(output) - head - tail
+        return Presented(
+            f"{output[:head]}\n…{dropped} chars truncated…\n{output[len(output) - tail :]}",
+            "middle",
+        )
+
+    def describe(self) -> str:
+        return f"middle (head + tail {self.limit} chars)"
+
+
+class BoxPolicy(ResultPolicy):
+    """Long results become opaque references; references in arguments are unboxed."""
+
+    name = "box"
+    needs_store = True
+
+    def __init__(
+        self,
+        threshold: int | None = None,
+        boxing: str = "opaque",
+        design: BoxDesign | str = "tcr",
+    ):
+        """Args:
+            threshold: box results longer than this many characters (default: the design's
+                rule); with a token-threshold design, this many tokens.
+            boxing: ``opaque`` (``internal://<id>``) or ``json`` (an MCP resource link).
+            design: a :class:`BoxDesign` or the name of one in :data:`BOX_DESIGNS`; the default,
+                ``tcr``, is *tool-context-relay*'s (256 chars, five resolve tools), as notebook
+                04 builds it.
+
+        Raises:
+            ValueError: a negative threshold, or an unknown boxing mode or design.
+        """
+        design = box_design(design) if isinstance(design, str) else design
+        if threshold is not None:
+            if threshold < 0:
+                raise ValueError(f"threshold must be >= 0, got {threshold}")
+            if design.threshold_chars is not None:
+                design = replace(design, threshold_chars=threshold)
+            else:
+                design = replace(design, threshold_tokens=threshold)
+        if boxing not in BOXING_MODES:
+            raise ValueError(f"boxing must be one of {BOXING_MODES}, got {boxing!r}")
+        self.design = design
+        self.threshold = design.threshold_chars  # None when the design counts tokens
+        self.boxing = boxing
+
+    def internal_tools(self) -> list[Tool]:
+        return resolve_tools(self.design.resolve)
+
+    def tools_for(self, ctx: ToolContext) -> list[Tool]:
+        """The resolve tools, unless the design offers them only once the thread holds a
+        reference and it holds none yet."""
+        if self.design.offer_tools == "referenced" and not ctx.shown_references:
+            return []
+        return self.internal_tools()
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        if self.design.instructions == "short":
+            return system_instructions("box-short", self.boxing, few_shot=False)
+        return system_instructions(self.name, self.boxing, few_shot=few_shot)
+
+    def is_long(self, output: str) -> bool:
+        """Whether ``output`` is boxed under this design's rule (characters or tokens)."""
+        design = self.design
+        if design.threshold_chars is not None:
+            return len(output) > design.threshold_chars
+        if len(output) <= design.threshold_tokens:  # a token is at least one character
+            return False
+        if len(output) > 40 * design.threshold_tokens:  # no text averages 40 chars a token
+            return True
+        return count_tokens(output) > design.threshold_tokens
+
+    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        """Unbox every whole reference (wrapped ones too) and refuse references inside text.
+
+        A resolve tool takes the reference itself: its ``opaque_reference`` is only brought to
+        the bare ``internal://<id>`` form (from a wrapped string or a resource-link object).
+
+        Before anything is read, the arguments' shape is checked against the tool's signature
+        (each reference standing for a string), and the number of references and the size of
+        what they stand for are capped (:data:`MAX_REFERENCES_PER_CALL`,
+        :data:`MAX_UNBOXED_CHARS`).
+
+        Raises:
+            ReferenceRefused: a malformed, unknown, foreign or embedded reference, or too much
+                to unbox (:class:`TooMuchToUnbox`).
+            ToolArgumentError: the arguments do not fit the tool's signature.
+        """
+        store = ctx.store
+        if store is None:
+            raise RuntimeError("the box strategy needs a store")
+        if tool.internal:
+            if not isinstance(arguments, dict) or "opaque_reference" not in arguments:
+                return arguments
+            given = arguments["opaque_reference"]
+            bare = canonical_reference(given)
+            if bare != given:
+                ctx.guards.append("reference_unwrapped")
+            ref_id = reference_id(bare)
+            if ref_id is not None:  # refuse an unknown or foreign reference before the tool runs
+                resolve_in_thread(store, ctx.thread_id, ref_id)
+            return {**arguments, "opaque_reference": bare}
+
+        # the shape is checked before anything is read: a reference stands for a string
+        arguments = canonicalize_references(arguments, on_guard=ctx.guards.append)
+        tool.check_arguments(arguments)
+        wanted = find_references(arguments)
+        if len(wanted) > MAX_REFERENCES_PER_CALL:
+            raise TooMuchToUnbox(
+                f"{len(wanted)} references in one call; at most {MAX_REFERENCES_PER_CALL}"
+            )
+        known = IdFinder(store.ref_ids(ctx.thread_id))
+        for ref_id in wanted:  # internal://<id>-1 and the like: an id of ours with more glued on
+            if ref_id not in known.ids:
+                refuse_embedded(make_reference(ref_id), "a reference", known)
+        rows = {ref_id: resolve_in_thread(store, ctx.thread_id, ref_id) for ref_id in wanted}
+        total = sum(rows[ref_id].n_chars for ref_id in wanted)
+        if total > MAX_UNBOXED_CHARS:
+            raise TooMuchToUnbox(
+                f"the references in this call stand for {total:,} characters; at most "
+                f"{MAX_UNBOXED_CHARS:,} may be unboxed into one call"
+            )
+        return unbox_arguments(
+            arguments,
+            lambda ref_id: store.read_all(rows[ref_id].id),
+            known=known,
+        )
+
+    def present(
+        self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
+    ) -> Presented:
+        if tool.internal or not self.is_long(output):
+            return Presented(output, "inline")
+        if row is None:
+            raise RuntimeError("the box strategy needs every long result logged to the store")
+        ctx.shown_references.add(row.ref_id)
+        preview = output[: self.design.preview_chars] if self.boxing == "opaque" else ""
+        content = render_reference(
+            row.ref_id,
+            boxing=self.boxing,
+            name=f"{tool.name} result",
+            mime_type=guess_mime_type(output),
+            size_bytes=len(output.encode("utf-8", "surrogatepass")),
+            size_chars=len(output),
+            preview=preview,
+        )
+        return Presented(content, "boxed")
+
+    def describe(self) -> str:
+        design = "" if self.design.name == DEFAULT_BOX_DESIGN else f", design {self.design.name}"
+        return f"box ({self.boxing}, {self.design.rule()}{design})"
+
+
+def make_policy(
+    strategy: str,
+    *,
+    limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
+    threshold: int | None = None,
+    boxing: str = "opaque",
+    design: str = "tcr",
+) -> ResultPolicy:
+    """The policy for ``strategy`` (``inline`` / ``truncate`` / ``box``).
+
+    Args:
+        strategy: which policy (``middle`` is the head + tail reference point).
+        limit: preview length in characters (``truncate``, ``middle``).
+        threshold: longest result that stays inline (``box``): characters, or tokens under a
+            token-threshold design; default: the design's.
+        boxing: ``opaque`` (``internal://<id>``) or ``json`` (MCP resource link) (``box``).
+        design: the box design (:data:`BOX_DESIGNS`); ``tcr`` is *tool-context-relay*'s.
+
+    Raises:
+        ValueError: an unknown strategy, boxing mode or design, or a negative size.
+    """
+    if strategy == "inline":
+        return InlinePolicy()
+    if strategy == "truncate":
+        return TruncatePolicy(limit)
+    if strategy == "box":
+        return BoxPolicy(threshold, boxing, design)
+    if strategy == "middle":
+        return MiddleTruncatePolicy(limit)
+    raise ValueError(f"strategy must be one of {BASE_STRATEGIES}, got {strategy!r}")
+
+
+def _strings(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """Every string in a JSON value, with its path (``files[0].content``)."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [
+            found
+            for key, item in value.items()
+            for found in _strings(item, f"{path}.{key}" if path else str(key))
+        ]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _strings(item, f"{path}[{i}]")]
+    return []

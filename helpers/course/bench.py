@@ -1,0 +1,320 @@
+"""The benchmark behind ``make bench``: medians over repeated runs, with the machine named.
+
+Speed goals live here, not in timed tests. Each figure is printed with its goal:
+
+- box + unbox round trip (a real tool's output boxed into the store, then unboxed into another
+  tool's argument) for 1 KB, 1 MB and 10 MB values;
+- a 200-character slice of a 1 KB and of a 50 MB stored value, and their ratio (goal < 3×:
+  reads cost O(slice), not O(value));
+- ``log_tool`` throughput over 10,000 outputs (goal ≥ 2,000 rows/s on SQLite);
+- lookup by ``tool_call_id`` among 100,000 rows (goal < 1 ms);
+- the offline run time of every solution notebook (goal: all of them under 180 s);
+- tokens: the comparison's totals per strategy and their ratio to the floor.
+
+``python -m helpers.course.bench [--db-url URL] [--quick] [--out build/bench.json]``; with
+``WORKBOOK_BENCH_PG_URL`` set, the store figures are measured on PostgreSQL too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import insert
+
+from helpers.context.policies import BoxPolicy
+from helpers.loop.agent import dispatch
+from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
+from helpers.tooling.store import ToolOutput, ToolOutputStore
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next(
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            )
+    except (OSError, StopIteration):
+        pass
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+    }
+
+
+def median_s(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall time of ``fn`` in seconds over ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def round_trip_tools(values: dict[str, str], received: list[str]) -> ToolRegistry:
+    """Two tools for round trips: ``produce(key)`` returns ``values[key]``; ``consume(text)``
+    appends what it really received to ``received``."""
+
+    def produce(key: str) -> str:
+        """Return a stored benchmark value.
+
+        Args:
+            key: which value.
+        """
+        return values[key]
+
+    def consume(text: str) -> str:
+        """Receive a value.
+
+        Args:
+            text: the value.
+        """
+        received.append(text)
+        return f"received {len(text)} chars"
+
+    return ToolRegistry([tool_from_function(produce), tool_from_function(consume)])
+
+
+def bench_round_trip(store: ToolOutputStore, size_bytes: int, repeat: int) -> float:
+    """Median seconds for box + unbox of an ASCII value of ``size_bytes``."""
+    values = {"v": ("0123456789abcdef" * (size_bytes // 16 + 1))[:size_bytes]}
+    received: list[str] = []
+    policy = BoxPolicy()
+    tools = round_trip_tools(values, received).merged(policy.internal_tools())
+    ctx = ToolContext(store=store, thread_id="bench_" + uuid.uuid4().hex)
+
+    def once() -> None:
+        call = uuid.uuid4().hex
+        boxed = dispatch(f"p{call}", "produce", '{"key": "v"}', tools, policy, ctx)
+        dispatch(f"c{call}", "consume", json.dumps({"text": boxed.result}), tools, policy, ctx)
+        assert received.pop() == values["v"]
+
+    return median_s(once, repeat)
+
+
+def bench_slices(store: ToolOutputStore, repeat: int) -> dict[str, float]:
+    small = store.log_tool("bench_slice", uuid.uuid4().hex, "x", {}, "a" * 1_000)
+    big = store.log_tool("bench_slice", uuid.uuid4().hex, "x", {}, "abcdefghij" * 5_000_000)
+    small_s = median_s(lambda: store.read_range(small.id, 400, 200), repeat)
+    big_s = median_s(lambda: store.read_range(big.id, 25_000_000, 200), repeat)
+    return {"slice_1kb_ms": small_s * 1e3, "slice_50mb_ms": big_s * 1e3, "ratio": big_s / small_s}
+
+
+def bench_log_tool(store: ToolOutputStore, count: int) -> float:
+    """Rows per second of ``log_tool`` (each its own committed transaction)."""
+    thread = "bench_log_" + uuid.uuid4().hex
+    output = "row " * 50
+    started = time.perf_counter()
+    for i in range(count):
+        store.log_tool(thread, f"call_{i}", "run_sql", {"query": "SELECT 1", "i": i}, output)
+    return count / (time.perf_counter() - started)
+
+
+def bench_lookup(store: ToolOutputStore, rows: int, lookups: int) -> float:
+    """Median milliseconds of ``get(thread_id, tool_call_id)`` among ``rows`` rows."""
+    thread = "bench_lookup_" + uuid.uuid4().hex
+    now = datetime.now(UTC)
+    batch = 10_000
+    with store.engine.begin() as connection:  # set-up only: bulk rows
+        for first in range(0, rows, batch):
+            connection.execute(
+                insert(ToolOutput),
+                [
+                    {
+                        "ref_id": uuid.uuid4().hex,
+                        "thread_id": thread,
+                        "tool_call_id": f"call_{i}",
+                        "tool_name": "x",
+                        "tool_args": "{}",
+                        "content": "v",
+                        "n_chunks": 0,
+                        "n_chars": 1,
+                        "sha256": "0" * 64,
+                        "kind": "tool_output",
+                        "created_at": now,
+                    }
+                    for i in range(first, min(first + batch, rows))
+                ],
+            )
+    step = max(1, rows // lookups)
+    ids = iter(range(0, rows, step))
+    return median_s(lambda: store.get(thread, f"call_{next(ids)}"), min(lookups, rows)) * 1e3
+
+
+def bench_notebooks() -> dict[str, float]:
+    """Seconds to run each solution notebook top to bottom with the offline model."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from helpers.course.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
+
+    seconds = {}
+    for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        started = time.perf_counter()
+        NotebookClient(
+            notebook,
+            timeout=300,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+        ).execute()
+        seconds[path.stem] = time.perf_counter() - started
+    return seconds
+
+
+def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
+    """Every shipped case at full size (the large ones: megabytes) under every strategy, and the
+    scaling run from 1 KB to 10 MB: totals, and how long each took."""
+    from helpers.cases import ALL_CASES, load_cases
+    from helpers.evaluation.compare import Comparison
+    from helpers.evaluation.runs import COMPARED_STRATEGIES, client_for_cases, run_cases
+    from helpers.evaluation.scaling import run_scaling
+    from helpers.models.llm import resolve_model
+
+    cases = load_cases(ALL_CASES)
+    client = client_for_cases(resolve_model("offline", env={}), cases)
+    started = time.perf_counter()
+    runs = run_cases(
+        cases, COMPARED_STRATEGIES, client=client, model="offline-reference", store=store
+    )
+    cases_s = time.perf_counter() - started
+    started = time.perf_counter()
+    scaling = run_scaling(store=store)
+    scaling_s = time.perf_counter() - started
+    data = Comparison(runs, "offline-reference", None, 600, scaling=scaling).to_json()
+    return {
+        "totals": data["totals"],
+        "cases_s": cases_s,
+        "scaling_s": scaling_s,
+        "breaks": scaling["breaks"],
+    }
+
+
+def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
+    repeat = 5 if quick else 15
+    folder = Path(tempfile.mkdtemp(prefix="workbook-bench-"))
+    stores = {"sqlite": ToolOutputStore(db_url or f"sqlite:///{folder / 'bench.sqlite'}")}
+    if os.environ.get("WORKBOOK_BENCH_PG_URL"):
+        stores["postgresql"] = ToolOutputStore(os.environ["WORKBOOK_BENCH_PG_URL"])
+    results: dict[str, Any] = {"machine": machine(), "stores": {}}
+    for name, store in stores.items():
+        figures: dict[str, Any] = {}
+        for label, size in (("1KB", 1_000), ("1MB", 1_000_000), ("10MB", 10_000_000)):
+            figures[f"round_trip_{label}_ms"] = (
+                bench_round_trip(store, size, 3 if size > 1e6 else repeat) * 1e3
+            )
+        figures.update(bench_slices(store, repeat * 4))
+        figures["log_tool_rows_per_s"] = bench_log_tool(store, 2_000 if quick else 10_000)
+        figures["lookup_ms_at_100k_rows"] = bench_lookup(store, 20_000 if quick else 100_000, 1_000)
+        results["stores"][name] = figures
+        store.close()
+    results["notebooks_s"] = bench_notebooks()
+    results["tokens"] = bench_tokens(ToolOutputStore(f"sqlite:///{folder / 'tokens.sqlite'}"))
+    return results
+
+
+def report(results: dict[str, Any], console: Console) -> None:
+    m = results["machine"]
+    console.print(
+        f"[bold]Machine:[/] {m['cpu']}, {m['cores']} cores, {m['platform']}, Python {m['python']}, SQLite {m['sqlite']}"
+    )
+    for name, f in results["stores"].items():
+        table = Table(title=f"Store: {name} (medians)")
+        for column in ("measure", "value", "goal"):
+            table.add_column(column, justify="left" if column == "measure" else "right")
+        for label in ("1KB", "1MB", "10MB"):
+            table.add_row(
+                f"box + unbox round trip, {label}", f"{f[f'round_trip_{label}_ms']:.2f} ms", ""
+            )
+        table.add_row("200-char slice of a 1 KB value", f"{f['slice_1kb_ms']:.3f} ms", "")
+        table.add_row("200-char slice of a 50 MB value", f"{f['slice_50mb_ms']:.3f} ms", "")
+        table.add_row("ratio 50 MB / 1 KB", f"{f['ratio']:.2f}×", "< 3×")
+        table.add_row(
+            "log_tool throughput", f"{f['log_tool_rows_per_s']:,.0f} rows/s", "≥ 2,000 rows/s"
+        )
+        table.add_row(
+            "lookup by tool_call_id, 100,000 rows",
+            f"{f['lookup_ms_at_100k_rows']:.3f} ms",
+            "< 1 ms",
+        )
+        console.print(table)
+    notebooks = results["notebooks_s"]
+    table = Table(title="Solution notebooks, offline")
+    table.add_column("notebook")
+    table.add_column("seconds", justify="right")
+    for name, seconds in notebooks.items():
+        table.add_row(name, f"{seconds:.1f}")
+    table.add_row("[bold]all[/] (goal < 180 s)", f"{sum(notebooks.values()):.1f}")
+    console.print(table)
+    tokens = results["tokens"]
+    table = Table(
+        title="Every case at full size, every strategy (o200k_base, offline model)",
+        caption=f"{tokens['cases_s']:.1f} s for the cases; {tokens['scaling_s']:.1f} s for the "
+        "scaling run (1 KB to 10 MB)",
+    )
+    for column in (
+        "strategy",
+        "passed",
+        "prompt tokens",
+        "× inline",
+        "× floor",
+        "$ cached",
+        "seconds",
+    ):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for strategy, total in tokens["totals"].items():
+        if strategy == "floor":
+            continue
+        table.add_row(
+            strategy,
+            f"{total['passed']}/{total['cases']}",
+            f"{total['prompt_tokens']:,}",
+            str(total["ratio_to_inline"]),
+            str(total["ratio_to_floor"]),
+            f"${total.get('usd_cached', 0):.4f}",
+            f"{total['seconds']:.1f}",
+        )
+    console.print(table)
+    for strategy, sentence in tokens["breaks"].items():
+        console.print(f"  [bold]{strategy}[/] {sentence}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Benchmark the workbook's store, policies and notebooks."
+    )
+    parser.add_argument("--db-url", help="the store to measure (default: a fresh SQLite file)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and rows")
+    parser.add_argument("--out", default="build/bench.json", help="where to write the figures")
+    args = parser.parse_args(argv)
+    results = run(args.db_url, quick=args.quick)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    report(results, Console())
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""Hints on demand, in three levels: the idea, the approach, then something close to code.
+
+A stub in a student notebook says where to look and how to ask: ``hint("04", 2)``. Each call
+shows one more level (or the level asked for), read from the solution notebook's ``### HINT N:``
+lines, never its code::
+
+    hint("04", 2)           # level 1: the idea
+    hint("04", 2, level=2)  # levels 1 and 2: the approach
+    hint("04", 2, level=3)  # all three: close to code
+"""
+
+from __future__ import annotations
+
+import nbformat
+
+from helpers.course.student_notebooks import SOLUTIONS_DIR, solution_parts, todo_number
+
+LEVELS = {1: "the idea", 2: "the approach", 3: "close to code"}
+
+
+def hints_for(notebook: str, todo: int) -> dict[int, str]:
+    """The three hints of TODO ``todo`` of notebook ``notebook`` (``"04"`` or its full name).
+
+    Raises:
+        LookupError: no such notebook or TODO.
+    """
+    matches = sorted(SOLUTIONS_DIR.glob(f"{notebook}*.ipynb"))
+    if not notebook or not matches:
+        raise LookupError(f"no notebook {notebook!r}; use its number, e.g. hint('04', 2)")
+    solution = nbformat.read(matches[0], as_version=4)
+    for cell in solution.cells:
+        if todo_number(cell) == todo:
+            return solution_parts(cell.source, label=f"TODO {todo}")[1]
+    raise LookupError(f"notebook {matches[0].stem} has no TODO {todo}")
+
+
+def hint(notebook: str, todo: int, level: int = 1) -> None:
+    """Print the hints of a TODO up to ``level`` (1-3)."""
+    if level not in LEVELS:
+        raise ValueError("level is 1 (the idea), 2 (the approach) or 3 (close to code)")
+    hints = hints_for(notebook, todo)
+    text = "\n".join(f"Hint {n} ({LEVELS[n]}): {hints[n]}" for n in range(1, level + 1))
+    if level < 3:
+        text += f"\n(more: hint({notebook!r}, {todo}, level={level + 1}))"
+    print(text)

@@ -1,0 +1,214 @@
+"""``workbook outputs``: what the store holds, per thread, without writing Python.
+
+- ``workbook outputs list``: the threads with logged outputs (outputs, characters, bytes, last);
+  with ``--thread T``, that thread's outputs: ``tool_call_id``, tool, size in characters and
+  bytes, reference, kind, when it was logged.
+- ``workbook outputs show ID``: one output (or a slice of it: ``--start``, ``--length``, in
+  characters). ``ID`` is a reference (``internal://<id>``), a reference id, or a
+  ``tool_call_id`` (with ``--thread`` when the same id is in several threads).
+- ``workbook outputs prune``: delete outputs by age (``--older-than 7d``) and/or thread; it says
+  how many would go, and deletes only with ``--yes``.
+
+In the manner of ``llm logs`` (simonw/llm): the log is the user's to read and to trim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from datetime import timedelta
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from helpers.context.boxing import make_reference, reference_id
+from helpers.guards import GuardRefusal
+from helpers.tooling.store import StoredOutput, ToolOutputStore
+
+_AGE_RE = re.compile(r"^(\d+)([smhdw])$")
+_AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: The most characters ``outputs show`` prints without ``--length``.
+SHOW_MAX_CHARS = 100_000
+
+
+def parse_age(text: str) -> timedelta:
+    """``7d``, ``12h``, ``30m``, ``90s`` or ``2w`` as a ``timedelta``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    match = _AGE_RE.match(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"an age is a number and a unit (s, m, h, d, w), e.g. 7d or 12h; got {text!r}"
+        )
+    return timedelta(**{_AGE_UNITS[match[2]]: int(match[1])})
+
+
+def add_outputs_command(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``outputs list|show|prune`` to the ``workbook`` subparsers (``parents``: the shared
+    ``--db`` and ``--json`` options)."""
+    outputs = sub.add_parser("outputs", help="see, per thread, what the store holds; prune it")
+    actions = outputs.add_subparsers(dest="outputs_command", required=True)
+    listing = actions.add_parser(
+        "list", parents=parents, help="threads with outputs, or one thread's outputs"
+    )
+    listing.add_argument("--thread", help="list this thread's outputs")
+    listing.add_argument(
+        "-n", "--max", type=int, default=50, help="at most this many rows (default %(default)s)"
+    )
+    show = actions.add_parser("show", parents=parents, help="print one output, or a slice of it")
+    show.add_argument("id", help="internal://<id>, a reference id, or a tool_call_id")
+    show.add_argument("--thread", help="the thread of a tool_call_id")
+    show.add_argument("--start", type=int, default=0, help="first character (default 0)")
+    show.add_argument("--length", type=int, help=f"characters (default: up to {SHOW_MAX_CHARS:,})")
+    prune = actions.add_parser("prune", parents=parents, help="delete outputs by age or thread")
+    prune.add_argument("--older-than", type=parse_age, metavar="AGE", help="e.g. 7d, 12h, 30m")
+    prune.add_argument("--thread", help="only this thread's outputs (all of them, if no age)")
+    prune.add_argument("--yes", action="store_true", help="delete (without it: only count)")
+
+
+def run_outputs(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
+    """Carry out ``workbook outputs``; returns the exit code (2 for bad usage, 1 not found)."""
+    if args.outputs_command == "list":
+        return _list(args, store, out)
+    if args.outputs_command == "show":
+        return _show(args, store, out)
+    return _prune(args, store, out)
+
+
+def _size(row: StoredOutput) -> dict[str, Any]:
+    return {
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "n_chars": row.n_chars,
+        "n_bytes": row.n_bytes,
+        "reference": make_reference(row.ref_id),
+        "kind": row.kind,
+        "created_at": row.created_at.isoformat(timespec="seconds"),
+    }
+
+
+def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
+    if args.thread is None:
+        threads = store.thread_summaries(limit=args.max)
+        if args.json:
+            print(json.dumps({"threads": threads}, default=str, ensure_ascii=False))
+            return 0
+        table = Table(title=f"Threads with outputs ({store!r})")
+        for column in ("thread", "outputs", "chars", "bytes", "last output"):
+            justify = "left" if column == "thread" else "right"
+            table.add_column(column, justify=justify, overflow="fold")
+        for t in threads:
+            last = t["last"].isoformat(timespec="seconds") if t["last"] else ""
+            table.add_row(
+                escape(t["thread_id"]),
+                str(t["outputs"]),
+                f"{t['chars']:,}",
+                f"{t['bytes']:,}",
+                last,
+            )
+        out.print(table if threads else "no outputs in the store")
+        return 0
+    rows = store.list_thread(args.thread)[: args.max]
+    if args.json:
+        print(json.dumps({"thread_id": args.thread, "outputs": [_size(r) for r in rows]}))
+        return 0
+    if not rows:
+        out.print(f"no outputs in thread {escape(args.thread)!r}")
+        return 1
+    table = Table(title=f"Outputs of thread {escape(args.thread)}")
+    for column in ("tool_call_id", "tool", "chars", "bytes", "reference", "kind", "created"):
+        numeric = column in ("chars", "bytes")
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold")
+    for row in rows:
+        size = _size(row)
+        n_bytes = "" if size["n_bytes"] is None else f"{size['n_bytes']:,}"
+        table.add_row(
+            escape(row.tool_call_id),
+            escape(row.tool_name),
+            f"{row.n_chars:,}",
+            n_bytes,
+            size["reference"],
+            row.kind,
+            size["created_at"],
+        )
+    out.print(table)
+    return 0
+
+
+def _find(args: argparse.Namespace, store: ToolOutputStore) -> StoredOutput | str:
+    """The row ``args.id`` names, or a message saying why there is none."""
+    wanted = args.id.strip()
+    try:
+        ref = reference_id(wanted)
+    except GuardRefusal:
+        ref = None
+    if ref is not None:
+        return store.get_by_ref(ref) or f"no output behind {wanted!r}"
+    if args.thread is not None:
+        return store.get(args.thread, wanted) or f"no {wanted!r} in thread {args.thread!r}"
+    matches = store.list_by_call_id(wanted)
+    if len(matches) > 1:
+        threads = ", ".join(m.thread_id for m in matches[:5])
+        return f"{wanted!r} is in {len(matches)} threads ({threads}): name one with --thread"
+    if matches:
+        return matches[0]
+    return store.get_by_ref(wanted) or f"no output with reference id or tool_call_id {wanted!r}"
+
+
+def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
+    if args.start < 0 or (args.length is not None and args.length < 0):
+        print("workbook: --start and --length are counts of characters, >= 0", file=sys.stderr)
+        return 2
+    row = _find(args, store)
+    if isinstance(row, str):
+        print(f"workbook: {row}", file=sys.stderr)
+        return 1
+    length = args.length if args.length is not None else SHOW_MAX_CHARS
+    text = store.read_range(row.id, args.start, length)
+    end = args.start + len(text)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    **_size(row),
+                    "thread_id": row.thread_id,
+                    "sha256": row.sha256,
+                    "start": args.start,
+                    "end": end,
+                    "content": text,
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    out.print(
+        f"[bold]{escape(row.tool_name)}[/] {escape(row.tool_call_id)} in thread "
+        f"{escape(row.thread_id)}: {row.n_chars:,} chars"
+        + (f", {row.n_bytes:,} bytes" if row.n_bytes is not None else "")
+        + f", {make_reference(row.ref_id)}; characters {args.start:,}-{end:,}",
+        highlight=False,
+    )
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if end < row.n_chars and args.length is None:
+        out.print(f"[dim]… {row.n_chars - end:,} more chars: --start {end} --length N[/]")
+    return 0
+
+
+def _prune(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
+    if args.older_than is None and args.thread is None:
+        print("workbook: outputs prune needs --older-than AGE and/or --thread T", file=sys.stderr)
+        return 2
+    count = store.prune(older_than=args.older_than, thread_id=args.thread, dry_run=not args.yes)
+    if args.json:
+        print(json.dumps({"deleted" if args.yes else "would_delete": count}))
+    elif args.yes:
+        out.print(f"deleted {count} output(s)")
+    else:
+        out.print(f"would delete {count} output(s); run again with --yes to delete them")
+    return 0

@@ -1,0 +1,245 @@
+"""The README's figures, generated, never typed: ``make figures`` writes them, a test checks them.
+
+Each figure block in README.md stands between two markers::
+
+    <!-- figures:ask -->
+    | strategy | prompt tokens | … |
+    <!-- /figures:ask -->
+
+:func:`generate` runs the offline model on a fresh store with reproducible ids
+(:func:`helpers.ids.reproducible_ids`), so the same code gives the same figures, and returns each
+block's Markdown. ``python -m helpers.course.readme_figures`` rewrites the blocks; ``--check`` exits 1
+(and names the block) when README.md disagrees with what the code measures now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from helpers.cases import ALL_CASES, load_cases
+from helpers.evaluation.compare import Comparison
+from helpers.evaluation.runs import (
+    COMPARED_STRATEGIES,
+    DESIGN_STEPS,
+    client_for_cases,
+    policy_for,
+    run_cases,
+    run_personas,
+)
+from helpers.evaluation.scaling import run_scaling
+from helpers.ids import reproducible_ids
+from helpers.loop.agent import run_turn
+from helpers.models.llm import resolve_model
+from helpers.models.offline import offline_client
+from helpers.paths import PROJECT_ROOT
+from helpers.personas import MISTAKE_PERSONAS, PERSONAS
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry
+
+README = PROJECT_ROOT / "README.md"
+SEED = 2026
+CASE1 = (
+    "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep "
+    "Check for analysis."
+)
+
+
+def _block_re(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- {prefix}:(\w+) -->\n)(.*?)(<!-- /{prefix}:\2 -->)", re.DOTALL)
+
+
+_BLOCK_RE = _block_re("figures")
+
+
+def _ask_table(store: ToolOutputStore) -> str:
+    client = offline_client()
+    lines = [
+        "| strategy | prompt tokens | completion tokens | model calls | tool calls |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for strategy in ("inline", "truncate", "box"):
+        record = run_turn(
+            CASE1,
+            client=client,
+            model="offline-reference",
+            policy=policy_for(strategy),
+            registry=default_registry(),
+            store=store,
+        )
+        usage = record.usage()
+        fetches = sum(1 for c in record.tool_calls if c.name == "fetch_tool_output")
+        calls = f"{len(record.tool_calls)}" + (" (a `fetch_tool_output`)" if fetches else "")
+        lines.append(
+            f"| {strategy} | {usage['prompt_tokens']:,} | {usage['completion_tokens']:,} | "
+            f"{usage['calls']} | {calls} |"
+        )
+    return "\n".join(lines)
+
+
+def _comparison(store: ToolOutputStore) -> dict:
+    """Every shipped case (the large ones too) under every strategy and design step, the
+    personas on the regular cases, and the scaling run up to 10 MB."""
+    cases = load_cases(ALL_CASES)
+    common = {"client": client_for_cases(resolve_model("offline", env={}), cases), "store": store}
+    runs = run_cases(
+        cases, [*COMPARED_STRATEGIES, *DESIGN_STEPS], model="offline-reference", **common
+    )
+    regular = load_cases()
+    runs += run_personas(regular, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
+    scaling = run_scaling(store=store)
+    return Comparison(runs, "offline-reference", None, 600, scaling=scaling).to_json()
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:,.2f}"
+
+
+def _compare_table(data: dict) -> str:
+    pricing = data["pricing"]
+    lines = [
+        f"Dollars at {pricing['model']} list prices (checked {pricing['checked']}), with prompt "
+        "caching; totals over the runs that passed.",
+        "",
+        "| strategy | passed | context overflows | prompt tokens | × inline | × floor | $ uncached | $ cached |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for strategy, t in data["totals"].items():
+        if strategy == "floor":
+            continue
+        ratio = f"{t['ratio_to_inline']:.2f}" if t["ratio_to_inline"] is not None else "–"
+        floor = f"{t['ratio_to_floor']:.2f}" if t["ratio_to_floor"] is not None else "–"
+        lines.append(
+            f"| {strategy} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
+            f"{t['prompt_tokens']:,} | {ratio} | {floor} | {_usd(t.get('usd_uncached'))} | "
+            f"{_usd(t.get('usd_cached'))} |"
+        )
+    goals = [e["box_goal"] for e in data["cases"].values() if "box_goal" in e]
+    met = sum(1 for g in goals if g["met"])
+    ratios = [g["ratio"] for g in goals if g.get("ratio") is not None]
+    lines += [
+        "",
+        f"Box goal (at most {data['box_goal_ratio']}× the cheaper of inline and truncate): met on "
+        f"{met} of {len(goals)} cases; the highest ratio is {max(ratios):.2f}, and on "
+        f"{sum(1 for g in goals if g.get('ratio') is None)} cases box is the only one of the three "
+        "that passes.",
+    ]
+    return "\n".join(lines)
+
+
+def _design_table(data: dict) -> str:
+    lines = [
+        "| design | what the step changes | prompt tokens | saved | $ cached saved |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for row in data["design_steps"]:
+        saved = row.get("tokens_saved")
+        cached = row.get("usd_cached_saved")
+        lines.append(
+            f"| `{row['strategy']}` | {row['step']} | {row['prompt_tokens']:,} | "
+            f"{f'{saved:,}' if saved is not None else '–'} | "
+            f"{f'${cached:,.4f}' if cached is not None else '–'} |"
+        )
+    return "\n".join(lines)
+
+
+def _caching(data: dict) -> str:
+    from helpers.evaluation.compare import caching_markdown
+
+    return "\n".join(line for line in caching_markdown(data) if line.lstrip().startswith("-"))
+
+
+def _scaling(data: dict) -> str:
+    scaling = data["scaling"]
+    return "\n".join(f"- **{v}** {sentence}." for v, sentence in scaling["breaks"].items())
+
+
+def _persona_table(data: dict) -> str:
+    lines = [
+        "| persona | strategy | guard that catches it (times fired) | passed | prompt tokens | × ideal |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for name, row in data["personas"].items():
+        guard = (
+            f"`{row['guard']}` ({row['guard_hits'].get(row['guard'], 0)})"
+            if row["guard"]
+            else "none: it only costs"
+        )
+        lines.append(
+            f"| {name} | {row['strategy']} | {guard} | {row['passed']}/{row['cases']} | "
+            f"{row['prompt_tokens']:,} | {row['ratio_to_ideal']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def generate() -> dict[str, str]:
+    """Every figure block, measured now: ``{block name: Markdown}``.
+
+    Runs in a fresh run-time folder (store, outbox: a file already in the outbox would change
+    what a write reports) with reproducible ids.
+    """
+    saved = os.environ.get("WORKBOOK_VAR_DIR")
+    with tempfile.TemporaryDirectory() as folder, reproducible_ids(SEED):
+        os.environ["WORKBOOK_VAR_DIR"] = folder
+        store = ToolOutputStore(f"sqlite:///{Path(folder) / 'figures.sqlite'}")
+        try:
+            ask = _ask_table(store)
+            data = _comparison(store)
+        finally:
+            store.close()
+            if saved is None:
+                os.environ.pop("WORKBOOK_VAR_DIR", None)
+            else:
+                os.environ["WORKBOOK_VAR_DIR"] = saved
+    return {
+        "ask": ask,
+        "compare": _compare_table(data),
+        "personas": _persona_table(data),
+        "designs": _design_table(data),
+        "caching": _caching(data),
+        "scaling": _scaling(data),
+    }
+
+
+def update(text: str, blocks: dict[str, str], *, prefix: str = "figures") -> str:
+    """``text`` with every known ``<!-- prefix:NAME -->`` block replaced by its content
+    (unknown blocks left alone)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match[2]
+        body = blocks.get(name)
+        return match[0] if body is None else f"{match[1]}{body}\n{match[4]}"
+
+    return _block_re(prefix).sub(replace, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate (or check) the README's figures.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if README.md is stale")
+    args = parser.parse_args(argv)
+    text = README.read_text(encoding="utf-8")
+    blocks = generate()
+    found = {m[2] for m in _BLOCK_RE.finditer(text)}
+    missing = sorted(set(blocks) - found)
+    if missing:
+        print(f"README.md has no block for: {', '.join(missing)}")
+        return 1
+    new = update(text, blocks)
+    if args.check:
+        stale = [n for n in blocks if f"<!-- figures:{n} -->\n{blocks[n]}\n" not in text]
+        if stale:
+            print(f"README.md figures are stale: {', '.join(stale)} (run `make figures`)")
+            return 1
+        print("README.md figures are current")
+        return 0
+    README.write_text(new, encoding="utf-8")
+    print(f"wrote {len(blocks)} figure blocks into {README.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""Student notebooks, generated from the solution notebooks (the one source of truth).
+
+A TODO cell starts with ``# TODO N: …``; its answer stands between nbgrader's markers, and our
+additions to nbgrader's syntax carry a one-line pointer and three hints::
+
+    # TODO 1: append one tool message per call
+    def handle_tool_calls(...):
+        ### BEGIN SOLUTION
+        ### POINTER: the API needs the assistant message back, then one answer per call
+        ### HINT 1: the idea, in words
+        ### HINT 2: the approach, step by step
+        ### HINT 3: close to code
+        ...
+        ### END SOLUTION
+
+The student version replaces everything from ``### BEGIN SOLUTION`` to ``### END SOLUTION``
+with ``raise NotImplementedError("TODO 1: <pointer> (for a hint: hint('01', 1))")`` at the same
+indentation: the pointer says where to look, never how (no code). The hints stay in the solution
+notebook and are shown on demand, one level at a time, by :func:`helpers.course.hints.hint`. The cell
+after each TODO cell is its checkpoint, headed ``# Hard-stop checkpoint: TODO N``.
+
+``python -m helpers.course.student_notebooks`` (``make student``) writes ``notebooks/NN_*.ipynb``
+from ``solutions/NN_*.ipynb``; ``--check`` exits 1 when the committed student notebooks differ
+from what it would write. :func:`restore` puts one student notebook back as it was
+(``workbook restore NN``), keeping the attendee's copy in ``var/backups/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from helpers.paths import PROJECT_ROOT
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+POINTER = "### POINTER:"
+HINT_RE = re.compile(r"^### HINT ([123]):\s*(.*)$")
+#: Characters a pointer may not hold: a pointer says where to look, not the code to write.
+CODE_CHARACTERS = set('()[]{}=<>"`')
+TODO_RE = re.compile(r"^# TODO (\d+):", re.MULTILINE)
+CHECKPOINT_RE = re.compile(r"^# Hard-stop checkpoint: TODO (\d+)\b")
+
+
+class NotebookFormatError(ValueError):
+    """A solution notebook breaks the conventions above (unbalanced markers, no checkpoint…)."""
+
+
+def todo_number(cell: nbformat.NotebookNode) -> int | None:
+    """N if ``cell`` is the code cell of TODO N (it holds solution markers), else ``None``."""
+    if cell.cell_type != "code" or BEGIN not in cell.source:
+        return None
+    match = TODO_RE.search(cell.source)
+    return int(match[1]) if match else None
+
+
+def checkpoint_number(cell: nbformat.NotebookNode) -> int | None:
+    """N if ``cell`` is the hard-stop checkpoint of TODO N, else ``None``."""
+    match = CHECKPOINT_RE.match(cell.source) if cell.cell_type == "code" else None
+    return int(match[1]) if match else None
+
+
+def solution_parts(source: str, *, label: str) -> tuple[str, dict[int, str]]:
+    """The pointer and the hints (``{1: …, 2: …, 3: …}``) of a TODO cell's solution block.
+
+    Raises:
+        NotebookFormatError: the pointer or a hint is missing, or the pointer holds code.
+    """
+    pointer, hints = "", {}
+    for line in source.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(POINTER):
+            pointer = stripped[len(POINTER) :].strip()
+        elif match := HINT_RE.match(stripped):
+            hints[int(match[1])] = match[2].strip()
+    if not pointer:
+        raise NotebookFormatError(f"{label}: the solution has no '{POINTER}' line")
+    if CODE_CHARACTERS & set(pointer):
+        raise NotebookFormatError(
+            f"{label}: the pointer holds code characters ({''.join(sorted(CODE_CHARACTERS & set(pointer)))}); "
+            "say where to look, in words"
+        )
+    missing = [n for n in (1, 2, 3) if not hints.get(n)]
+    if missing:
+        raise NotebookFormatError(f"{label}: the solution lacks '### HINT {missing[0]}:'")
+    return pointer, hints
+
+
+def strip_solution(source: str, *, label: str, notebook: str = "NN") -> str:
+    """``source`` with each solution block replaced by a ``NotImplementedError`` stub that
+    holds the block's pointer and says how to ask for a hint.
+
+    Raises:
+        NotebookFormatError: markers are unbalanced or nested, or the pointer or a hint is
+            missing.
+    """
+    out: list[str] = []
+    inside = False
+    block: list[str] = []
+    indent = ""
+    number = label.removeprefix("TODO ").strip()
+    for line in source.split("\n"):
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise NotebookFormatError(f"{label}: nested {BEGIN}")
+            inside, block, indent = True, [], line[: len(line) - len(line.lstrip())]
+        elif stripped == END:
+            if not inside:
+                raise NotebookFormatError(f"{label}: {END} without {BEGIN}")
+            pointer, _ = solution_parts("\n".join(block), label=label)
+            message = f"{label}: {pointer} (for a hint: hint('{notebook}', {number}))"
+            out.append(f"{indent}raise NotImplementedError({message!r})")
+            inside = False
+        elif inside:
+            block.append(line)
+        else:
+            out.append(line)
+    if inside:
+        raise NotebookFormatError(f"{label}: {BEGIN} without {END}")
+    return "\n".join(out)
+
+
+def make_student(
+    solution: nbformat.NotebookNode, *, name: str = "notebook"
+) -> nbformat.NotebookNode:
+    """The student version of a solution notebook (outputs cleared, solutions stubbed).
+
+    Raises:
+        NotebookFormatError: a TODO cell is not followed by its checkpoint.
+    """
+    student = nbformat.from_dict(solution)
+    cells = student.cells
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "code":
+            continue
+        cell.outputs, cell.execution_count = [], None
+        number = todo_number(cell)
+        if number is None:
+            if BEGIN in cell.source:
+                raise NotebookFormatError(f"{name}: a cell with {BEGIN} has no '# TODO N:' line")
+            continue
+        following = cells[index + 1] if index + 1 < len(cells) else None
+        if following is None or checkpoint_number(following) != number:
+            raise NotebookFormatError(
+                f"{name}: TODO {number} is not followed by its checkpoint cell"
+            )
+        cell.source = strip_solution(
+            cell.source, label=f"TODO {number}", notebook=name.split("_", 1)[0]
+        )
+    return student
+
+
+def fill_todos(
+    student: nbformat.NotebookNode, solution: nbformat.NotebookNode, numbers: set[int]
+) -> nbformat.NotebookNode:
+    """A copy of ``student`` whose TODO cells in ``numbers`` hold the solution's answer."""
+    filled = nbformat.from_dict(student)
+    answers = {todo_number(c): c.source for c in solution.cells if todo_number(c) is not None}
+    for cell in filled.cells:
+        match = TODO_RE.search(cell.source) if cell.cell_type == "code" else None
+        if match and int(match[1]) in numbers and "NotImplementedError" in cell.source:
+            cell.source = answers[int(match[1])]
+    return filled
+
+
+def todo_numbers(notebook: nbformat.NotebookNode) -> list[int]:
+    """The TODO numbers of a solution notebook, in order."""
+    return [n for n in (todo_number(c) for c in notebook.cells) if n is not None]
+
+
+def pairs() -> list[tuple[Path, Path]]:
+    """(solution, student) paths of every solution notebook."""
+    return [(p, NOTEBOOKS_DIR / p.name) for p in sorted(SOLUTIONS_DIR.glob("*.ipynb"))]
+
+
+def render(notebook: nbformat.NotebookNode) -> str:
+    """A notebook as the text ``nbformat.write`` stores."""
+    return nbformat.writes(notebook) + "\n"
+
+
+def restore(prefix: str) -> tuple[Path, Path | None]:
+    """Put the student notebook ``prefix`` (``"04"`` or ``"04_opaque_reference_boxing"``) back
+    as it was generated; the attendee's copy, if it differs, is kept in ``var/backups/``.
+
+    Returns:
+        (the notebook's path, the backup's path or ``None``).
+
+    Raises:
+        FileNotFoundError: no solution notebook starts with ``prefix``.
+    """
+    from datetime import datetime
+
+    from helpers.paths import var_dir
+
+    matches = [p for p in sorted(SOLUTIONS_DIR.glob("*.ipynb")) if p.name.startswith(prefix)]
+    if not prefix or not matches:
+        known = ", ".join(p.stem for p in sorted(SOLUTIONS_DIR.glob("*.ipynb")))
+        raise FileNotFoundError(f"no notebook starts with {prefix!r}; the notebooks: {known}")
+    solution_path = matches[0]
+    student_path = NOTEBOOKS_DIR / solution_path.name
+    text = render(make_student(nbformat.read(solution_path, as_version=4), name=solution_path.name))
+    backup = None
+    if student_path.exists() and student_path.read_text(encoding="utf-8") != text:
+        folder = var_dir() / "backups"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        backup = folder / f"{student_path.stem}.{stamp}.ipynb"
+        backup.write_bytes(student_path.read_bytes())
+    student_path.write_text(text, encoding="utf-8")
+    return student_path, backup
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="only check the committed ones")
+    args = parser.parse_args(argv)
+    stale = []
+    for solution_path, student_path in pairs():
+        solution = nbformat.read(solution_path, as_version=4)
+        text = render(make_student(solution, name=solution_path.name))
+        current = student_path.read_text(encoding="utf-8") if student_path.exists() else None
+        if current != text:
+            if args.check:
+                stale.append(student_path.name)
+            else:
+                student_path.write_text(text, encoding="utf-8")
+                print(f"wrote {student_path.relative_to(PROJECT_ROOT)}")
+    if stale:
+        print(f"student notebooks out of date: {', '.join(stale)} (run `make student`)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

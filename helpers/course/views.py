@@ -1,0 +1,146 @@
+"""HTML views of a turn for the notebooks: the messages the model saw, with token counts.
+
+Pure functions from a :class:`~helpers.loop.agent.TurnRecord` to an HTML string (displayed with
+``IPython.display.HTML`` or inside an ``ipywidgets.HTML``); long contents are shortened for the
+eye, and the view says by how many characters.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from helpers.context.compaction import SUMMARY_HEADER
+from helpers.loop.agent import TurnRecord
+from helpers.tokens import count_message_tokens
+from helpers.tooling.store import ToolOutputStore
+
+ROLE_COLOURS = {"system": "#eee", "user": "#e3f2fd", "assistant": "#f1f8e9", "tool": "#fff8e1"}
+KIND_COLOURS = {
+    "boxed": "#8e24aa",
+    "truncated": "#ef6c00",
+    "saved": "#1565c0",
+    "middle": "#c62828",
+    "error": "#c62828",
+}
+
+
+def _shorten(text: str, max_chars: int) -> str:
+    """Head and tail of a long text (the tail keeps a truncation marker in view)."""
+    if len(text) <= max_chars:
+        return html.escape(text)
+    head, tail = max_chars * 2 // 3, max_chars // 3
+    hidden = len(text) - head - tail
+    note = f"<i style='color:#888'> … ({hidden:,} chars not shown here) … </i>"
+    return html.escape(text[:head]) + note + html.escape(text[len(text) - tail :])
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    parts = [str(message.get("content") or "")]
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        parts.append(f"→ {function['name']}({function['arguments']})")
+    return "\n".join(p for p in parts if p)
+
+
+def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None = None) -> str:
+    """The turn's messages as an HTML table: role, tokens of that message, content."""
+    kinds = {t.id: t.result_kind for t in record.tool_calls}
+    usage = record.usage()
+    heading = title or f"{record.strategy} ({record.boxing})"
+    rows = []
+    for message in record.messages:
+        role = str(message.get("role"))
+        kind = kinds.get(str(message.get("tool_call_id")), "")
+        badge = (
+            f" <b style='color:{KIND_COLOURS[kind]}'>[{kind}]</b>" if kind in KIND_COLOURS else ""
+        )
+        if str(message.get("content") or "").startswith(SUMMARY_HEADER):
+            badge = " <b style='color:#6a1b9a'>[⟲ compacted history]</b>"
+        rows.append(
+            f"<tr style='background:{ROLE_COLOURS.get(role, '#fff')}'>"
+            f"<td style='vertical-align:top'><b>{role}</b>{badge}</td>"
+            f"<td style='vertical-align:top;text-align:right'>{count_message_tokens(message):,}</td>"
+            f"<td style='white-space:pre-wrap;font-family:monospace;font-size:85%'>"
+            f"{_shorten(_message_text(message), max_chars)}</td></tr>"
+        )
+    per_call = ", ".join(f"{c.prompt_tokens:,}" for c in record.model_calls)
+    return (
+        f"<h4 style='margin:4px 0'>{html.escape(heading)}</h4>"
+        f"<p style='margin:2px 0'>{usage['prompt_tokens']:,} prompt tokens over {usage['calls']} "
+        f"model calls ({per_call}); {usage['completion_tokens']:,} completion tokens; "
+        f"{len(record.tool_calls)} tool calls; status <b>{record.status}</b></p>"
+        "<table style='border-collapse:collapse;width:100%'>"
+        "<tr><th>role</th><th>tokens</th><th>content (as the model saw it)</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def side_by_side(left: str, right: str) -> str:
+    """Two HTML fragments in two columns."""
+    cell = "<div style='flex:1;min-width:0;padding:0 6px'>{}</div>"
+    return f"<div style='display:flex;gap:8px'>{cell.format(left)}{cell.format(right)}</div>"
+
+
+def answer_html(record: TurnRecord) -> str:
+    """The answer (or the failure) as an HTML paragraph."""
+    text = record.answer if record.ok else f"no answer: {record.error}"
+    return f"<p><b>answer:</b> {html.escape(json.dumps(text, ensure_ascii=False)[1:-1])}</p>"
+
+
+def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
+    """The interface side of the dual stream: every tool's *full* result, read from the store,
+    rendered for a person (a table for SQL rows, a page preview, an image), never sent to the
+    model. Returns an ``ipywidgets.VBox``; its ``.full_results`` maps ``tool_call_id`` to the
+    full text, for checks."""
+    import base64
+
+    import ipywidgets as widgets
+
+    children: list[Any] = []
+    full_results: dict[str, str] = {}
+    for call in record.tool_calls:
+        row = store.get(record.thread_id, call.id, with_content=True)
+        if row is None or row.content is None:
+            continue
+        full = row.content
+        full_results[call.id] = full
+        title = widgets.HTML(
+            f"<b>{html.escape(call.name)}</b> <i>({len(full):,} chars, full result)</i>"
+        )
+        children.append(title)
+        try:
+            data = json.loads(full)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and {"columns", "rows"} <= set(data):
+            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in data["columns"])
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
+                for r in data["rows"]
+            )
+            children.append(
+                widgets.HTML(f"<table class='full-result'><tr>{head}</tr>{body}</table>")
+            )
+        elif isinstance(data, dict) and isinstance(data.get("content"), list):
+            for part in data["content"]:
+                if part.get("type") == "image":
+                    children.append(
+                        widgets.Image(value=base64.b64decode(part["data"]), format="png", width=420)
+                    )
+                elif part.get("type") == "text":
+                    children.append(widgets.HTML(html.escape(str(part.get("text")))))
+        elif full.lstrip().lower().startswith(("<!doctype html", "<html")):
+            children.append(
+                widgets.HTML(
+                    f"<iframe sandbox srcdoc='{html.escape(full, quote=True)}' "
+                    "style='width:100%;height:260px;border:1px solid #ccc'></iframe>"
+                )
+            )
+        else:
+            children.append(widgets.HTML(f"<pre>{html.escape(full[:2000])}</pre>"))
+    box = widgets.VBox(children)
+    box.full_results = full_results
+    return box

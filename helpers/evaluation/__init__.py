@@ -1,0 +1,1 @@
+"""The evaluation: validating a turn against its case, running cases per strategy, pricing, the scaling run and the comparison report."""

@@ -1,0 +1,211 @@
+"""Running prompt cases: one agent turn per case and strategy, validated and measured.
+
+A *strategy* is the name of what the model sees of a long result, as it is run and reported;
+a *policy* (:mod:`helpers.context.policies`, :mod:`helpers.context.anchors`) is the object that carries one out
+(:func:`policy_for` gives it). The strategies: ``inline``, ``truncate``, ``box``
+(opaque references, the workbook's box design), ``box-json`` (MCP resource links),
+``box-tcr`` (tool-context-relay's design), ``middle`` (head + tail) and the anchors ``codex``,
+``deepagents``, ``claude-code`` and ``agents-sdk`` (:mod:`helpers.context.anchors`).
+
+Offline, :func:`run_personas` runs the same cases with the personas of :mod:`helpers.personas`,
+each under the strategy where its mistake can happen, so a report can set each one beside the
+ideal model.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import openai
+
+from helpers.cases import Case
+from helpers.context.anchors import ANCHORS
+from helpers.context.policies import (
+    BOX_DESIGNS,
+    DEFAULT_BOX_DESIGN,
+    DEFAULT_PREVIEW_LIMIT_CHARS,
+    ResultPolicy,
+    make_policy,
+)
+from helpers.evaluation.validation import Validation, validate
+from helpers.loop.agent import CompactionSettings, TurnRecord, run_turn
+from helpers.models.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
+from helpers.models.offline import OfflineModel
+from helpers.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
+from helpers.tooling.registry import ToolRegistry
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry
+
+#: The anchors: production agents' own policies (:mod:`helpers.context.anchors`).
+ANCHOR_STRATEGIES = tuple(ANCHORS)
+#: Every strategy ``workbook compare`` runs: the workbook's, tool-context-relay's box design,
+#: the head + tail reference point and the anchors.
+COMPARED_STRATEGIES = (
+    "inline",
+    "truncate",
+    "box",
+    "box-json",
+    "box-tcr",
+    "middle",
+    *ANCHOR_STRATEGIES,
+)
+#: The box designs between tool-context-relay's (``box-tcr``) and the workbook's (``box``), one
+#: step each (the report's "what each step buys").
+DESIGN_STEPS = tuple(
+    f"box-{name}" for name in BOX_DESIGNS if name not in (DEFAULT_BOX_DESIGN, "tcr")
+)
+#: Every strategy name :func:`policy_for` knows.
+STRATEGIES = tuple(dict.fromkeys((*COMPARED_STRATEGIES, *DESIGN_STEPS)))
+
+
+def policy_for(
+    strategy: str,
+    *,
+    threshold: int | None = None,
+    limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
+    boxing: str | None = None,
+) -> ResultPolicy:
+    """The policy a strategy name stands for.
+
+    ``box`` and ``box-json`` are the workbook's box design (:data:`DEFAULT_BOX_DESIGN`) with
+    opaque references or MCP resource links; ``box-<design>`` is another design of
+    :data:`~helpers.context.policies.BOX_DESIGNS` (``box-tcr``: tool-context-relay's); ``threshold``
+    (characters, or tokens under a token design) overrides the design's. The anchors take their
+    published parameters. ``boxing`` (``opaque`` or ``json``) overrides a box strategy's form.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if strategy in ("box", "box-json"):
+        boxing = boxing or ("json" if strategy == "box-json" else "opaque")
+        return make_policy("box", threshold=threshold, boxing=boxing, design=DEFAULT_BOX_DESIGN)
+    if strategy.startswith("box-") and strategy[4:] in BOX_DESIGNS:
+        return make_policy(
+            "box", threshold=threshold, boxing=boxing or "opaque", design=strategy[4:]
+        )
+    if strategy in ANCHORS:
+        return ANCHORS[strategy]()
+    if strategy in ("inline", "truncate", "middle"):
+        return make_policy(strategy, limit=limit)
+    raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+
+
+def client_for_cases(
+    config: ModelConfig,
+    cases: Iterable[Case],
+    *,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    timeout_s: float | None = None,
+) -> openai.OpenAI:
+    """A client for ``config``; offline, the model also learns the ``offline_plan`` of each of
+    ``cases``, so a case file written anywhere (your own) runs like the shipped ones."""
+    model = None
+    if config.offline:
+        model = OfflineModel()
+        for case in cases:
+            if case.offline_plan:
+                model.add_plan(case.prompt, case.offline_plan)
+    return make_client(config, max_retries=max_retries, timeout_s=timeout_s, offline_model=model)
+
+
+_REFUSED_RE = re.compile(r"resulted in (\d+) tokens")
+
+
+def refused_prompt_tokens(record: TurnRecord) -> int | None:
+    """The size in tokens of the request a provider refused for its context window, as its
+    message gives it (OpenAI: "your messages resulted in N tokens"), if the turn ended so."""
+    if record.status != "context_exceeded":
+        return None
+    match = _REFUSED_RE.search(record.error or "")
+    return int(match[1]) if match else None
+
+
+@dataclass
+class CaseRun:
+    """One case under one strategy: the turn and its verdict."""
+
+    case: Case
+    strategy: str
+    record: TurnRecord
+    validation: Validation
+    persona: str | None = None  # the offline persona that ran it, if any
+    seconds: float = 0.0  # wall time of the turn
+
+    @property
+    def passed(self) -> bool:
+        return self.validation.passed
+
+
+def run_case(
+    case: Case,
+    strategy: str,
+    *,
+    client: openai.OpenAI,
+    model: str,
+    store: ToolOutputStore,
+    registry: ToolRegistry | None = None,
+    threshold: int | None = None,
+    limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
+    few_shot: bool = True,
+    temperature: float | None = None,
+    compaction: CompactionSettings | None = None,
+) -> CaseRun:
+    """Run ``case.prompt`` once under ``strategy`` in a fresh thread, and validate it."""
+    started = time.perf_counter()
+    record = run_turn(
+        case.prompt,
+        client=client,
+        model=model,
+        policy=policy_for(strategy, threshold=threshold, limit=limit),
+        registry=registry or default_registry(),
+        store=store,
+        few_shot=few_shot,
+        temperature=temperature,
+        compaction=compaction,
+    )
+    prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
+    persona = model[len(prefix) :] if model.startswith(prefix) else None
+    seconds = time.perf_counter() - started
+    return CaseRun(case, strategy, record, validate(case, record), persona, seconds)
+
+
+def run_cases(
+    cases: Iterable[Case],
+    strategies: Iterable[str],
+    *,
+    on_done: Callable[[CaseRun], None] | None = None,
+    **kwargs: object,
+) -> list[CaseRun]:
+    """Every case under every strategy (case-major order); ``kwargs`` go to :func:`run_case`."""
+    runs = []
+    strategies = list(strategies)
+    for case in cases:
+        for strategy in strategies:
+            run = run_case(case, strategy, **kwargs)  # type: ignore[arg-type]
+            runs.append(run)
+            if on_done:
+                on_done(run)
+    return runs
+
+
+def run_personas(
+    cases: Iterable[Case],
+    personas: Iterable[Persona],
+    *,
+    on_done: Callable[[CaseRun], None] | None = None,
+    **kwargs: object,
+) -> list[CaseRun]:
+    """Every case run by every persona, under the persona's own strategy (box or truncate).
+
+    ``kwargs`` go to :func:`run_case` (``client`` must reach the offline model; ``model`` is
+    each persona's model name). Returns the runs in persona-major order.
+    """
+    runs = []
+    cases = list(cases)
+    for persona in personas:
+        strategy = persona.strategy
+        runs += run_cases(cases, [strategy], model=persona.model_name, on_done=on_done, **kwargs)
+    return runs

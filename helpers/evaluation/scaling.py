@@ -1,0 +1,321 @@
+"""How cost grows: one task, one result growing from 1 KB to 10 MB, under every strategy.
+
+The task needs the whole result routed to a tool (``deep_check`` must receive it byte-exact)
+and one detail read from it (its last line): the two things a long result is for. The result
+is real text available offline (the large documents of :mod:`helpers.tooling.pages`: UnicodeData.txt,
+the ISO JSON files and the language reference, 8.3 MB, repeated as needed), cut to whole lines. For each size and strategy the offline model runs the turn through the real client;
+the figures are prompt tokens (the refused request's size for a context overflow), dollars with
+caching at the price model's list prices, wall time, and whether the run passed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from helpers.cases import Case
+from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
+from helpers.evaluation.runs import COMPARED_STRATEGIES, policy_for, refused_prompt_tokens
+from helpers.evaluation.validation import validate
+from helpers.models.llm import make_client, resolve_model
+from helpers.models.offline import OfflineModel
+from helpers.tooling.pages import DOCUMENTS, serve_document
+from helpers.tooling.registry import ToolRegistry, tool_from_function
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry
+
+#: The result sizes of the scaling run, in bytes (UTF-8).
+SCALING_SIZES_BYTES = (
+    1_000,
+    3_000,
+    10_000,
+    30_000,
+    100_000,
+    300_000,
+    1_000_000,
+    3_000_000,
+    10_000_000,
+)
+#: The largest document ``get_document`` returns, in bytes.
+MAX_DOCUMENT_BYTES = 16_000_000
+PROMPT = (
+    "Fetch the document of {size} bytes, run deep_check on the whole of it, and tell me its "
+    "last line."
+)
+#: The characters of the document's end the answer must quote.
+_TAIL_CHARS = 60
+
+
+@lru_cache(maxsize=1)
+def _corpus() -> str:
+    """The large documents (built on first use), UnicodeData.txt first."""
+    texts = []
+    for url in DOCUMENTS:
+        file_name = DOCUMENTS[url][0]
+        if file_name not in {
+            DOCUMENTS[u][0] for u in list(DOCUMENTS)[: list(DOCUMENTS).index(url)]
+        }:
+            texts.append(serve_document(url) or "")
+    return "".join(texts)
+
+
+def document(size_bytes: int) -> str:
+    """About ``size_bytes`` bytes of real text, cut back to whole lines (at least one line).
+
+    Raises:
+        ValueError: ``size_bytes`` is not between 1 and :data:`MAX_DOCUMENT_BYTES`.
+    """
+    if not 1 <= size_bytes <= MAX_DOCUMENT_BYTES:
+        raise ValueError(
+            f"size_bytes must be between 1 and {MAX_DOCUMENT_BYTES:,}, got {size_bytes}"
+        )
+    corpus = _corpus()
+    text = corpus * (size_bytes // len(corpus.encode()) + 1)
+    data = text.encode("utf-8")[:size_bytes]
+    cut = data.rfind(b"\n")
+    return (data[: cut + 1] if cut > 0 else data).decode("utf-8", "ignore")
+
+
+def get_document(size_bytes: int) -> str:
+    """Return a plain-text document of about size_bytes bytes.
+
+    Args:
+        size_bytes: its size in bytes (1 to 16000000).
+    """
+    return document(size_bytes)
+
+
+def scaling_registry() -> ToolRegistry:
+    """The default tools and ``get_document``."""
+    registry = default_registry()
+    registry.add(tool_from_function(get_document))
+    return registry
+
+
+def scaling_case(size_bytes: int) -> Case:
+    """The scaling task at one size: a case with its plan, sink check and expected answer."""
+    doc = document(size_bytes)
+    prompt = PROMPT.format(size=size_bytes)
+    return Case(
+        id=f"scale-{size_bytes}",
+        path=None,
+        prompt=prompt,
+        tool_calls=[{"tool_name": "get_document"}, {"tool_name": "deep_check"}],
+        answer_contains=[doc.rstrip("\n")[-30:]],
+        sink_exact=[{"tool_name": "deep_check", "argument": "text", "source": "get_document"}],
+        offline_plan=[
+            {"call": "get_document", "args": {"size_bytes": size_bytes}},
+            {"call": "deep_check", "args": {"text": {"result": 1}}},
+            {"tail": 1, "chars": _TAIL_CHARS, "as": "end"},
+            {"answer": "deep_check is done. The document ends with: {end}"},
+        ],
+    )
+
+
+def run_scaling(
+    sizes: Iterable[int] = SCALING_SIZES_BYTES,
+    strategies: Iterable[str] = COMPARED_STRATEGIES,
+    *,
+    price_model: str = DEFAULT_PRICE_MODEL,
+    store: ToolOutputStore | None = None,
+    context_window_tokens: int | None = None,
+    on_done: Callable[[int, str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the scaling task at every size under every strategy with the offline model.
+
+    Returns:
+        ``{"sizes_bytes": [...], "price_model": ..., "context_window_tokens": ...,
+        "runs": {strategy: [{"size_bytes", "prompt_tokens", "usd_cached", "seconds",
+        "passed", "status", "reason"}, ...]}, "breaks": {strategy: sentence}}``.
+    """
+    sizes, strategies = list(sizes), list(strategies)
+    price = load_prices().get(price_model)
+    cases = [scaling_case(size) for size in sizes]
+    model = OfflineModel({c.prompt: c.offline_plan for c in cases if c.offline_plan})
+    if context_window_tokens is not None:
+        model.context_window_tokens = context_window_tokens
+    config = resolve_model("offline", None)
+    client = make_client(config, offline_model=model)
+    registry = scaling_registry()
+    own_store = store is None
+    store = store or ToolOutputStore("sqlite://")
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in strategies}
+    try:
+        from helpers.loop.agent import run_turn
+
+        warm_up = scaling_case(1_000)  # the first turn of a process pays for imports and caches
+        model.add_plan(warm_up.prompt, warm_up.offline_plan or [])
+        run_turn(
+            warm_up.prompt,
+            client=client,
+            model=config.model,
+            policy=policy_for("inline"),
+            registry=registry,
+            store=store,
+        )
+        for case in cases:
+            size = int(case.id.split("-")[1])
+            for strategy in strategies:
+                started = time.perf_counter()
+                record = run_turn(
+                    case.prompt,
+                    client=client,
+                    model=config.model,
+                    policy=policy_for(strategy),
+                    registry=registry,
+                    store=store,
+                )
+                seconds = time.perf_counter() - started
+                verdict = validate(case, record)
+                refused = refused_prompt_tokens(record)
+                prompt = record.usage()["prompt_tokens"]
+                runs[strategy].append(
+                    {
+                        "size_bytes": size,
+                        "prompt_tokens": refused or prompt,
+                        "usd_cached": round(turn_cost(record, price).cached_usd, 6),
+                        "seconds": round(seconds, 3),
+                        "passed": verdict.passed,
+                        "status": record.status,
+                        "reason": "" if verdict.passed else verdict.reasons[0],
+                        "looks_inside": sum(1 for t in record.tool_calls if t.name not in registry),
+                    }
+                )
+                if on_done:
+                    on_done(size, strategy)
+    finally:
+        if own_store:
+            store.close()
+    return {
+        "sizes_bytes": sizes,
+        "price_model": price_model,
+        "context_window_tokens": model.context_window_tokens,
+        "runs": runs,
+        "breaks": {v: where_it_breaks(points) for v, points in runs.items()},
+    }
+
+
+def _size(n_bytes: int) -> str:
+    for unit, factor in (("MB", 1_000_000), ("KB", 1_000)):
+        if n_bytes >= factor:
+            return f"{n_bytes / factor:g} {unit}"
+    return f"{n_bytes} bytes"
+
+
+def where_it_breaks(points: list[dict[str, Any]]) -> str:
+    """One sentence: the first size at which the strategy fails, and how."""
+    failed = next((p for p in points if not p["passed"]), None)
+    if failed is None:
+        top = points[-1] if points else None
+        if top is None:
+            return "not run"
+        return (
+            f"passes at every size up to {_size(top['size_bytes'])} "
+            f"({top['prompt_tokens']:,} prompt tokens there)"
+        )
+    size = _size(failed["size_bytes"])
+    if failed["status"] == "context_exceeded":
+        how = f"the request ({failed['prompt_tokens']:,} tokens) overflows the context window"
+    elif failed["status"] == "max_iterations":
+        how = "it runs out of model calls reading the result page by page"
+    elif "byte-exact" in failed["reason"] and failed.get("looks_inside"):
+        how = (
+            f"the tool receives a copy the model rebuilt from {failed['looks_inside']} reads of "
+            "the saved file, not the document's bytes"
+        )
+    elif "byte-exact" in failed["reason"]:
+        how = "the tool receives the cut text the model saw (no way back to the whole)"
+    else:
+        how = failed["reason"] or failed["status"]
+    return f"breaks at {size}: {how}"
+
+
+def scaling_markdown(data: dict[str, Any]) -> list[str]:
+    """The scaling section of ``compare.md``: where each strategy breaks, and the figures."""
+    sizes = data["sizes_bytes"]
+    lines = [
+        "",
+        "## How cost grows with one result (1 KB to 10 MB)",
+        "",
+        f"Task: route the whole result to a tool byte-exact and quote its last line. Context "
+        f"window {data['context_window_tokens']:,} tokens; dollars at {data['price_model']} "
+        "with caching. ❌ the run failed (an overflow shows the refused request's size).",
+        "",
+        *[f"- **{v}** {sentence}." for v, sentence in data["breaks"].items()],
+        "",
+        "| strategy | " + " | ".join(_size(s) for s in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for strategy, points in data["runs"].items():
+        cells = [f"{p['prompt_tokens']:,}{'' if p['passed'] else ' ❌'}" for p in points]
+        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot_scaling(data: dict[str, Any], path: Path) -> Path:
+    """``scaling.png``: prompt tokens, cached dollars and wall time against the result's size,
+    log-log, one line per strategy; a failed run is an open red-edged marker, and the context
+    window is a dashed line on the tokens panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, panels = plt.subplots(1, 3, figsize=(18, 5.6))
+    metrics = (
+        ("prompt_tokens", "prompt tokens per turn"),
+        ("usd_cached", f"dollars per turn ({data['price_model']}, cached)"),
+        ("seconds", "wall time per turn (s)"),
+    )
+    for index, (strategy, points) in enumerate(data["runs"].items()):
+        colour = f"C{index % 10}"
+        marker = "osD^v<>ph*"[index % 10]
+        for panel, (key, _label) in zip(panels, metrics, strict=True):
+            good = [(p["size_bytes"], max(p[key], 1e-9)) for p in points if p["passed"]]
+            bad = [(p["size_bytes"], max(p[key], 1e-9)) for p in points if not p["passed"]]
+            if good:
+                panel.plot(
+                    *zip(*good, strict=True),
+                    color=colour,
+                    marker=marker,
+                    label=strategy,
+                    linewidth=1.4,
+                )
+            if bad:  # a failed run: an open marker, not joined to the line
+                panel.scatter(
+                    *zip(*bad, strict=True),
+                    s=70,
+                    marker=marker,
+                    facecolors="white",
+                    edgecolors=colour,
+                    linewidths=1.5,
+                    zorder=3,
+                    label=None if good else strategy,
+                )
+    for panel, (_key, label) in zip(panels, metrics, strict=True):
+        panel.set_xscale("log")
+        panel.set_yscale("log")
+        panel.set_xlabel("size of the result (bytes, log scale)")
+        panel.set_ylabel(f"{label} (log scale)")
+        panel.grid(alpha=0.3, which="both")
+    panels[0].axhline(data["context_window_tokens"], color="red", linestyle="--", linewidth=1)
+    panels[0].annotate(
+        f"context window {data['context_window_tokens']:,}",
+        (data["sizes_bytes"][0], data["context_window_tokens"]),
+        color="red",
+        fontsize=9,
+        va="bottom",
+    )
+    panels[0].legend(fontsize="small", ncols=2)
+    fig.suptitle(
+        "How cost grows as one tool result grows (open marker: the run failed; tokens of an "
+        "overflow are the refused request's; dollars and time are what a failed run spent)"
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

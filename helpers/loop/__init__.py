@@ -1,0 +1,1 @@
+"""The loop: one agent turn (the chat-completions tool loop, in phases) and threads that continue."""

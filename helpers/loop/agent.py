@@ -1,0 +1,1004 @@
+"""One agent turn: the OpenAI chat-completions tool loop, with a result policy.
+
+The loop reads like the one notebook 01 builds, one named phase per step:
+
+1. :func:`_ask_model`: send the messages and tool schemas; read the reply as real providers send
+   it (:mod:`helpers.replies`), or end the turn with a clear ``error``;
+2. :func:`_name_tool_calls`: give every tool call an id of the client's own, unique in the thread
+   (providers repeat ids, send ``"0"`` every time, or none at all; the provider's is kept for
+   reference);
+3. :func:`_assistant_message`: echo the assistant message with those ids and with the provider's
+   reasoning fields, which thinking-mode providers require back;
+4. no tool calls: :func:`_verdict` decides ``ok`` or ``incomplete`` and the turn ends;
+5. else :func:`dispatch` each call and append one ``tool`` message per call, then repeat, until
+   ``max_iterations`` model calls have been made.
+
+Each dispatch follows one path, tool → policy → store → messages:
+
+1. parse the JSON arguments the model sent;
+2. find the tool (only tools offered to the model can run);
+3. ``policy.prepare_arguments``: the guards (:mod:`helpers.guards`) and unboxing (box strategy);
+4. run the tool with checked arguments;
+5. log the full output to the store (when there is one);
+6. ``policy.present``: the full result, a preview, or a reference;
+7. append the ``tool`` message.
+
+Anything that goes wrong in 1-4 (malformed JSON, unknown tool, refused reference, bad
+arguments, the tool raising) becomes a JSON error tool result, ``{"error": "..."}``, and the turn
+goes on: the model reads the error and can try again.
+
+With a store, every message of the turn is also appended to the thread's conversation
+(:meth:`ToolOutputStore.append_message`), so a later process can continue the thread
+(:func:`helpers.loop.threads.load_history`).
+
+:func:`run_turn` returns a :class:`TurnRecord` and never raises for anything an endpoint or a
+model sends: every model call with its ``usage``, every tool call with the arguments as the model
+sent them and the result as the model saw it, the answer, and a ``status``:
+
+==================  ========================================================================
+``ok``              the model answered
+``incomplete``      the final message came back cut (``finish_reason`` ``length``), filtered
+                    (``content_filter``), refused, empty, or with the answer only in its
+                    reasoning; ``answer`` and ``reasoning`` hold what did come back
+``max_iterations``  no final answer within ``max_iterations`` model calls
+``context_exceeded`` a request was longer than the model's context window (HTTP 400
+                    ``context_length_exceeded``, or a provider's message saying so)
+``error``           the endpoint failed (after the SDK's retries) or sent something that is not
+                    a chat completion; ``error`` says what, with any API key redacted
+==================  ========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import openai
+from sqlalchemy.exc import SQLAlchemyError
+
+from helpers import ids
+from helpers.context.boxing import canonicalize_references, presented_reference_id
+from helpers.context.compaction import (
+    DEFAULT_KEEP_LAST_CALLS,
+    DEFAULT_THRESHOLD_TOKENS,
+    CompactionRules,
+    compact,
+    model_summarizer,
+)
+from helpers.context.policies import BoxPolicy, ResultPolicy
+from helpers.guards import GuardRefusal
+from helpers.redaction import configured_secrets, redact
+from helpers.replies import (
+    ProviderError,
+    Reply,
+    has_unpaired_surrogate,
+    map_strings,
+    parse_reply,
+    valid_text,
+)
+from helpers.tokens import count_chat_tokens, count_tokens
+from helpers.tooling.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
+from helpers.tooling.store import DuplicateToolCallError, ToolOutputStore
+
+DEFAULT_MAX_ITERATIONS = 8
+#: Turn statuses (see the module docstring).
+STATUSES = ("ok", "incomplete", "max_iterations", "context_exceeded", "error")
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """When and how much to compact: past ``threshold_tokens``, keep the last ``keep_last``
+    tool calls whole."""
+
+    threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS
+    keep_last: int = DEFAULT_KEEP_LAST_CALLS
+    model_summary: bool = False  # let the model write the summary (through the same client)
+    rules: CompactionRules | None = None  # how calls are categorised, summarised and cut
+
+
+#: The longest arguments JSON text a tool call may carry, in characters; longer is refused
+#: (large values should travel as references).
+MAX_ARGUMENTS_CHARS = 1_000_000
+
+
+@dataclass
+class ModelCallRecord:
+    """One chat-completions request: its token ``usage`` and what came back.
+
+    ``prompt_tokens`` and ``completion_tokens`` are the response's ``usage``; when a server sends
+    none (or nulls, or ``{}``), they are counted locally with o200k_base and ``usage_source``
+    says ``"counted"`` (``"partly counted"`` when only one of the two was missing).
+    """
+
+    index: int
+    prompt_tokens: int
+    completion_tokens: int
+    messages_sent: int
+    finish_reason: str | None
+    tool_calls: int
+    usage_source: str = "response"
+    seconds: float = 0.0
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call: as the model sent it, and as the model saw its result.
+
+    ``id`` is the client's own ``tool_call_id`` (unique in the thread; the one in the messages,
+    the store and truncation markers); ``provider_id`` is the id the provider sent, if any.
+    ``result_kind`` is ``inline``, ``truncated``, ``boxed``, ``middle`` or ``error``;
+    ``output_chars`` is the length in characters of the full output (before any preview or
+    boxing) and ``output_sha256`` the SHA-256 of its UTF-8 bytes. ``received_sha256`` holds, for
+    each top-level string argument, the SHA-256 of the value the tool really received (after
+    unboxing): sink checks compare it with an earlier call's ``output_sha256``. ``guards`` names
+    the guards (:data:`helpers.guards.GUARDS`) that repaired or refused this call.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    result: str
+    result_kind: str
+    output_chars: int | None = None
+    output_sha256: str | None = None
+    received_sha256: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    ran: bool = False
+    provider_id: str | None = None
+    guards: list[str] = field(default_factory=list)
+    fatal: str | None = None  # the turn cannot go on (the store failed)
+
+
+@dataclass
+class TurnRecord:
+    """Everything about one turn; ``status`` is one of :data:`STATUSES`.
+
+    ``answer`` is the final message's text (cut or partial when ``incomplete``); ``reasoning`` is
+    the final message's reasoning text when the provider sent one; ``guard_events`` names
+    turn-level guards (ids replaced, provider fields echoed), one entry per occurrence.
+    """
+
+    model: str
+    strategy: str
+    boxing: str
+    thread_id: str
+    prompt: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    model_calls: list[ModelCallRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    answer: str | None = None
+    status: str = "running"
+    error: str | None = None
+    tool_schemas: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    compactions: list[dict[str, int]] = field(default_factory=list)
+    reasoning: str | None = None
+    guard_events: list[str] = field(default_factory=list)
+    history_messages: int = 0
+    box_threshold_chars: int | None = None  # the box policy's threshold, when boxing
+    box_rule: str | None = None  # when the box policy boxes, in words ("over 1,000 tokens")
+    #: the tool schemas offered in each model call (a policy may offer its tools only once they
+    #: are of use); ``tool_schemas`` is the last call's
+    schemas_per_call: list[list[dict[str, Any]]] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """The model gave a final answer."""
+        return self.status == "ok"
+
+    def usage(self) -> dict[str, int]:
+        """Totals over the turn: ``prompt_tokens``, ``completion_tokens``, ``calls``."""
+        return {
+            "prompt_tokens": sum(c.prompt_tokens for c in self.model_calls),
+            "completion_tokens": sum(c.completion_tokens for c in self.model_calls),
+            "calls": len(self.model_calls),
+        }
+
+    def guard_counts(self) -> dict[str, int]:
+        """How often each guard fired in this turn: tool-call guards and turn-level ones."""
+        counts = Counter(self.guard_events)
+        for call in self.tool_calls:
+            counts.update(call.guards)
+        return dict(sorted(counts.items()))
+
+    def to_json(self, *, include_context: bool = False) -> dict[str, Any]:
+        """The CLI's ``--json`` object (``context`` holds the final messages if asked)."""
+        data: dict[str, Any] = {
+            "model": self.model,
+            "strategy": self.strategy,
+            "boxing": self.boxing,
+            "thread_id": self.thread_id,
+            "status": self.status,
+            "tool_calls": [
+                {
+                    "id": t.id,
+                    "provider_id": t.provider_id,
+                    "name": t.name,
+                    "arguments": t.arguments,
+                    "result": t.result,
+                    "result_kind": t.result_kind,
+                    "ran": t.ran,
+                    "output_chars": t.output_chars,
+                    "output_sha256": t.output_sha256,
+                    "received_sha256": t.received_sha256,
+                    "guards": t.guards,
+                }
+                for t in self.tool_calls
+            ],
+            "usage": self.usage(),
+            "model_calls": [asdict(c) for c in self.model_calls],
+            "answer": self.answer,
+            "reasoning": self.reasoning,
+            "guards": self.guard_counts(),
+            "history_messages": self.history_messages,
+            "compactions": self.compactions,
+        }
+        if self.error:
+            data["error"] = self.error
+        if include_context:
+            data["context"] = self.messages
+        return data
+
+
+def _shown_references(history: list[dict[str, Any]]) -> set[str]:
+    """Reference ids the model was shown in the tool messages of ``history``."""
+    return {
+        ref
+        for m in history
+        if m.get("role") == "tool" and (ref := presented_reference_id(str(m.get("content") or "")))
+    }
+
+
+def new_thread_id() -> str:
+    """A fresh, unguessable thread id: ``thread_<16 hex>``."""
+    return "thread_" + ids.token_hex(8)
+
+
+def new_tool_call_id() -> str:
+    """A fresh tool-call id of the client's own: ``call_<24 hex>`` (29 characters, within the
+    40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require)."""
+    return "call_" + ids.token_hex(12)
+
+
+#: SHA-256 (hex) of a string's UTF-8 bytes: :func:`helpers.ids.content_sha256`.
+sha256_text = ids.content_sha256
+
+
+def error_result(message: str) -> str:
+    """The JSON text of an error tool result: ``{"error": message}``."""
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+#: Called with (event name, data) as the turn goes: ``model_call``, ``tool_call``, ``compaction``,
+#: ``answer``, ``error``.
+EventHook = Callable[[str, Any], None]
+
+_NO_KEY = ("", "not-needed", "offline-no-key-needed", "none")
+
+
+class _TurnFailed(Exception):
+    """The model call failed; the message is for the user (the turn ends with ``status``)."""
+
+    def __init__(self, message: str, status: str = "error"):
+        super().__init__(message)
+        self.status = status
+
+
+_CONTEXT_PHRASES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+)
+
+
+@dataclass
+class _ToolCall:
+    """A tool call of one reply, named with the client's own id."""
+
+    id: str
+    provider_id: str | None
+    name: str
+    arguments: str
+
+
+def run_turn(
+    prompt: str,
+    *,
+    client: openai.OpenAI,
+    model: str,
+    policy: ResultPolicy,
+    registry: ToolRegistry,
+    store: ToolOutputStore | None = None,
+    thread_id: str | None = None,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    few_shot: bool = True,
+    system: str | None = None,
+    history: list[dict[str, Any]] | None = None,
+    temperature: float | None = None,
+    on_event: EventHook | None = None,
+    compaction: CompactionSettings | None = None,
+) -> TurnRecord:
+    """Run one agent turn for ``prompt`` and return its :class:`TurnRecord`.
+
+    Args:
+        prompt: the user message.
+        client: an ``openai.OpenAI`` client (a real endpoint or the offline reference model).
+        model: the model name to request.
+        policy: what the model sees of tool results (:func:`helpers.context.policies.make_policy`).
+        registry: the real tools; the policy's internal tools are added to them.
+        store: where every dispatch and every message is logged; required by ``truncate`` and
+            ``box``.
+        thread_id: the conversation id; a new one if ``None``. Reusing a thread keeps its
+            references resolvable across turns and process restarts.
+        max_iterations: the most model calls in this turn.
+        few_shot: include the policy's few-shot examples in the system message.
+        system: a system message to use instead of the policy's.
+        history: earlier messages of the thread (after the system message), if any; to continue
+            a stored thread, pass :func:`helpers.loop.threads.load_history`.
+        temperature: sampling temperature, if the model takes one.
+        on_event: called with ``(name, data)`` as the turn progresses (for live display).
+        compaction: if given, before each model call the history is compacted when the context
+            passes ``compaction.threshold_tokens`` (:mod:`helpers.context.compaction`); each time is noted
+            in ``record.compactions`` and the summary message marks the place in the transcript.
+
+    Returns:
+        The record; ``status`` is one of :data:`STATUSES` (see the module docstring). Tool
+        outputs logged before a failure stay in the store; rerunning the turn in the same thread
+        can still resolve them.
+
+    Raises:
+        ValueError: the policy needs a store and none was given.
+    """
+    if policy.needs_store and store is None:
+        raise ValueError(f"the {policy.name} strategy needs a ToolOutputStore")
+    turn = _Turn.start(
+        prompt,
+        client=client,
+        model=model,
+        policy=policy,
+        registry=registry,
+        store=store,
+        thread_id=thread_id or new_thread_id(),
+        few_shot=few_shot,
+        system=system,
+        history=history or [],
+        temperature=temperature,
+        emit=on_event or (lambda _name, _data: None),
+        compaction=compaction,
+    )
+    try:  # the loop of notebook 01: ask the model, run the tools it calls, until it answers
+        turn.add_user_message()
+        for index in range(max_iterations):
+            schemas = turn.offer_tools()
+            turn.compact_if_due(schemas, index)
+            reply, calls = turn.ask_model(schemas, index)
+            if not calls or reply.finish_reason == "content_filter":
+                return turn.finish(reply, calls)
+            fatal = turn.run_tool_calls(calls)
+            if fatal:
+                return turn.fail(f"the turn stopped: {fatal}")
+    except _TurnFailed as exc:
+        return turn.fail(str(exc), exc.status)
+    except SQLAlchemyError as exc:  # disk full, read-only, locked, corrupt: a verdict
+        return turn.fail(f"the turn stopped: {_store_failure(exc)}")
+    except Exception as exc:  # a bug: a verdict, never a traceback
+        return turn.fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
+    return turn.out_of_iterations(max_iterations)
+
+
+@dataclass
+class _Turn:
+    """One turn in progress: what the phases of :func:`run_turn` share, and the phases."""
+
+    client: openai.OpenAI
+    model: str
+    policy: ResultPolicy
+    registry: ToolRegistry  # the real tools
+    tools: ToolRegistry  # the real tools and the policy's: what a call may run
+    store: ToolOutputStore | None
+    ctx: ToolContext
+    record: TurnRecord
+    secrets: list[str]
+    temperature: float | None
+    emit: EventHook
+    compaction: CompactionSettings | None
+    used_ids: set[str] = field(default_factory=set)
+    provider_ids_seen: set[str] = field(default_factory=set)
+
+    @classmethod
+    def start(
+        cls,
+        prompt: str,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        policy: ResultPolicy,
+        registry: ToolRegistry,
+        store: ToolOutputStore | None,
+        thread_id: str,
+        few_shot: bool,
+        system: str | None,
+        history: list[dict[str, Any]],
+        temperature: float | None,
+        emit: EventHook,
+        compaction: CompactionSettings | None,
+    ) -> _Turn:
+        """The system message, the history (secrets redacted) and an empty record."""
+        secrets_to_hide = [
+            *configured_secrets(),
+            *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
+        ]
+        ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
+        ctx.shown_references.update(_shown_references(history))
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
+            # a secret configured after an earlier turn was stored still never goes to the model
+            *(map_strings(m, lambda text: redact(text, secrets_to_hide)) for m in history),
+        ]
+        record = TurnRecord(
+            model=model,
+            strategy=policy.name,
+            boxing=policy.boxing,
+            thread_id=thread_id,
+            prompt=prompt,
+            messages=messages,
+            tool_schemas=registry.merged(policy.tools_for(ctx)).schemas(),
+            history_messages=len(history),
+            box_threshold_chars=getattr(policy, "threshold", None)
+            if policy.name == "box"
+            else None,
+            box_rule=policy.design.rule() if isinstance(policy, BoxPolicy) else None,
+        )
+        return cls(
+            client=client,
+            model=model,
+            policy=policy,
+            registry=registry,
+            tools=registry.merged(policy.internal_tools()),
+            store=store,
+            ctx=ctx,
+            record=record,
+            secrets=secrets_to_hide,
+            temperature=temperature,
+            emit=emit,
+            compaction=compaction,
+        )
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.record.messages
+
+    def append(self, message: dict[str, Any]) -> None:
+        """Add a message to the conversation and log it to the thread."""
+        self.messages.append(message)
+        if self.store is not None:
+            self.store.append_message(self.record.thread_id, message)
+
+    def add_user_message(self) -> None:
+        """Open the thread (in the store) and add the prompt, secrets redacted."""
+        if self.store is not None:
+            self.store.ensure_thread(self.record.thread_id)
+        self.used_ids = _ids_in(self.messages)
+        self.provider_ids_seen = _provider_ids_in(self.store, self.record.thread_id)
+        self.append({"role": "user", "content": redact(self.record.prompt, self.secrets)})
+
+    def offer_tools(self) -> list[dict[str, Any]]:
+        """The tool schemas for the next model call (a policy may offer its tools only once
+        they are of use)."""
+        schemas = self.registry.merged(self.policy.tools_for(self.ctx)).schemas()
+        self.record.tool_schemas = schemas
+        self.record.schemas_per_call.append(schemas)
+        return schemas
+
+    def compact_if_due(self, schemas: list[dict[str, Any]], index: int) -> None:
+        if self.compaction is not None:
+            _maybe_compact(
+                self.messages,
+                schemas,
+                self.compaction,
+                self.client,
+                self.model,
+                index,
+                self.record,
+                self.emit,
+            )
+
+    def ask_model(self, schemas: list[dict[str, Any]], index: int) -> tuple[Reply, list[_ToolCall]]:
+        """One model call: the reply (secrets redacted), its tool calls under the client's own
+        ids, and the assistant message added to the conversation.
+
+        Raises:
+            _TurnFailed: the endpoint failed or sent no usable reply.
+        """
+        started = time.perf_counter()
+        sent = self.policy.messages_for_call(self.messages)
+        reply = _ask_model(self.client, self.model, sent, schemas, self.temperature)
+        if self.secrets:  # a key the model repeats goes no further: not to a tool either
+            reply = reply.map_text(lambda text: redact(text, self.secrets))
+        calls = _name_tool_calls(reply, self.used_ids, self.provider_ids_seen, self.record)
+        call_record = _model_call_record(reply, calls, sent, schemas, index, started)
+        self.record.model_calls.append(call_record)
+        self.emit("model_call", call_record)
+        self.append(_assistant_message(reply, calls, self.record))
+        return reply, calls
+
+    def run_tool_calls(self, calls: list[_ToolCall]) -> str | None:
+        """Dispatch each call and add its result; returns why the turn must stop, if it must."""
+        for call in calls:
+            tool_record = dispatch(
+                call.id,
+                call.name,
+                call.arguments,
+                self.tools,
+                self.policy,
+                self.ctx,
+                provider_call_id=call.provider_id,
+            )
+            self.record.tool_calls.append(tool_record)
+            self.append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
+            self.emit("tool_call", tool_record)
+            if tool_record.fatal:
+                return tool_record.fatal
+        return None
+
+    def finish(self, reply: Reply, calls: list[_ToolCall]) -> TurnRecord:
+        """The model answered (or was filtered): the verdict."""
+        _verdict(self.record, reply, unrun_calls=len(calls))
+        self.emit("answer" if self.record.ok else "incomplete", self.record.answer)
+        return self.record
+
+    def fail(self, message: str, status: str = "error") -> TurnRecord:
+        self.record.status, self.record.error = status, redact(message, self.secrets)
+        self.emit("error", self.record.error)
+        return self.record
+
+    def out_of_iterations(self, max_iterations: int) -> TurnRecord:
+        self.record.status = "max_iterations"
+        self.record.error = f"no final answer after {max_iterations} model calls"
+        self.emit("error", self.record.error)
+        return self.record
+
+
+# -- the phases of a turn -------------------------------------------------------------------
+
+
+def _maybe_compact(
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    settings: CompactionSettings,
+    client: openai.OpenAI,
+    model: str,
+    index: int,
+    record: TurnRecord,
+    emit: EventHook,
+) -> None:
+    done = compact(
+        messages,
+        tools=schemas,
+        keep_last=settings.keep_last,
+        threshold_tokens=settings.threshold_tokens,
+        summarizer=model_summarizer(client, model) if settings.model_summary else None,
+        rules=settings.rules,
+    )
+    if done.compacted:
+        messages[:] = done.messages
+        event = {
+            "before_model_call": index,
+            "folded_calls": done.folded_calls,
+            "tokens_before": done.tokens_before,
+            "tokens_after": done.tokens_after,
+        }
+        record.compactions.append(event)
+        emit("compaction", event)
+
+
+def _ask_model(
+    client: openai.OpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    temperature: float | None,
+) -> Reply:
+    """One chat-completions request through the SDK (its retries included), read from the raw
+    body so that every shape a provider sends is handled.
+
+    Raises:
+        _TurnFailed: the endpoint failed or did not send a usable chat completion.
+    """
+    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    base_url = str(getattr(client, "base_url", "") or "")
+    try:
+        raw = client.chat.completions.with_raw_response.create(
+            model=model, messages=messages, tools=schemas, **extra
+        )
+        response = raw.http_response
+        return parse_reply(response.text, content_type=response.headers.get("content-type", ""))
+    except ProviderError as exc:
+        raise _TurnFailed(f"model call failed: {exc}") from None
+    except openai.APIStatusError as exc:
+        if _is_context_overflow(exc):
+            raise _TurnFailed(
+                f"the request is longer than the model's context window: {_detail(exc)}",
+                "context_exceeded",
+            ) from None
+        raise _TurnFailed(_status_message(exc, base_url, model)) from None
+    except openai.APITimeoutError:
+        raise _TurnFailed(
+            f"model call failed: APITimeoutError: no answer from {base_url} within the timeout "
+            "(raise it with --timeout or <PROFILE>_TIMEOUT)"
+        ) from None
+    except openai.APIConnectionError as exc:
+        cause = exc.__cause__ or exc
+        raise _TurnFailed(
+            f"model call failed: APIConnectionError: could not reach {base_url} "
+            f"({type(cause).__name__}: {cause})"
+        ) from None
+    except openai.OpenAIError as exc:
+        raise _TurnFailed(f"model call failed: {type(exc).__name__}: {exc}") from None
+
+
+def _detail(exc: openai.APIStatusError) -> str:
+    """The provider's own message of an HTTP error, on one line."""
+    body = exc.body
+    detail = ""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            found = error.get("message") or error.get("detail") or body.get("detail")
+            detail = found if isinstance(found, str) else json.dumps(found or error)
+        else:
+            detail = str(error)
+    elif body is not None:
+        detail = str(body)
+    return " ".join(detail.split())[:500] or exc.message
+
+
+def _is_context_overflow(exc: openai.APIStatusError) -> bool:
+    if exc.status_code not in (400, 413):
+        return False
+    code = getattr(exc, "code", None)
+    text = f"{code} {_detail(exc)}".lower()
+    return any(phrase in text for phrase in _CONTEXT_PHRASES)
+
+
+def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:
+    detail = _detail(exc)
+    status = exc.status_code
+    message = f"model call failed: {type(exc).__name__}: HTTP {status}: {detail}"
+    if status == 404:
+        path = base_url.rstrip("/")
+        hint = f"check the model name {model!r} and the base URL {base_url}"
+        if not path.endswith("/v1") and "/v1/" not in path + "/":
+            hint = (
+                f"the base URL {base_url} lacks /v1: OpenAI-compatible servers serve "
+                f"{path}/v1/chat/completions (set the base URL to {path}/v1)"
+            )
+        message += f" ({hint})"
+    elif status == 401:
+        message += " (check the API key of this profile)"
+    return message
+
+
+def _ids_in(messages: list[dict[str, Any]]) -> set[str]:
+    return {
+        str(c.get("id"))
+        for m in messages
+        for c in (m.get("tool_calls") or [])
+        if isinstance(c, dict) and c.get("id")
+    }
+
+
+def _provider_ids_in(store: ToolOutputStore | None, thread_id: str) -> set[str]:
+    if store is None:
+        return set()
+    return {r.provider_call_id for r in store.list_thread(thread_id) if r.provider_call_id}
+
+
+def _name_tool_calls(
+    reply: Reply, used_ids: set[str], provider_ids_seen: set[str], record: TurnRecord
+) -> list[_ToolCall]:
+    """Give each tool call of ``reply`` an id of the client's own, unique in the thread.
+
+    The provider's id is kept for reference; when it could not have been used as the key
+    (missing, empty, repeated in this reply or already used in this thread), the turn notes
+    ``tool_call_id_replaced``.
+    """
+    calls = []
+    in_reply: set[str] = set()
+    for raw in reply.tool_calls:
+        call_id = new_tool_call_id()
+        while call_id in used_ids:
+            call_id = new_tool_call_id()
+        used_ids.add(call_id)
+        provider_id = raw.provider_id
+        if not provider_id or provider_id in in_reply or provider_id in provider_ids_seen:
+            record.guard_events.append("tool_call_id_replaced")
+        if provider_id:
+            in_reply.add(provider_id)
+            provider_ids_seen.add(provider_id)
+        calls.append(_ToolCall(call_id, provider_id, raw.name, raw.arguments))
+    return calls
+
+
+def _model_call_record(
+    reply: Reply,
+    calls: list[_ToolCall],
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    index: int,
+    started: float,
+) -> ModelCallRecord:
+    prompt_tokens, completion_tokens = reply.prompt_tokens, reply.completion_tokens
+    counted = 0
+    if prompt_tokens is None:
+        prompt_tokens, counted = count_chat_tokens(messages, schemas), counted + 1
+    if completion_tokens is None:
+        completion_tokens = (
+            count_tokens(reply.content or "")
+            + count_tokens(reply.reasoning_text)
+            + sum(count_tokens(c.name) + count_tokens(c.arguments) for c in calls)
+        )
+        counted += 1
+    return ModelCallRecord(
+        index=index,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        messages_sent=len(messages),
+        finish_reason=reply.finish_reason,
+        tool_calls=len(calls),
+        usage_source=("response", "partly counted", "counted")[counted],
+        seconds=round(time.perf_counter() - started, 4),
+    )
+
+
+def _assistant_message(reply: Reply, calls: list[_ToolCall], record: TurnRecord) -> dict[str, Any]:
+    """The assistant message as it goes back to the model: the client's ids, and the provider's
+    reasoning fields unchanged (DeepSeek's thinking mode answers 400 without them)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.provider_fields:
+        message.update(reply.provider_fields)
+        record.guard_events.append("provider_fields_echoed")
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": valid_text(c.arguments)},
+            }
+            for c in calls
+        ]
+    return message
+
+
+def _verdict(record: TurnRecord, reply: Reply, *, unrun_calls: int = 0) -> None:
+    """``ok``, or ``incomplete`` with the reason, for a final message: one without tool calls,
+    or one the provider's content filter stopped (its tool calls are not run)."""
+    text = reply.content or ""
+    record.answer = text
+    record.reasoning = reply.reasoning_text or None
+    problem = None
+    if reply.finish_reason == "length":
+        problem = "the answer was cut at the model's output limit (finish_reason 'length')"
+    elif reply.finish_reason == "content_filter":
+        problem = (
+            "the provider's content filter stopped the answer (finish_reason 'content_filter')"
+        )
+        if unrun_calls:
+            problem += f"; its {unrun_calls} tool call(s) were not run"
+    elif not text.strip() and reply.refusal:
+        problem = f"the model refused: {reply.refusal}"
+    elif not text.strip() and record.reasoning:
+        problem = (
+            "the final message has no content: the answer is only in the model's reasoning "
+            "(shown as reasoning, not as the answer)"
+        )
+    elif not text.strip():
+        problem = "the model's final message is empty"
+    record.status = "ok" if problem is None else "incomplete"
+    record.error = problem
+
+
+# -- one tool call --------------------------------------------------------------------------
+
+
+def _holds_unpaired_surrogate(value: Any) -> bool:
+    found = False
+
+    def check(text: str) -> str:
+        nonlocal found
+        found = found or has_unpaired_surrogate(text)
+        return text
+
+    map_strings(value, check)
+    return found
+
+
+def dispatch(
+    tool_call_id: str,
+    name: str,
+    raw_arguments: str,
+    tools: ToolRegistry,
+    policy: ResultPolicy,
+    ctx: ToolContext,
+    *,
+    provider_call_id: str | None = None,
+) -> ToolCallRecord:
+    """Run one tool call through the policy and the store; never raises (but for Ctrl-C).
+
+    Args:
+        tool_call_id: the call's id (the client's own when called by :func:`run_turn`).
+        name: the tool the model named.
+        raw_arguments: the arguments JSON text as the model sent it ("" means ``{}``).
+        tools: the tools offered to the model (real and internal).
+        policy: the result policy.
+        ctx: the store, the thread, and the secrets to redact from outputs.
+        provider_call_id: the provider's id for the call, stored for reference.
+
+    Returns:
+        A :class:`ToolCallRecord` whose ``result`` is what goes into the ``tool`` message. Bad
+        input of any kind (malformed or too deep JSON, text that is not valid Unicode, unknown
+        tools, refused references, wrong arguments), a tool that fails in any way (``SystemExit``
+        included) and a broken store all end here as an error result; a store failure also sets
+        ``fatal``, so the turn stops instead of going on without its outputs.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C still stops the turn.
+    """
+    call = _Call(tool_call_id, name, raw_arguments or "", provider_call_id, ctx, len(ctx.guards))
+    try:
+        return _dispatch(call, tools, policy)
+    except KeyboardInterrupt:
+        raise
+    except SQLAlchemyError as exc:
+        message = _store_failure(exc)
+        record = call.refuse(f"{name}: {message}; nothing of this call was kept")
+        record.fatal = message
+        return record
+    except BaseException as exc:  # a bug, MemoryError, RecursionError: an error result
+        return call.refuse(f"{name} could not be dispatched: {type(exc).__name__}: {exc}")
+
+
+def _store_failure(exc: BaseException) -> str:
+    reason = " ".join(str(exc).split("\n")[0].split())[:300]
+    return f"the tool-output store failed ({type(exc).__name__}: {reason})"
+
+
+@dataclass
+class _Call:
+    """One dispatch in progress: what is needed to answer it with an error at any point."""
+
+    id: str
+    name: str
+    raw_arguments: str
+    provider_id: str | None
+    ctx: ToolContext
+    guards_before: int
+
+    def guards(self) -> list[str]:
+        fired = self.ctx.guards[self.guards_before :]
+        del self.ctx.guards[self.guards_before :]
+        return fired
+
+    def refuse(
+        self, message: str, *, ran: bool = False, guard: str | None = None
+    ) -> ToolCallRecord:
+        return ToolCallRecord(
+            id=self.id,
+            name=self.name,
+            arguments=valid_text(self.raw_arguments),
+            result=error_result(message),
+            result_kind="error",
+            error=message,
+            ran=ran,
+            provider_id=self.provider_id,
+            guards=self.guards() + ([guard] if guard else []),
+        )
+
+
+#: The deepest nesting of lists and objects a tool call's arguments may have.
+MAX_ARGUMENT_DEPTH = 32
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a JSON value, counted up to ``limit + 1`` (no deeper recursion)."""
+    if limit < 0 or not isinstance(value, dict | list):
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in items), default=0)
+
+
+def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCallRecord:
+    ctx, name, refuse = call.ctx, call.name, call.refuse
+    raw_arguments = call.raw_arguments
+    not_text = (
+        f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate such "
+        "as \\ud83d, half of an emoji cut in two); nothing was run: send the arguments again "
+        "as valid text"
+    )
+    if has_unpaired_surrogate(raw_arguments):
+        return refuse(not_text)
+    if len(raw_arguments) > MAX_ARGUMENTS_CHARS:
+        return refuse(
+            f"arguments for {name} are {len(raw_arguments):,} chars, over the limit of "
+            f"{MAX_ARGUMENTS_CHARS:,}; pass large values by reference instead"
+        )
+    try:
+        arguments = json.loads(raw_arguments or "{}")
+    except ValueError as exc:
+        return refuse(f"malformed JSON arguments for {name}: {exc}")
+    except RecursionError:
+        return refuse(f"arguments for {name} are nested too deeply to read")
+    try:
+        tool = tools.get(name)
+    except UnknownToolError as exc:
+        return refuse(str(exc))
+    if not isinstance(arguments, dict):
+        return refuse(f"{name} takes a JSON object of arguments, got {type(arguments).__name__}")
+    if _depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        return refuse(f"arguments for {name} are nested more than {MAX_ARGUMENT_DEPTH} levels deep")
+    if _holds_unpaired_surrogate(arguments):
+        return refuse(not_text)
+    if ctx.store is not None and not tool.internal and ctx.store.get(ctx.thread_id, call.id):
+        return refuse(f"tool_call_id {call.id!r} was already used in this thread")
+    try:
+        tool.check_arguments(_shape_only(arguments))
+        real_arguments = policy.prepare_arguments(ctx, tool, arguments)
+        tool.check_arguments(real_arguments)
+    except GuardRefusal as exc:
+        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
+    except ToolArgumentError as exc:
+        return refuse(f"{name} was not run: {exc}")
+    try:
+        output = tool.call(real_arguments, ctx)
+    except KeyboardInterrupt:
+        raise
+    except GuardRefusal as exc:  # a resolve tool refusing its reference before doing anything
+        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
+    except BaseException as exc:  # a tool's failure (SystemExit too) is the model's information
+        return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
+    # what the model and the store get: valid text, no configured secret in it
+    output = redact(valid_text(output), ctx.secrets)
+    row = None
+    if ctx.store is not None and not tool.internal:
+        try:
+            row = ctx.store.log_tool(
+                ctx.thread_id,
+                call.id,
+                name,
+                raw_arguments,
+                output,
+                provider_call_id=call.provider_id,
+            )
+        except DuplicateToolCallError as exc:
+            return refuse(str(exc), ran=True)
+    presented = policy.present(ctx, tool, call.id, output, row)
+    return ToolCallRecord(
+        id=call.id,
+        name=name,
+        arguments=raw_arguments,
+        result=presented.content,
+        result_kind=presented.kind,
+        output_chars=len(output),
+        output_sha256=sha256_text(output),
+        received_sha256={
+            k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
+        },
+        ran=True,
+        provider_id=call.provider_id,
+        guards=call.guards(),
+    )
+
+
+def _shape_only(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with every whole reference counted as the string it stands for, so their
+    shape can be checked before anything is unboxed (a resource-link object is a string here)."""
+    try:
+        return canonicalize_references(arguments)
+    except GuardRefusal:
+        return arguments  # a malformed reference: the policy refuses it with its reason

@@ -1,0 +1,280 @@
+"""Model access: ``.env`` profiles and the ``openai`` client.
+
+Settings come from the environment and a ``.env`` file in the project root (python-dotenv;
+the environment wins). Three provider blocks, each ``<P>_API_KEY``, ``<P>_BASE_URL``,
+``<P>_MODEL``, ``<P>_TIMEOUT``:
+
+- ``OPENAI`` (base URL optional), ``OPENROUTER`` (base URL defaults to OpenRouter's),
+  ``LOCAL`` (any OpenAI-compatible server; base URL required, key optional);
+- plus the built-in ``OFFLINE`` provider, the offline reference model (:mod:`helpers.models.offline`).
+
+A profile ``<NAME>`` picks a provider and may set its own ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``,
+``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY`` (and, for the offline model,
+``<NAME>_CONTEXT_WINDOW`` in tokens, default 128,000); what it does not set comes from its
+provider's block. A profile with its own base URL must bring its own key (a provider's key is only
+ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
+is an OpenAI-compatible server (``local``). Choose a profile with ``--profile`` or
+``WORKBOOK_PROFILE``; a provider's own name works as a profile too. With no profile chosen, the
+default is ``openai`` when ``OPENAI_API_KEY`` is set, else the offline reference model; in the
+workbook (``make lab`` sets ``WORKBOOK_LAB=1``) it is always the offline model, so a key in the
+shell never starts paid turns unasked. Every run says which model it uses
+(:meth:`ModelConfig.describe`).
+
+Values are stripped of surrounding whitespace. API keys are never printed (``repr`` hides them)
+and are redacted from every error message (:mod:`helpers.redaction`). OpenAI's organization and
+project headers (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``) and ``OPENAI_CUSTOM_HEADERS``, which the
+SDK reads from the environment, go to OpenAI's own endpoint only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import openai
+from dotenv import load_dotenv
+
+from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
+from helpers.paths import PROJECT_ROOT
+
+PROVIDERS = ("openai", "openrouter", "local", "offline")
+OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+OPENAI_HOST = "api.openai.com"
+DEFAULT_MAX_RETRIES = 2
+#: Seconds the SDK waits for one model response before it gives up (then retries).
+DEFAULT_TIMEOUT_S = 120.0
+#: How to choose a model, said the same way to CLI and notebook users.
+HOW_TO_CHOOSE = "(or choose one per run: --model on the command line, model= in Python)"
+
+
+class ConfigError(ValueError):
+    """The ``.env`` settings do not describe a usable model; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A resolved model choice: which provider, which model, how to reach it."""
+
+    profile: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    organization: str | None = None
+    project: str | None = None
+    context_window_tokens: int | None = None  # the offline model's window (a real one has its own)
+
+    @property
+    def offline(self) -> bool:
+        return self.provider == "offline"
+
+    @property
+    def is_openai_endpoint(self) -> bool:
+        """The requests go to OpenAI itself (the only endpoint that gets OpenAI's headers)."""
+        if self.provider != "openai":
+            return False
+        return self.base_url is None or urlsplit(self.base_url).hostname == OPENAI_HOST
+
+    def describe(self) -> str:
+        """A line for the user, e.g. ``offline reference model (offline-reference; no network)``."""
+        if self.offline:
+            return f"offline reference model ({self.model}; no network, no key)"
+        where = self.base_url or OPENAI_HOST
+        return f"{self.model} via {self.provider} ({where}), profile {self.profile}"
+
+
+def load_env(env_file: str | Path | None = None) -> dict[str, str]:
+    """Load ``.env`` (project root by default) into the environment, without overriding what is
+    already set there, and return the settings. Empty values count as unset."""
+    path = Path(env_file) if env_file else PROJECT_ROOT / ".env"
+    if path.is_file():
+        load_dotenv(path, override=False)
+    return {k: v for k, v in os.environ.items() if v != ""}
+
+
+def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> float | None:
+    raw = env.get(key)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}={raw!r} must be a finite number")
+    if positive and value <= 0:
+        raise ConfigError(f"{key}={raw!r} must be a number of seconds above 0")
+    return value
+
+
+def _check_url(key: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{key}={url!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1")
+    return url
+
+
+def resolve_model(
+    profile: str | None = None,
+    model: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> ModelConfig:
+    """Work out provider, model, URL, key, temperature and timeout for a profile.
+
+    Args:
+        profile: profile name (case-insensitive); default ``WORKBOOK_PROFILE``, else ``openai``
+            if ``OPENAI_API_KEY`` is set, else ``offline``.
+        model: a model name that overrides the profile's.
+        env: the settings (default :func:`load_env`).
+
+    Raises:
+        ConfigError: unknown provider, missing key or base URL, no model, a key with whitespace
+            inside, a bad URL, temperature or timeout. The message names the setting to fix.
+    """
+    raw_env = load_env() if env is None else env
+    env = {k: v.strip() for k, v in raw_env.items() if v is not None and v.strip() != ""}
+    name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
+    if not name:  # `make lab` runs offline until a profile is chosen: no surprise bills
+        name = "openai" if env.get("OPENAI_API_KEY") and not env.get("WORKBOOK_LAB") else "offline"
+    prefix = name.upper().replace("-", "_")
+    provider = (env.get(f"{prefix}_PROVIDER") or "").lower()
+    if not provider:
+        if name.lower() in PROVIDERS:
+            provider = name.lower()
+        elif env.get(f"{prefix}_BASE_URL"):
+            provider = "local"  # a base URL of its own: an OpenAI-compatible server
+        else:
+            raise ConfigError(
+                f"profile {name!r} has no {prefix}_PROVIDER; set it to one of "
+                f"{', '.join(PROVIDERS)} (or give the profile its own {prefix}_BASE_URL)"
+            )
+    if provider not in PROVIDERS:
+        raise ConfigError(f"{prefix}_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}")
+    block = provider.upper()
+    keys = [prefix] if prefix == block else [prefix, block]
+
+    def setting(suffix: str) -> tuple[str | None, str | None]:
+        for key in keys:
+            if env.get(f"{key}_{suffix}"):
+                return env[f"{key}_{suffix}"], f"{key}_{suffix}"
+        return None, None
+
+    temperature = _number(env, f"{prefix}_TEMPERATURE")
+    timeout_s = next(
+        (t for k in keys if (t := _number(env, f"{k}_TIMEOUT", positive=True)) is not None),
+        DEFAULT_TIMEOUT_S,
+    )
+    if provider == "offline":
+        window = next(
+            (w for k in keys if (w := _number(env, f"{k}_CONTEXT_WINDOW", positive=True))),
+            None,
+        )
+        return ModelConfig(
+            name.lower(),
+            "offline",
+            model or OFFLINE_MODEL_NAME,
+            None,
+            None,
+            temperature,
+            timeout_s,
+            context_window_tokens=int(window) if window else None,
+        )
+    chosen = model.strip() if model else setting("MODEL")[0]
+    if not chosen:
+        wanted = " or ".join(f"{k}_MODEL" for k in keys)
+        raise ConfigError(f"no model for profile {name!r}: set {wanted} in .env {HOW_TO_CHOOSE}")
+    base_url, base_url_key = setting("BASE_URL")
+    if base_url is not None:
+        base_url = _check_url(str(base_url_key), base_url)
+    elif provider == "openrouter":
+        base_url = OPENROUTER_DEFAULT_BASE_URL
+    elif provider == "local":
+        raise ConfigError(
+            f"profile {name!r} is an OpenAI-compatible server and needs {keys[-1]}_BASE_URL, "
+            "e.g. http://127.0.0.1:1234/v1"
+        )
+    own_endpoint = base_url_key == f"{prefix}_BASE_URL" and prefix != block
+    api_key = env.get(f"{prefix}_API_KEY") or (
+        None if own_endpoint else env.get(f"{block}_API_KEY")
+    )
+    if api_key and any(c.isspace() for c in api_key):
+        raise ConfigError(
+            f"the API key of profile {name!r} has whitespace inside it; copy the key again"
+        )
+    if api_key and not (api_key.isascii() and api_key.isprintable()):
+        raise ConfigError(
+            f"the API key of profile {name!r} holds a character that cannot travel in an HTTP "
+            "header (not printable ASCII, e.g. a zero-width space); copy the key again"
+        )
+    if not api_key:
+        if provider == "local":
+            api_key = "not-needed"
+        elif own_endpoint:
+            raise ConfigError(
+                f"profile {name!r} sets its own {prefix}_BASE_URL, so it needs its own "
+                f"{prefix}_API_KEY ({block}_API_KEY is only sent to {provider}'s endpoint)"
+            )
+        else:
+            wanted = " or ".join(f"{k}_API_KEY" for k in keys)
+            raise ConfigError(f"profile {name!r} uses {provider}, which needs {wanted} in .env")
+    config = ModelConfig(name.lower(), provider, chosen, base_url, api_key, temperature, timeout_s)
+    if config.is_openai_endpoint:
+        config = replace(
+            config, organization=env.get("OPENAI_ORG_ID"), project=env.get("OPENAI_PROJECT_ID")
+        )
+    return config
+
+
+def make_client(
+    config: ModelConfig,
+    *,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    timeout_s: float | None = None,
+    offline_model: OfflineModel | None = None,
+) -> openai.OpenAI:
+    """An ``openai.OpenAI`` client for ``config`` (the offline model needs no network).
+
+    Args:
+        config: from :func:`resolve_model`.
+        max_retries: the SDK's own retry count for connection errors, 408/409/429 and 5xx
+            responses (with its backoff, honouring ``Retry-After``); 0 disables retries.
+        timeout_s: seconds to wait for one response; default ``config.timeout_s``.
+        offline_model: the offline model to answer (default: one with every case's plan).
+
+    Organization and project headers, and the SDK's ``OPENAI_CUSTOM_HEADERS``, are sent only
+    when the endpoint is OpenAI's own.
+    """
+    if config.offline:
+        if offline_model is None and config.context_window_tokens:
+            offline_model = OfflineModel(context_window_tokens=config.context_window_tokens)
+        elif offline_model is not None and config.context_window_tokens:
+            offline_model.context_window_tokens = config.context_window_tokens
+        return offline_client(offline_model, max_retries=max_retries)
+    headers: dict[str, str] = {}
+    if not config.is_openai_endpoint:
+        # the SDK adds these from the environment; they belong to OpenAI, not to this endpoint
+        custom = os.environ.get("OPENAI_CUSTOM_HEADERS") or ""
+        for line in custom.splitlines():
+            if ":" in line:
+                headers[line.split(":", 1)[0].strip()] = openai.Omit()  # type: ignore[assignment]
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    client = openai.OpenAI(
+        api_key=config.api_key,
+        base_url=config.base_url,
+        organization=config.organization,
+        project=config.project,
+        max_retries=max_retries,
+        timeout=timeout_s if timeout_s is not None else config.timeout_s,
+        default_headers=headers or None,
+    )
+    if not config.is_openai_endpoint:
+        client.organization = client.project = None
+        client.admin_api_key = None
+    return client

@@ -1,0 +1,358 @@
+"""The offline reference model: a deterministic stand-in for an LLM that speaks the OpenAI wire
+protocol, so the real ``openai`` client drives every notebook and test with no network and no key.
+
+**What it is for.** It tests the client (the agent loop, previews, boxing, unboxing, the store),
+not a model's judgement: it carries out the plan of each known prompt as an ideal model would
+(:mod:`helpers.models.offline_plan`). An unknown prompt gets a plain answer saying that no plan exists
+and how to configure a real model. It enforces a context window and answers a longer request
+as OpenAI does (HTTP 400, ``context_length_exceeded``).
+
+**How it answers.** It is stateless, like a real endpoint: for each request it replays its plan
+from the last user message, feeding each earlier tool result back in, until it reaches the first
+step not yet taken, and sends that step as the next assistant message. ``usage`` is counted with
+o200k_base (:mod:`helpers.tokens`).
+
+**Plugging it in.** :func:`offline_client` gives an ``openai.OpenAI`` whose ``httpx2`` client
+has a ``MockTransport`` calling :meth:`OfflineModel.respond`; :class:`helpers.models.offline_server.
+OfflineServer` serves the same model over loopback HTTP with the standard library, for the real
+network path and its faults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx2
+import openai
+
+from helpers.models.offline_plan import classify, interpret
+from helpers.personas import (
+    IDEAL,
+    OFFLINE_MODEL_NAME,
+    Persona,
+    UnknownPersonaError,
+    persona_for_model,
+)
+from helpers.plans import Plan, PlanError, check_plan
+from helpers.tokens import count_chat_tokens, count_tokens
+
+OFFLINE_BASE_URL = "http://offline.invalid/v1"
+
+NO_PLAN_ANSWER = (
+    "I am the offline reference model, and I have no plan for this prompt: I only know the "
+    "prompts of the workbook's cases (data/cases/*.md). To ask anything else, configure a real "
+    "model in .env (see .env.example: an OpenAI or OpenRouter key, or a local OpenAI-compatible "
+    "server) and choose it with --profile or WORKBOOK_PROFILE."
+)
+
+
+def normalize_prompt(text: str) -> str:
+    """Whitespace-insensitive key for matching a prompt to its plan."""
+    return " ".join(text.split())
+
+
+__all__ = [
+    "NO_PLAN_ANSWER",
+    "OFFLINE_BASE_URL",
+    "ContextLengthExceeded",
+    "OfflineModel",
+    "PlanError",
+    "WireError",
+    "normalize_prompt",
+    "offline_client",
+    "offline_transport",
+]
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+class WireError(ValueError):
+    """A request the API would reject (HTTP 400), with an OpenAI-style message."""
+
+    code: str | None = None
+    param: str | None = None
+
+
+class ContextLengthExceeded(WireError):
+    """The request is longer than the model's context window (OpenAI's 400
+    ``context_length_exceeded``)."""
+
+    code = "context_length_exceeded"
+    param = "messages"
+
+
+#: The context window of the offline model, in tokens, unless configured otherwise (the window of
+#: OpenAI's gpt-4o and gpt-4o-mini).
+DEFAULT_CONTEXT_WINDOW_TOKENS = 128_000
+
+
+def _check_pairing(messages: list[Mapping[str, Any]]) -> None:
+    """Reject what the API rejects: a tool message that answers no pending tool call, or a
+    tool call left without its tool message."""
+    pending: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                raise WireError(
+                    f"Invalid parameter: messages[{i}] with role 'tool' must be a response to a "
+                    f"preceding message with 'tool_calls' (tool_call_id {call_id!r})."
+                )
+            pending.discard(call_id)
+            continue
+        if pending:
+            raise WireError(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. Missing: {', '.join(sorted(pending))}."
+            )
+        if role == "assistant":
+            pending = {c.get("id") for c in message.get("tool_calls") or []}
+
+
+class OfflineModel:
+    """The offline reference model: plans by prompt, answering chat-completions requests.
+
+    Args:
+        plans: ``{prompt: plan}``; default: every ``offline_plan`` in ``data/cases/*.md``.
+        name: the model name it reports when a request names none.
+        context_window_tokens: the longest request it takes (messages plus tool schemas, in
+            o200k_base tokens); a longer one is refused as OpenAI refuses it: HTTP 400,
+            ``context_length_exceeded``.
+    """
+
+    def __init__(
+        self,
+        plans: Mapping[str, Plan] | None = None,
+        *,
+        name: str = OFFLINE_MODEL_NAME,
+        context_window_tokens: int = DEFAULT_CONTEXT_WINDOW_TOKENS,
+    ):
+        if plans is None:
+            from helpers.cases import load_plan_book
+
+            plans = load_plan_book()
+        self.plans = {normalize_prompt(p): check_plan(plan) for p, plan in plans.items()}
+        self.name = name
+        self.context_window_tokens = context_window_tokens
+
+    def add_plan(self, prompt: str, plan: Plan) -> None:
+        """Teach the model one more prompt."""
+        self.plans[normalize_prompt(prompt)] = check_plan(plan)
+
+    def next_message(
+        self,
+        messages: list[Mapping[str, Any]],
+        persona: Persona = IDEAL,
+        tools: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """The assistant message the plan calls for next, given the conversation so far and the
+        names of the ``tools`` the request offers."""
+        last_user = max(
+            (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
+        )
+        if last_user is None:
+            return _thinking(persona, {"role": "assistant", "content": "Please ask me something."})
+        prompt = messages[last_user].get("content")
+        if isinstance(prompt, list):
+            prompt = " ".join(str(p.get("text", "")) for p in prompt if isinstance(p, dict))
+        plan = self.plans.get(normalize_prompt(str(prompt or "")))
+        if plan is None:
+            return _thinking(persona, {"role": "assistant", "content": NO_PLAN_ANSWER})
+        tool_results = {
+            m.get("tool_call_id"): str(m.get("content") or "")
+            for m in messages[last_user:]
+            if m.get("role") == "tool"
+        }
+        steps = interpret(plan, persona, tools)
+        try:
+            wanted = next(steps)
+            for message in messages[last_user + 1 :]:
+                for call in message.get("tool_calls") or []:
+                    name = call["function"]["name"]
+                    if name != wanted.name:
+                        return {
+                            "role": "assistant",
+                            "content": f"The offline reference model lost its place: its plan "
+                            f"called {wanted.name} but the conversation shows {name}.",
+                        }
+                    call_id = call["id"]
+                    wanted = steps.send(classify(call_id, tool_results.get(call_id, "")))
+        except StopIteration as done:
+            return _thinking(persona, {"role": "assistant", "content": str(done.value)})
+        arguments = json.dumps(wanted.arguments, ensure_ascii=False)
+        call_id = "0" if persona.numbers_ids_zero else "call_" + secrets.token_hex(12)
+        return _thinking(
+            persona,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": wanted.name, "arguments": arguments},
+                    }
+                ],
+            },
+        )
+
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a ``/chat/completions`` request body with a ``chat.completion`` object.
+
+        The requested model name chooses the persona (:mod:`helpers.personas`):
+        ``offline-reference:<persona>``; any other name is the ideal model.
+
+        Raises:
+            WireError: the request is malformed, breaks tool-call pairing, names an unknown
+                persona, or (persona ``deepseek-thinking``) sends back an assistant message with
+                tool calls but without its ``reasoning_content`` (HTTP 400, as DeepSeek does).
+        """
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise WireError("'messages' must be a non-empty array")
+        if request.get("stream"):
+            raise WireError("the offline reference model does not stream; send stream=false")
+        try:
+            persona = persona_for_model(request.get("model"))
+        except UnknownPersonaError as exc:
+            raise WireError(str(exc)) from None
+        _check_pairing(messages)
+        if persona.thinks:
+            _check_reasoning_sent_back(messages)
+        tools = request.get("tools") or []
+        prompt_tokens = count_chat_tokens(messages, tools)
+        if prompt_tokens > self.context_window_tokens:
+            raise ContextLengthExceeded(
+                f"This model's maximum context length is {self.context_window_tokens} tokens. "
+                f"However, your messages resulted in {prompt_tokens} tokens. Please reduce the "
+                "length of the messages."
+            )
+        names = [t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)]
+        message = self.next_message(messages, persona, names)
+        completion_tokens = (
+            count_tokens(message.get("content") or "")
+            + count_tokens(message.get("reasoning_content") or "")
+            + sum(
+                count_tokens(c["function"]["name"]) + count_tokens(c["function"]["arguments"])
+                for c in message.get("tool_calls") or []
+            )
+        )
+        _log_usage(prompt_tokens, completion_tokens)
+        return {
+            "id": "chatcmpl-" + secrets.token_hex(12),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model") or self.name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def respond(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """One HTTP exchange: ``(status, JSON body)`` for ``method path`` with ``body``."""
+        path = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and path.endswith("/models"):
+            return 200, {"object": "list", "data": [{"id": self.name, "object": "model"}]}
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return 404, _api_error(f"no route for {method} {path}", "not_found_error")
+        try:
+            request = json.loads(body or b"{}")
+            if not isinstance(request, dict):
+                raise WireError("the request body must be a JSON object")
+            return 200, self.complete(request)
+        except WireError as exc:
+            return 400, _api_error(str(exc), "invalid_request_error", exc.code, exc.param)
+        except ValueError as exc:  # PlanError and bad JSON alike
+            return 400, _api_error(str(exc), "invalid_request_error")
+
+
+#: Set to a file path, every answer's usage is appended there as one JSON line (the instructor
+#: guide measures what each notebook costs this way).
+USAGE_LOG_ENV = "WORKBOOK_USAGE_LOG"
+
+
+def _log_usage(prompt_tokens: int, completion_tokens: int) -> None:
+    path = os.environ.get(USAGE_LOG_ENV)
+    if not path:
+        return
+    line = json.dumps({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(line + "\n")
+
+
+def _thinking(persona: Persona, message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with a ``reasoning_content`` first, when the persona thinks aloud."""
+    if not persona.thinks:
+        return message
+    calls = message.get("tool_calls") or []
+    thought = (
+        f"The plan's next step is a call to {calls[0]['function']['name']}."
+        if calls
+        else "I have what I need; time to answer."
+    )
+    return {"role": "assistant", "reasoning_content": thought, **message}
+
+
+#: DeepSeek's answer when a thinking-mode tool call comes back without its reasoning.
+REASONING_MISSING = (
+    "Missing `reasoning_content` field in the assistant message at message index {index}. For "
+    "more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+)
+
+
+def _check_reasoning_sent_back(messages: list[Mapping[str, Any]]) -> None:
+    """Reject, as DeepSeek's thinking mode does, an assistant message with tool calls that comes
+    back without the ``reasoning_content`` it was sent with."""
+    for index, message in enumerate(messages):
+        if (
+            message.get("role") == "assistant"
+            and message.get("tool_calls")
+            and message.get("reasoning_content") is None
+        ):
+            raise WireError(REASONING_MISSING.format(index=index))
+
+
+def _api_error(
+    message: str, kind: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+# -- plugging it into the openai client ---------------------------------------------------------
+
+
+def offline_transport(model: OfflineModel | None = None) -> httpx2.MockTransport:
+    """An ``httpx2`` transport that answers every request from ``model`` in-process."""
+    model = model or OfflineModel()
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        status, payload = model.respond(request.method, request.url.path, request.read())
+        return httpx2.Response(status, json=payload)
+
+    return httpx2.MockTransport(handler)
+
+
+def offline_client(model: OfflineModel | None = None, *, max_retries: int = 0) -> openai.OpenAI:
+    """A real ``openai.OpenAI`` client whose requests go to the offline model, in-process."""
+    return openai.OpenAI(
+        base_url=OFFLINE_BASE_URL,
+        api_key="offline-no-key-needed",
+        max_retries=max_retries,
+        http_client=httpx2.Client(transport=offline_transport(model)),
+    )

@@ -1,0 +1,78 @@
+"""Schema migrations of the tool-output store, with Alembic.
+
+The history is linear: ``0001`` is the first release's schema (one ``tool_outputs`` table),
+``0002`` brings it to the schema of the first Alembic release (chunked values, provider call
+ids, thread keys, threads and their messages), ``0003`` adds each output's size in bytes. :func:`migrate` runs on every store open:
+
+- a database with no tables is created at the current schema (``create_all``) and stamped head;
+- a database from before migrations (tables, no ``alembic_version``) is stamped ``0001`` and
+  upgraded: ``0002`` looks at what is there and adds only what is missing, so a store from any
+  earlier version (first release, or one with some columns already added) ends up current;
+- a versioned database is upgraded to head (nothing to do when it is there already).
+
+``alembic`` itself works too, for a database named by ``WORKBOOK_DB_URL``::
+
+    alembic -c helpers/tooling/migrations/alembic.ini upgrade head
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, MetaData, inspect
+
+#: The revision of the current schema (the last file in ``versions/``).
+HEAD = "0003"
+#: The revision a database from before migrations is taken to be at.
+FIRST_RELEASE = "0001"
+FOLDER = Path(__file__).parent
+
+
+@lru_cache(maxsize=1)
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic ``Config`` for the store's migrations (``connection``: the one to use)."""
+    config = Config()
+    config.set_main_option("script_location", str(FOLDER))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision a database is stamped at (``None``: not versioned)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def migrate(engine: Engine, metadata: MetaData) -> str:
+    """Bring the database behind ``engine`` to :data:`HEAD` (see the module docstring);
+    ``metadata`` holds the current schema's tables. Returns what was done: ``"current"``,
+    ``"created"`` or ``"upgraded from <revision>"``.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database cannot be read or changed.
+    """
+    from alembic import command
+
+    with engine.begin() as connection:
+        context = MigrationContext.configure(connection)
+        revision = context.get_current_revision()
+        if revision == HEAD:
+            return "current"
+        if revision is None and not inspect(connection).has_table("tool_outputs"):
+            metadata.create_all(connection)
+            context.stamp(_script(), HEAD)
+            return "created"
+        if revision is None:
+            context.stamp(_script(), FIRST_RELEASE)
+            revision = FIRST_RELEASE
+        command.upgrade(alembic_config(connection), "head")
+    return f"upgraded from {revision}"

@@ -1,0 +1,610 @@
+"""The tool-output store: every tool dispatch, persisted through SQLAlchemy.
+
+Tables:
+
+- ``tool_outputs``: a row per tool call, keyed by ``(thread, tool_call_id)`` and also by
+  ``ref_id``, the unguessable id that an opaque reference ``internal://<ref_id>`` names. The full
+  output lives in ``content``; ``n_chars`` (characters, not bytes) and ``sha256`` (of the UTF-8
+  bytes) describe it without loading it. ``provider_call_id`` keeps the id the provider gave the
+  call (providers reuse ids; the client's own ``tool_call_id`` is the key).
+- ``threads`` and ``thread_messages``: the conversation of each thread, message by message, so a
+  later process can continue it (``workbook ask --thread ID``).
+
+Lookups follow one pattern: ``get…`` returns one row or ``None`` (:meth:`~ToolOutputStore.get`
+by thread and ``tool_call_id``, :meth:`~ToolOutputStore.get_by_ref` by reference id), ``list…``
+returns a list (:meth:`~ToolOutputStore.list_thread`, :meth:`~ToolOutputStore.list_by_call_id`
+across threads, :meth:`~ToolOutputStore.list_threads`), ``read…`` returns content
+(:meth:`~ToolOutputStore.read_all`, :meth:`~ToolOutputStore.read_range`).
+
+A thread id may be any text of any length: rows are found by ``thread_key``, the SHA-256 of the
+thread id (64 hex characters), so indexes stay small on SQLite and PostgreSQL alike.
+
+Reads of a part of a value (:meth:`ToolOutputStore.read_range`) never load the whole value: an
+output of up to ``CHUNK_CHARS`` characters sits in ``content`` and is sliced with ``substr`` in
+SQL; a longer one is stored in ``tool_output_chunks``, ``CHUNK_CHARS`` characters a row, and a
+slice reads only the one or two chunks it touches. (SQLite's ``substr`` on one 50 MB value reads
+all 50 MB; chunks keep a slice's cost independent of the value's size.)
+
+The default database is a SQLite file in the run-time folder (``var/tool_outputs.sqlite``);
+``WORKBOOK_DB_URL`` (or the ``url`` argument) takes any SQLAlchemy URL, PostgreSQL included.
+SQLite runs in WAL mode with a busy timeout, so readers never block the writer and a second
+writer waits instead of failing at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    DateTime,
+    Engine,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from helpers import ids
+from helpers.paths import store_db_path
+from helpers.tooling.migrations import migrate
+
+#: Every row the agent writes has this ``kind``; other kinds may share the table later.
+KIND_TOOL_OUTPUT = "tool_output"
+#: How long a SQLite writer waits for a lock before it raises (milliseconds).
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
+#: Bytes of randomness in a reference id (``secrets.token_urlsafe``): 16 URL-safe characters.
+REF_ID_BYTES = 12
+#: The longest ``tool_call_id`` the store takes, in characters (the client's own ids are 29).
+MAX_TOOL_CALL_ID_CHARS = 255
+#: Outputs longer than this many characters are stored in chunks of this many characters, so a
+#: slice reads one or two chunks instead of the whole value.
+CHUNK_CHARS = 16_384
+
+
+class DuplicateToolCallError(ValueError):
+    """A ``tool_call_id`` was logged twice in the same thread (it must be unique per thread)."""
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the store's tables."""
+
+
+def thread_key(thread_id: str) -> str:
+    """The key a thread's rows are stored under: SHA-256 (hex) of the thread id's UTF-8 bytes."""
+    return ids.content_sha256(thread_id)
+
+
+def _thread_key_default(context: Any) -> str:
+    # an INSERT that sets only thread_id (e.g. a notebook's own ToolOutput(...)) gets its key
+    return thread_key(context.get_current_parameters()["thread_id"])
+
+
+class ToolOutput(Base):
+    """One tool dispatch: who called what, with which arguments, and the full output."""
+
+    __tablename__ = "tool_outputs"
+    __table_args__ = (UniqueConstraint("thread_key", "tool_call_id", name="uq_thread_key_call"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    ref_id: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    thread_id: Mapped[str] = mapped_column(Text)
+    thread_key: Mapped[str] = mapped_column(String(64), index=True, default=_thread_key_default)
+    tool_call_id: Mapped[str] = mapped_column(String(MAX_TOOL_CALL_ID_CHARS), index=True)
+    provider_call_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    tool_name: Mapped[str] = mapped_column(Text)
+    tool_args: Mapped[str] = mapped_column(Text)  # JSON text, as the model sent it
+    # the full output if it has at most CHUNK_CHARS characters; "" when it lives in chunks
+    content: Mapped[str] = mapped_column(Text, deferred=True)
+    n_chunks: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    n_chars: Mapped[int] = mapped_column(Integer)
+    #: UTF-8 bytes of the output (``None`` for a row from before revision 0003 that the
+    #: migration could not read)
+    n_bytes: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32), default=KIND_TOOL_OUTPUT, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class ToolOutputChunk(Base):
+    """A piece of a long output: ``CHUNK_CHARS`` characters (the last one may be shorter)."""
+
+    __tablename__ = "tool_output_chunks"
+
+    output_id: Mapped[int] = mapped_column(ForeignKey("tool_outputs.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    content: Mapped[str] = mapped_column(Text)
+
+
+class Thread(Base):
+    """A conversation: its id (any text) and when it started."""
+
+    __tablename__ = "threads"
+
+    thread_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ThreadMessage(Base):
+    """One chat message of a thread, as sent to the model (JSON text), in order of ``id``."""
+
+    __tablename__ = "thread_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    thread_key: Mapped[str] = mapped_column(String(64), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class StoredOutput:
+    """A row of ``tool_outputs`` as plain data. ``content`` is ``None`` when not loaded."""
+
+    id: int
+    ref_id: str
+    thread_id: str
+    tool_call_id: str
+    tool_name: str
+    tool_args: str
+    n_chars: int
+    sha256: str
+    kind: str
+    created_at: datetime
+    content: str | None = None
+    provider_call_id: str | None = None
+    n_bytes: int | None = None  # UTF-8 bytes of the output
+
+    @property
+    def args(self) -> Any:
+        """``tool_args`` parsed from JSON (the raw text if it is not valid JSON)."""
+        try:
+            return json.loads(self.tool_args)
+        except ValueError:
+            return self.tool_args
+
+
+def _as_utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; the store only ever writes UTC.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _to_record(row: ToolOutput, content: str | None) -> StoredOutput:
+    return StoredOutput(
+        id=row.id,
+        ref_id=row.ref_id,
+        thread_id=row.thread_id,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        tool_args=row.tool_args,
+        n_chars=row.n_chars,
+        sha256=row.sha256,
+        kind=row.kind,
+        created_at=_as_utc(row.created_at),
+        content=content,
+        provider_call_id=row.provider_call_id,
+        n_bytes=row.n_bytes,
+    )
+
+
+def default_db_url() -> str:
+    """``$WORKBOOK_DB_URL``, else a SQLite file in the run-time folder."""
+    return os.environ.get("WORKBOOK_DB_URL") or f"sqlite:///{store_db_path()}"
+
+
+def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
+    """An engine for ``url``; SQLite files get WAL mode and a busy timeout on every connection."""
+    is_sqlite = url.startswith("sqlite")
+    connect_args: dict[str, Any] = {"timeout": busy_timeout_ms / 1000} if is_sqlite else {}
+    engine = create_engine(url, connect_args=connect_args)
+    if is_sqlite:
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+    return engine
+
+
+class ToolOutputStore:
+    """Persist tool outputs and read them back, whole or in character ranges.
+
+    Args:
+        url: a SQLAlchemy database URL; default :func:`default_db_url`. A SQLite file's folder is
+            created if missing.
+        busy_timeout_ms: how long a SQLite writer waits for a lock before raising
+            ``sqlalchemy.exc.OperationalError`` ("database is locked").
+
+    The tables are created if they do not exist, so a store opened again on the same file (a
+    kernel restart, a new process) sees every row written before; a database made by an earlier
+    version is upgraded through Alembic (:mod:`helpers.tooling.migrations`), and ``migrated`` says what
+    was done (``current``, ``created`` or ``upgraded from <revision>``).
+    """
+
+    def __init__(self, url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
+        self.url = url or default_db_url()
+        if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
+            db_file = self.url.removeprefix("sqlite:///").split("?", 1)[0]
+            if db_file:
+                os.makedirs(os.path.dirname(os.path.abspath(db_file)), exist_ok=True)
+        self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
+        # Alembic: create the tables, or upgrade a database from an earlier version
+        self.migrated = migrate(self.engine, Base.metadata)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def __repr__(self) -> str:
+        return f"ToolOutputStore({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def close(self) -> None:
+        """Release the connection pool (the data stays on disk)."""
+        self.engine.dispose()
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def log_tool(
+        self,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        tool_args: Mapping[str, Any] | str,
+        tool_output: str,
+        *,
+        kind: str = KIND_TOOL_OUTPUT,
+        provider_call_id: str | None = None,
+    ) -> StoredOutput:
+        """Persist one dispatch and return its row (without ``content``).
+
+        Args:
+            thread_id: the conversation the call belongs to (any text, any length).
+            tool_call_id: the id of the call (``call_…``); unique within the thread. The agent
+                gives every call an id of its own (:func:`helpers.loop.agent.new_tool_call_id`).
+            tool_name: the tool that ran.
+            tool_args: the arguments as the model sent them: a mapping (stored as JSON text) or
+                JSON text already.
+            tool_output: the full output, any length.
+            provider_call_id: the id the provider gave the call, if any (kept for reference).
+
+        Raises:
+            DuplicateToolCallError: ``tool_call_id`` is already logged in ``thread_id``.
+            TypeError: ``tool_output`` is not a string.
+            ValueError: ``tool_call_id`` is empty or longer than 255 characters, or the output
+                holds a NUL character and the database is PostgreSQL.
+        """
+        if not isinstance(tool_output, str):
+            raise TypeError(f"tool_output must be str, got {type(tool_output).__name__}")
+        if not tool_call_id or len(tool_call_id) > MAX_TOOL_CALL_ID_CHARS:
+            raise ValueError(
+                f"tool_call_id must be 1-{MAX_TOOL_CALL_ID_CHARS} characters, "
+                f"got {len(tool_call_id)}"
+            )
+        if "\x00" in tool_output and self.engine.dialect.name == "postgresql":
+            raise ValueError(
+                "PostgreSQL TEXT cannot hold NUL characters; this output has one "
+                "(SQLite stores it fine)"
+            )
+        args_text = (
+            tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
+        )
+        encoded = tool_output.encode("utf-8", "surrogatepass")
+        chunks = (
+            [tool_output[i : i + CHUNK_CHARS] for i in range(0, len(tool_output), CHUNK_CHARS)]
+            if len(tool_output) > CHUNK_CHARS
+            else []
+        )
+        row = ToolOutput(
+            ref_id=ids.token_urlsafe(REF_ID_BYTES),
+            thread_id=thread_id,
+            thread_key=thread_key(thread_id),
+            tool_call_id=tool_call_id,
+            provider_call_id=provider_call_id,
+            tool_name=tool_name,
+            tool_args=args_text,
+            content="" if chunks else tool_output,
+            n_chunks=len(chunks),
+            n_chars=len(tool_output),
+            n_bytes=len(encoded),
+            sha256=ids.content_sha256(tool_output),
+            kind=kind,
+            created_at=datetime.now(UTC),
+        )
+        try:
+            with self._sessions.begin() as session:
+                session.add(row)
+                if chunks:
+                    session.flush()  # assigns row.id
+                    session.execute(
+                        insert(ToolOutputChunk),
+                        [
+                            {"output_id": row.id, "seq": i, "content": c}
+                            for i, c in enumerate(chunks)
+                        ],
+                    )
+        except IntegrityError as exc:
+            if self.get(thread_id, tool_call_id) is not None:
+                raise DuplicateToolCallError(
+                    f"tool_call_id {tool_call_id!r} is already logged in thread {thread_id!r}"
+                ) from exc
+            raise
+        return _to_record(row, None)
+
+    # -- looking up -----------------------------------------------------------------------------
+
+    def get(
+        self, thread_id: str, tool_call_id: str, *, with_content: bool = False
+    ) -> StoredOutput | None:
+        """The row of ``tool_call_id`` in ``thread_id``, or ``None``."""
+        stmt = select(ToolOutput).where(
+            ToolOutput.thread_key == thread_key(thread_id), ToolOutput.tool_call_id == tool_call_id
+        )
+        return self._one(stmt, with_content)
+
+    def list_by_call_id(
+        self, tool_call_id: str, *, with_content: bool = False
+    ) -> list[StoredOutput]:
+        """Every row with ``tool_call_id``, in any thread (ids are unique per thread only)."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ToolOutput).where(ToolOutput.tool_call_id == tool_call_id)
+            ).all()
+            return [
+                _to_record(r, self._content(session, r) if with_content else None) for r in rows
+            ]
+
+    def get_by_ref(self, ref_id: str, *, with_content: bool = False) -> StoredOutput | None:
+        """The row an opaque reference ``internal://<ref_id>`` names, or ``None``."""
+        return self._one(select(ToolOutput).where(ToolOutput.ref_id == ref_id), with_content)
+
+    def _one(self, stmt: Any, with_content: bool) -> StoredOutput | None:
+        with self._sessions() as session:
+            row = session.scalars(stmt).first()
+            if row is None:
+                return None
+            return _to_record(row, self._content(session, row) if with_content else None)
+
+    def list_thread(self, thread_id: str) -> list[StoredOutput]:
+        """The rows of a thread in the order they were written (without ``content``)."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ToolOutput)
+                .where(ToolOutput.thread_key == thread_key(thread_id))
+                .order_by(ToolOutput.id)
+            ).all()
+            return [_to_record(r, None) for r in rows]
+
+    def ref_ids(self, thread_id: str) -> list[str]:
+        """The reference ids of every output of a thread (what ``internal://<id>`` may name)."""
+        with self._sessions() as session:
+            return list(
+                session.scalars(
+                    select(ToolOutput.ref_id).where(ToolOutput.thread_key == thread_key(thread_id))
+                ).all()
+            )
+
+    def count(self, thread_id: str | None = None) -> int:
+        """Number of rows, in one thread or in all."""
+        stmt = select(func.count(ToolOutput.id))
+        if thread_id is not None:
+            stmt = stmt.where(ToolOutput.thread_key == thread_key(thread_id))
+        with self._sessions() as session:
+            return int(session.scalar(stmt) or 0)
+
+    # -- reading values -------------------------------------------------------------------------
+
+    @staticmethod
+    def _content(session: Any, row: ToolOutput) -> str:
+        if not row.n_chunks:
+            return row.content
+        pieces = session.scalars(
+            select(ToolOutputChunk.content)
+            .where(ToolOutputChunk.output_id == row.id)
+            .order_by(ToolOutputChunk.seq)
+        ).all()
+        return "".join(pieces)
+
+    def read_all(self, row_id: int) -> str:
+        """The full output of row ``row_id``. Raises ``KeyError`` if there is no such row."""
+        with self._sessions() as session:
+            row = session.get(ToolOutput, row_id)
+            if row is None:
+                raise KeyError(f"no tool output with id {row_id}")
+            return self._content(session, row)
+
+    def read_range(self, row_id: int, start: int, length: int) -> str:
+        """Characters ``[start, start + length)`` of row ``row_id``'s output, read in SQL.
+
+        ``start`` is zero-based and must already be non-negative (callers turn a negative start
+        into ``n_chars + start``); a range past the end is cut, as Python slicing does. Units are
+        characters, not bytes, on SQLite and PostgreSQL alike. A value with a NUL character is
+        sliced in Python (SQLite's ``substr`` stops at NUL).
+
+        Raises:
+            ValueError: ``start`` or ``length`` is negative.
+            KeyError: there is no such row.
+        """
+        if start < 0 or length < 0:
+            raise ValueError(f"start and length must be >= 0, got start={start}, length={length}")
+        with self._sessions() as session:
+            meta = session.execute(
+                select(ToolOutput.n_chars, ToolOutput.n_chunks).where(ToolOutput.id == row_id)
+            ).first()
+            if meta is None:
+                raise KeyError(f"no tool output with id {row_id}")
+            n_chars, n_chunks = meta
+            end = min(start + length, n_chars)
+            if start >= end:
+                return ""
+            if n_chunks:
+                first, last = start // CHUNK_CHARS, (end - 1) // CHUNK_CHARS
+                pieces = session.scalars(
+                    select(ToolOutputChunk.content)
+                    .where(
+                        ToolOutputChunk.output_id == row_id,
+                        ToolOutputChunk.seq.between(first, last),
+                    )
+                    .order_by(ToolOutputChunk.seq)
+                ).all()
+                offset = start - first * CHUNK_CHARS
+                return "".join(pieces)[offset : offset + (end - start)]
+            value = session.scalar(
+                select(func.substr(ToolOutput.content, start + 1, length)).where(
+                    ToolOutput.id == row_id
+                )
+            )
+        if len(value or "") != end - start:
+            # SQLite's substr() stops at an embedded NUL character; such values are rare, and
+            # for them we slice in Python instead.
+            value = self.read_all(row_id)[start:end]
+        return value or ""
+
+    # -- housekeeping ---------------------------------------------------------------------------
+
+    def prune(
+        self,
+        *,
+        older_than: timedelta | datetime | None = None,
+        thread_id: str | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """Delete rows older than an age (or a moment) and/or of one thread; return how many.
+
+        Args:
+            older_than: a ``timedelta`` (rows created longer ago than that) or an aware
+                ``datetime`` (rows created before it).
+            thread_id: only rows of this thread.
+            dry_run: count the rows that would go, and delete nothing.
+
+        Raises:
+            ValueError: neither filter was given (pruning everything must be explicit:
+                use ``older_than=timedelta(0)``).
+        """
+        if older_than is None and thread_id is None:
+            raise ValueError("prune needs older_than and/or thread_id")
+        doomed = select(ToolOutput.id)
+        if older_than is not None:
+            cutoff = (
+                datetime.now(UTC) - older_than if isinstance(older_than, timedelta) else older_than
+            )
+            if self.engine.dialect.name == "sqlite":
+                cutoff = cutoff.astimezone(UTC).replace(tzinfo=None)
+            doomed = doomed.where(ToolOutput.created_at < cutoff)
+        if thread_id is not None:
+            doomed = doomed.where(ToolOutput.thread_key == thread_key(thread_id))
+        if dry_run:
+            with self._sessions() as session:
+                return int(session.scalar(select(func.count()).select_from(doomed.subquery())) or 0)
+        with self._sessions.begin() as session:
+            session.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
+            result = session.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
+            if thread_id is not None and older_than is None:  # the whole thread is forgotten
+                key = thread_key(thread_id)
+                session.execute(delete(ThreadMessage).where(ThreadMessage.thread_key == key))
+                session.execute(delete(Thread).where(Thread.thread_key == key))
+            return int(result.rowcount or 0)
+
+    # -- threads and their messages ---------------------------------------------------------
+
+    def thread_exists(self, thread_id: str) -> bool:
+        """Whether anything was stored under ``thread_id``: the thread itself (its messages) or,
+        in a database from before threads were stored, a tool output."""
+        key = thread_key(thread_id)
+        with self._sessions() as session:
+            if session.get(Thread, key) is not None:
+                return True
+            found = session.scalar(select(ToolOutput.id).where(ToolOutput.thread_key == key))
+            return found is not None
+
+    def ensure_thread(self, thread_id: str) -> bool:
+        """Record ``thread_id`` as a thread if it is not one yet; return whether it was new."""
+        key = thread_key(thread_id)
+        with self._sessions() as session:
+            if session.get(Thread, key) is not None:
+                return False
+        try:
+            with self._sessions.begin() as session:
+                session.add(Thread(thread_key=key, thread_id=thread_id, created_at=_now()))
+        except IntegrityError:  # another process started it a moment ago
+            return False
+        return True
+
+    def append_message(self, thread_id: str, message: Mapping[str, Any]) -> None:
+        """Add one chat message (any JSON-serialisable mapping) to the end of a thread."""
+        body = json.dumps(dict(message), ensure_ascii=True, default=str)
+        with self._sessions.begin() as session:
+            session.add(
+                ThreadMessage(
+                    thread_key=thread_key(thread_id),
+                    role=str(message.get("role", ""))[:16],
+                    body=body,
+                    created_at=_now(),
+                )
+            )
+
+    def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every message of a thread, in the order it was added (empty for an unknown thread)."""
+        with self._sessions() as session:
+            bodies = session.scalars(
+                select(ThreadMessage.body)
+                .where(ThreadMessage.thread_key == thread_key(thread_id))
+                .order_by(ThreadMessage.id)
+            ).all()
+        return [json.loads(body) for body in bodies]
+
+    def thread_summaries(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The threads with logged outputs, most recent first: ``thread_id``, ``outputs``,
+        ``chars`` and ``bytes`` (summed) and ``last`` (when the latest output was logged)."""
+        stmt = (
+            select(
+                ToolOutput.thread_key,
+                func.min(ToolOutput.thread_id),
+                func.count(ToolOutput.id),
+                func.sum(ToolOutput.n_chars),
+                func.sum(ToolOutput.n_bytes),
+                func.max(ToolOutput.created_at),
+            )
+            .group_by(ToolOutput.thread_key)
+            .order_by(func.max(ToolOutput.created_at).desc())
+            .limit(limit)
+        )
+        with self._sessions() as session:
+            return [
+                {
+                    "thread_id": thread_id,
+                    "outputs": outputs,
+                    "chars": chars or 0,
+                    "bytes": n_bytes or 0,
+                    "last": _as_utc(last) if last else None,
+                }
+                for _key, thread_id, outputs, chars, n_bytes, last in session.execute(stmt).all()
+            ]
+
+    def list_threads(self, limit: int = 20) -> list[str]:
+        """The ids of the most recently started threads, newest first."""
+        with self._sessions() as session:
+            return list(
+                session.scalars(
+                    select(Thread.thread_id).order_by(Thread.created_at.desc()).limit(limit)
+                ).all()
+            )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
