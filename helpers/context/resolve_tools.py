@@ -346,6 +346,34 @@ def internal_resource(
     raise ValueError(f"op must be one of length, slice, lines, grep, read; got {op!r}")
 
 
+#: Each operation of ``internal_resource`` and the one of the five resolve tools that does it.
+OP_TOOL_NAMES: dict[str, str] = {
+    "length": "internal_resource_length",
+    "slice": "internal_resource_read_slice",
+    "lines": "internal_resource_read_lines",
+    "grep": "internal_resource_grep",
+    "read": "internal_resource_read",
+}
+
+
+def as_five_tool_name(name: str, arguments: str | None) -> str:
+    """A resolve call's tool name in the five-tool form the cases are written with: a call to
+    ``internal_resource`` with ``op="grep"`` is ``internal_resource_grep``; any other name (or a
+    call whose arguments are not a JSON object with a known ``op``) is returned as it is.
+
+    Args:
+        name: the tool name the model called.
+        arguments: the call's arguments, as the JSON text the model sent.
+    """
+    if name != "internal_resource":
+        return name
+    try:
+        op = json.loads(arguments or "{}").get("op")
+    except (ValueError, AttributeError):
+        return name
+    return OP_TOOL_NAMES.get(op, name)
+
+
 RESOLVE_TOOL_FUNCTIONS = (
     internal_resource_length,
     internal_resource_read_slice,

@@ -42,7 +42,7 @@ from typing import Any
 
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BOX_DESIGNS
-from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS
+from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
 from helpers.evaluation.pricing import (
     DEFAULT_PRICE_MODEL,
     Price,
@@ -120,16 +120,7 @@ def floor_tokens(
     needed = set(needed_tools)
 
     def unneeded(call: dict[str, Any]) -> bool:
-        name = call["function"]["name"]
-        if name == "internal_resource":
-            try:
-                op = json.loads(call["function"].get("arguments") or "{}").get("op")
-            except (ValueError, AttributeError):
-                op = None
-            name = {
-                "slice": "internal_resource_read_slice",
-                "lines": "internal_resource_read_lines",
-            }.get(op, f"internal_resource_{op}")
+        name = as_five_tool_name(call["function"]["name"], call["function"].get("arguments"))
         return name in RESOLVE_TOOL_NAMES and name not in needed
 
     dropped: set[str] = set()

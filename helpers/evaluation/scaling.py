@@ -10,7 +10,6 @@ caching at the price model's list prices, wall time, and whether the run passed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -18,8 +17,7 @@ from typing import Any
 
 from helpers.cases import Case
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
-from helpers.evaluation.runs import COMPARED_STRATEGIES, policy_for, refused_prompt_tokens
-from helpers.evaluation.validation import validate
+from helpers.evaluation.runs import COMPARED_STRATEGIES, refused_prompt_tokens, run_case
 from helpers.models.llm import make_client, resolve_model
 from helpers.models.offline import OfflineModel
 from helpers.tooling.pages import DOCUMENTS, serve_document
@@ -52,14 +50,10 @@ _TAIL_CHARS = 60
 @lru_cache(maxsize=1)
 def _corpus() -> str:
     """The large documents (built on first use), UnicodeData.txt first."""
-    texts = []
-    for url in DOCUMENTS:
-        file_name = DOCUMENTS[url][0]
-        if file_name not in {
-            DOCUMENTS[u][0] for u in list(DOCUMENTS)[: list(DOCUMENTS).index(url)]
-        }:
-            texts.append(serve_document(url) or "")
-    return "".join(texts)
+    first_url = {}  # one URL per document (UnicodeData.txt is served at two)
+    for url, (file_name, _build) in DOCUMENTS.items():
+        first_url.setdefault(file_name, url)
+    return "".join(serve_document(url) or "" for url in first_url.values())
 
 
 def document(size_bytes: int) -> str:
@@ -143,44 +137,31 @@ def run_scaling(
     own_store = store is None
     store = store or ToolOutputStore("sqlite://")
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in strategies}
+    common: dict[str, Any] = {
+        "client": client,
+        "model": config.model,
+        "store": store,
+        "registry": registry,
+    }
     try:
-        from helpers.loop.agent import run_turn
-
         warm_up = scaling_case(1_000)  # the first turn of a process pays for imports and caches
         model.add_plan(warm_up.prompt, warm_up.offline_plan or [])
-        run_turn(
-            warm_up.prompt,
-            client=client,
-            model=config.model,
-            policy=policy_for("inline"),
-            registry=registry,
-            store=store,
-        )
+        run_case(warm_up, "inline", **common)
         for case in cases:
             size = int(case.id.split("-")[1])
             for strategy in strategies:
-                started = time.perf_counter()
-                record = run_turn(
-                    case.prompt,
-                    client=client,
-                    model=config.model,
-                    policy=policy_for(strategy),
-                    registry=registry,
-                    store=store,
-                )
-                seconds = time.perf_counter() - started
-                verdict = validate(case, record)
-                refused = refused_prompt_tokens(record)
-                prompt = record.usage()["prompt_tokens"]
+                run = run_case(case, strategy, **common)
+                record = run.record
                 runs[strategy].append(
                     {
                         "size_bytes": size,
-                        "prompt_tokens": refused or prompt,
+                        "prompt_tokens": refused_prompt_tokens(record)
+                        or record.usage()["prompt_tokens"],
                         "usd_cached": round(turn_cost(record, price).cached_usd, 6),
-                        "seconds": round(seconds, 3),
-                        "passed": verdict.passed,
+                        "seconds": round(run.seconds, 3),
+                        "passed": run.passed,
                         "status": record.status,
-                        "reason": "" if verdict.passed else verdict.reasons[0],
+                        "reason": "" if run.passed else run.validation.reasons[0],
                         "looks_inside": sum(1 for t in record.tool_calls if t.name not in registry),
                     }
                 )

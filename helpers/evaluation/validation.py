@@ -35,6 +35,7 @@ from typing import Any
 from helpers.cases import Case
 from helpers.context.boxing import ReferenceRefused, find_references, presented_reference_id
 from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
+from helpers.context.resolve_tools import as_five_tool_name
 from helpers.loop.agent import ToolCallRecord, TurnRecord
 
 
@@ -80,26 +81,11 @@ def _is_resolve(tool_name: str) -> bool:
 
 #: ``internal_resource(op=...)`` (the one resolve tool) under the name of the five-tool form the
 #: cases are written with.
-_OP_NAMES = {
-    "length": "internal_resource_length",
-    "slice": "internal_resource_read_slice",
-    "lines": "internal_resource_read_lines",
-    "grep": "internal_resource_grep",
-    "read": "internal_resource_read",
-}
-
-
 def case_tool_name(call: ToolCallRecord) -> str:
     """The tool name a case's expectations use for ``call``: a call to the one resolve tool is
     named after its operation (``internal_resource`` with ``op="grep"`` is
     ``internal_resource_grep``)."""
-    if call.name != "internal_resource":
-        return call.name
-    try:
-        op = json.loads(call.arguments or "{}").get("op")
-    except (ValueError, AttributeError):
-        return call.name
-    return _OP_NAMES.get(op, call.name)
+    return as_five_tool_name(call.name, call.arguments)
 
 
 def _at(threshold: int | None) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 
 from helpers.context.boxing import SCHEME, make_reference, presented_reference_id
 from helpers.context.preview import parse_preview
+from helpers.context.resolve_tools import OP_TOOL_NAMES
 from helpers.personas import IDEAL, Persona
 from helpers.plans import Plan, PlanError
 
@@ -234,25 +235,25 @@ def _mistaken(call: Call, mind: _Mind) -> Call | None:
     return None
 
 
-#: The five resolve tools as operations of the one ``internal_resource`` tool, with the renamed
-#: arguments.
-_AS_ONE_TOOL: dict[str, tuple[str, dict[str, str]]] = {
-    "internal_resource_length": ("length", {}),
-    "internal_resource_read_slice": ("slice", {"start_index": "start", "length": "count"}),
-    "internal_resource_read_lines": ("lines", {"start_line": "start", "line_count": "count"}),
-    "internal_resource_grep": ("grep", {}),
-    "internal_resource_read": ("read", {}),
+#: The five resolve tools as operations of the one ``internal_resource`` tool.
+_OP_OF_TOOL = {tool: op for op, tool in OP_TOOL_NAMES.items()}
+#: The arguments the one tool names differently.
+_RENAMED_ARGUMENTS = {
+    "start_index": "start",
+    "length": "count",
+    "start_line": "start",
+    "line_count": "count",
 }
 
 
 def _as_offered(call: Call, mind: _Mind) -> Call:
     """``call`` in the form the request offers: a five-tool resolve call becomes
     ``internal_resource(op=...)`` when that is the resolve tool offered."""
-    if call.name not in _AS_ONE_TOOL or call.name in mind.tools:
+    if call.name not in _OP_OF_TOOL or call.name in mind.tools:
         return call
     if "internal_resource" not in mind.tools:
         return call
-    op, renames = _AS_ONE_TOOL[call.name]
+    op, renames = _OP_OF_TOOL[call.name], _RENAMED_ARGUMENTS
     args: dict[str, Any] = {"opaque_reference": call.arguments["opaque_reference"], "op": op}
     for key, value in call.arguments.items():
         if key != "opaque_reference":
