@@ -157,8 +157,15 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     assert md.startswith("# Truncation vs boxing")
     for png in ("compare.png", "scaling.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    large = {"unicode_save", "unicode_lookup", "unicode_check", "iso639_save", "sql_all"}
-    assert large <= set(data["cases"]) and len(data["cases"]) == 18
+    large = {
+        "unicode_save",
+        "unicode_lookup",
+        "unicode_check",
+        "unicode_fanout",
+        "iso639_save",
+        "sql_all",
+    }
+    assert large <= set(data["cases"]) and len(data["cases"]) == 19
     for case_id, entry in data["cases"].items():
         for strategy in ("box", "box-json", "box-tcr"):
             assert entry[strategy]["passed"], (case_id, strategy, entry[strategy]["reasons"])

@@ -153,7 +153,14 @@ def test_large_cases_overflow_inline_and_pass_boxed(tmp_path) -> None:
     )
     runs = json.loads(done.stdout)["runs"]
     by = {(r["case"], r["strategy"]): r for r in runs}
-    for case in ("unicode_save", "unicode_lookup", "unicode_check", "iso639_save", "sql_all"):
+    for case in (
+        "unicode_save",
+        "unicode_lookup",
+        "unicode_check",
+        "unicode_fanout",
+        "iso639_save",
+        "sql_all",
+    ):
         assert by[(case, "box")]["passed"], by[(case, "box")]["reasons"]
         assert by[(case, "inline")]["status"] == "context_exceeded", case
         assert not by[(case, "truncate")]["passed"], case
