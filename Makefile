@@ -2,29 +2,59 @@
 #   make lab    create .venv, install, build the data, start JupyterLab on notebooks/ (loopback):
 #               the attendee notebooks only, offline unless .env chooses a WORKBOOK_PROFILE
 #   make test   the same install with dev extras, then lint, the output-strip check and every test
+# Both install the exact versions in the lock files (requirements.lock for lab, requirements-dev.lock
+# for test: dev and postgres extras too), hashes checked, with uv; `make lock` upgrades them.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# uv installs from the locks and compiles them; pip (in the venv) brings in this exact version of it
+UV_VERSION := 0.13.9
+UV     := $(BIN)/uv
+UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
+LOCK     := requirements.lock
+DEV_LOCK := requirements-dev.lock
+# `make lock` moves every pin to the newest release in pyproject.toml's ranges;
+# `make lock LOCK_UPGRADE=` only follows a change to pyproject.toml and keeps the other pins;
+# `make lock LOCK_UPGRADE='--upgrade-package rich'` moves one package
+LOCK_UPGRADE ?= --upgrade
+# one lock for every platform and Python >= 3.11 (markers pick per machine), every file's hash
+LOCK_FLAGS = --universal --python-version 3.11 --generate-hashes --python $(BIN)/python \
+	--custom-compile-command 'make lock' --quiet $(LOCK_UPGRADE)
 LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab lab-instructor restore test test-pg e2e bench figures guide install install-dev data \
-	lint format check-notebooks strip student clean
+	lint format check-notebooks strip student clean lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(UV_STAMP): | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	touch $@
 
-$(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+# sync: the venv holds exactly the lock (anything else is removed), then the workbook, editable.
+# The runtime-only sync drops the dev tools, so it also drops the dev stamp.
+$(STAMP): $(LOCK) pyproject.toml | $(UV_STAMP)
+	rm -f $(DEV_STAMP)
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(LOCK)
+	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
+	touch $@
+
+$(DEV_STAMP): $(DEV_LOCK) $(LOCK) pyproject.toml | $(UV_STAMP)
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(DEV_LOCK)
+	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
 	touch $(STAMP) $@
+
+# the upgrade command: recompile both locks from pyproject.toml's ranges (needs PyPI), then
+# `make test` installs and tests the new versions. The runtime lock takes its versions from the
+# dev lock, so `make lab` and `make test` run the same ones.
+lock: | $(UV_STAMP)
+	$(UV) pip compile pyproject.toml --extra dev --extra postgres $(LOCK_FLAGS) -o $(DEV_LOCK)
+	$(UV) pip compile pyproject.toml -c $(DEV_LOCK) $(LOCK_FLAGS) -o $(LOCK)
 
 install: $(STAMP)
 install-dev: $(DEV_STAMP)

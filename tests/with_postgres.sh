@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-pg: the store tests against a throwaway PostgreSQL cluster on loopback.
 # Uses PostgreSQL's server programs when the machine has them (initdb, pg_ctl); otherwise it says
-# so and exits 0. The cluster lives in a temporary folder and is removed on exit.
+# so and exits 0. The cluster lives in a temporary folder and is removed on exit. psycopg comes
+# from requirements-dev.lock (make test-pg installs it first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 initdb=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | tail -n 1 || true)
@@ -23,6 +24,5 @@ fi
   -o "-p $port -k $data -c listen_addresses=127.0.0.1" start >/dev/null
 trap '"${as_owner[@]}" "$bin/pg_ctl" -D "$data/db" -m fast stop >/dev/null 2>&1 || true; rm -rf "$data"' EXIT
 echo "test-pg: PostgreSQL $("$bin/postgres" --version | awk '{print $NF}') on 127.0.0.1:$port"
-.venv/bin/pip install --quiet -e '.[dev,postgres]'
 WORKBOOK_TEST_PG_URL="postgresql+psycopg://workbook@127.0.0.1:$port/postgres" \
   .venv/bin/pytest -q tests/test_store.py -k postgresql
