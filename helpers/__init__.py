@@ -21,8 +21,8 @@ Names are loaded on first use (``import helpers`` stays fast). The library is in
 bottom first; a module imports only from its own layer or those below (``_LAYERS``, checked by a
 test):
 
-- the foundation, at the root: paths, ids, guards, tokens, redaction, instructions, plans,
-  personas, replies, :mod:`~helpers.cases`;
+- the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping,
+  instructions, plans, personas, replies, :mod:`~helpers.cases`;
 - :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
   and its Alembic migrations;
 - :mod:`helpers.context`: the context controls (policies and box designs, the anchors'
@@ -60,6 +60,7 @@ _PUBLIC: dict[str, str] = {
     "ToolCallRecord": "helpers.loop.agent",
     "ModelCallRecord": "helpers.loop.agent",
     "CompactionSettings": "helpers.loop.agent",
+    "TurnLimits": "helpers.limits",
     "STATUSES": "helpers.loop.agent",
     # strategies and the policies that carry them out
     "STRATEGIES": "helpers.evaluation.runs",
@@ -136,6 +137,7 @@ __all__ = [
     "ToolOutputStore",
     "ToolRegistry",
     "TruncatePolicy",
+    "TurnLimits",
     "TurnRecord",
     "client_for_cases",
     "count_chat_tokens",

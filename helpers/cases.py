@@ -19,7 +19,9 @@ The body is the prompt. The frontmatter says what a good run looks like and, und
     ---
     Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check.
 
-Frontmatter is parsed with python-frontmatter (PyYAML underneath). A malformed file raises
+Frontmatter is parsed with python-frontmatter (PyYAML underneath), with a safe loader that
+refuses YAML aliases (``*name``: a few hundred bytes of nested aliases, a "billion laughs", expand
+to billions of items), after a size check (:data:`MAX_CASE_FILE_BYTES`). A malformed file raises
 :class:`CaseError` naming the file and the key.
 """
 
@@ -32,6 +34,7 @@ from typing import Any
 
 import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from helpers.paths import CASES_DIR
 from helpers.plans import Plan, PlanError, check_plan
@@ -57,6 +60,61 @@ class CaseError(ValueError):
     """A prompt-case file that cannot be used; the message names the file and the key."""
 
 
+#: The largest case file read, in bytes (the largest shipped one is about 1.2 KB; the large
+#: results of the large cases are built by the tools, not written in the file).
+MAX_CASE_FILE_BYTES = 256 * 1024
+
+
+class YAMLAliasError(yaml.composer.ComposerError):
+    """The frontmatter uses a YAML alias (``*name``), which case files may not."""
+
+
+class _NoAliasSafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing every alias before it is resolved (anchors alone are
+    harmless; an alias is what lets a small file expand exponentially)."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise YAMLAliasError(
+                None,
+                None,
+                f"YAML aliases are not allowed in case files (found the alias *{event.anchor}); "
+                "write the value out instead",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+class _CaseYAMLHandler(YAMLHandler):
+    """python-frontmatter's YAML handler with :class:`_NoAliasSafeLoader`."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        kwargs["Loader"] = _NoAliasSafeLoader
+        return super().load(fm, **kwargs)
+
+
+def _read_case_text(path: Path) -> str:
+    """The file's text, at most :data:`MAX_CASE_FILE_BYTES` bytes read.
+
+    Raises:
+        CaseError: unreadable, larger than the limit, or not UTF-8.
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CASE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise CaseError(f"{path}: cannot read: {exc}") from exc
+    if len(data) > MAX_CASE_FILE_BYTES:
+        raise CaseError(
+            f"{path}: larger than {MAX_CASE_FILE_BYTES:,} bytes, the limit for a case file"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaseError(f"{path}: cannot read: {exc}") from exc
+
+
 @dataclass
 class Case:
     """One prompt case: its prompt, its expectations, and the offline model's plan."""
@@ -76,15 +134,23 @@ class Case:
 def load_case(path: str | Path) -> Case:
     """Parse one case file.
 
+    Args:
+        path: a Markdown file with YAML frontmatter, at most :data:`MAX_CASE_FILE_BYTES` bytes.
+
+    Returns:
+        The case.
+
     Raises:
-        CaseError: unreadable file, bad YAML, unknown key, missing ``id`` or prompt, or a bad
-            ``offline_plan``.
+        CaseError: unreadable file, a file over :data:`MAX_CASE_FILE_BYTES` bytes, bad YAML, a
+            YAML alias, unknown key, missing ``id`` or prompt, or a bad ``offline_plan``.
     """
     path = Path(path)
+    text = _read_case_text(path)
     try:
-        post = frontmatter.load(str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaseError(f"{path}: cannot read: {exc}") from exc
+        post = frontmatter.loads(text, handler=_CaseYAMLHandler())
+    except YAMLAliasError as exc:
+        where = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark else ""
+        raise CaseError(f"{path}: {where}{exc.problem}") from None
     except yaml.YAMLError as exc:
         raise CaseError(f"{path}: bad YAML frontmatter: {exc}") from exc
     meta = dict(post.metadata)

@@ -28,6 +28,9 @@ GUARDS: dict[str, str] = {
     "refused_unknown_tool_call_id": "fetch_tool_output with a tool_call_id this thread never had",
     "refused_too_much_to_unbox": "more references in one call, or more characters behind them, "
     "than one call may unbox (checked before anything is read)",
+    "refused_over_limit": "a tool call past a cap of the turn (tool calls per reply or per "
+    "turn, bytes stored per turn or per thread: helpers.limits.TurnLimits) gets an error result "
+    "saying which; it is not run, or its output is not kept",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
     "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details sent back with "

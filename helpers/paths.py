@@ -4,23 +4,94 @@ Committed inputs live in ``data/``. Everything the workbook writes at run time (
 store, the built reference database, the drive outbox, the tokenizer cache) lives in the run-time
 folder ``var/``, which git ignores. ``WORKBOOK_VAR_DIR`` moves it (tests point it at a temporary
 folder).
+
+What the workbook writes is the user's own: tool outputs, conversations, drive files. Its folders
+are made owner-only (:data:`PRIVATE_DIR_MODE`) and its database files owner-only
+(:data:`PRIVATE_FILE_MODE`); a folder or file of the current user left with wider modes by an
+earlier version is tightened when it is next opened (:func:`private_dir`, :func:`private_file`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
 PROJECT_ROOT: Path = Path(__file__).resolve().parent.parent
 DATA_DIR: Path = PROJECT_ROOT / "data"
 CASES_DIR: Path = DATA_DIR / "cases"
 
+#: Mode of every folder the workbook creates for itself (``var/``, the outbox): owner only.
+PRIVATE_DIR_MODE = 0o700
+#: Mode of every database file the workbook creates (the store, its ``-wal``/``-shm``/``-journal``
+#: siblings, the reference database): owner read and write only.
+PRIVATE_FILE_MODE = 0o600
+#: The permission bits of the group and of others: none of them is set on a private path.
+GROUP_OTHER_BITS = 0o077
+
+
+def make_owner_only(path: Path) -> None:
+    """Clear the group and other bits of ``path`` (following a symlink) if the current user owns
+    it; a path of another user, or a system without POSIX owners, is left as it is. Best effort:
+    a file system that refuses ``chmod`` (read-only, FAT, some network mounts) leaves the mode
+    unchanged.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+    """
+    if not hasattr(os, "geteuid"):
+        return
+    info = os.stat(path)
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid == os.geteuid() and mode & GROUP_OTHER_BITS:
+        with contextlib.suppress(OSError):
+            os.chmod(path, mode & ~GROUP_OTHER_BITS)
+
+
+def private_dir(path: Path) -> Path:
+    """``path``, created if missing with mode :data:`PRIVATE_DIR_MODE` (its missing parents get
+    the default mode), its group and other bits cleared if it already existed and is the current
+    user's.
+
+    Args:
+        path: the folder.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: the folder cannot be created, or exists and is not a folder.
+    """
+    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    make_owner_only(path)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path``, created empty if missing with mode :data:`PRIVATE_FILE_MODE` (``O_EXCL``: never
+    through an existing symlink), its group and other bits cleared if it already existed and is
+    the current user's. The folder must exist.
+
+    Args:
+        path: the file (an empty file is a valid, empty SQLite database).
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: the file cannot be created (missing folder, no permission).
+    """
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    make_owner_only(path)
+    return path
+
 
 def var_dir() -> Path:
-    """The run-time folder (``$WORKBOOK_VAR_DIR`` or ``<project>/var``), created on first use."""
-    path = Path(os.environ.get("WORKBOOK_VAR_DIR") or PROJECT_ROOT / "var")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The run-time folder (``$WORKBOOK_VAR_DIR`` or ``<project>/var``), created on first use with
+    mode :data:`PRIVATE_DIR_MODE` (an existing folder of the current user is tightened to it)."""
+    return private_dir(Path(os.environ.get("WORKBOOK_VAR_DIR") or PROJECT_ROOT / "var"))
 
 
 def store_db_path() -> Path:
@@ -34,7 +105,5 @@ def reference_db_path() -> Path:
 
 
 def outbox_dir() -> Path:
-    """The folder that ``google_drive_write_file`` writes into."""
-    path = var_dir() / "outbox"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The folder that ``google_drive_write_file`` writes into (mode :data:`PRIVATE_DIR_MODE`)."""
+    return private_dir(var_dir() / "outbox")

@@ -5,7 +5,10 @@ sk-…"), whole or in part; a model may repeat one it read; a page may show the 
 :func:`redact` replaces a secret, and any run of key-like characters that shares 12 or more
 consecutive characters with it, by ``[redacted]``. :func:`configured_secrets` lists the secrets
 configured on this machine (the environment and ``.env``), so tool results, stored outputs,
-messages and error texts can all be cleaned of them.
+messages and error texts can all be cleaned of them. :func:`mask_url_password` hides the password
+of a database URL (``postgresql://user:***@host/db``) in any text shown to a person, and
+:func:`warn_if_env_file_shared` warns, once per file and process, when ``.env`` can be read by
+other users.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import warnings
 from collections.abc import Iterable, Mapping
-from urllib.parse import quote, urlsplit
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
 
 from dotenv import dotenv_values
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from helpers.paths import PROJECT_ROOT
 
@@ -59,11 +67,14 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
     """The secret values configured here: every setting of the environment and of ``.env`` whose
     name looks secret (:data:`SECRET_NAME_RE`), and the password of any URL setting (a
     ``postgresql://user:password@host/db`` store URL). Values shorter than 8 characters are left
-    out (placeholders such as ``none``)."""
+    out (placeholders such as ``none``). Reading ``.env`` warns if other users can read it
+    (:func:`warn_if_env_file_shared`)."""
     if env is None:
-        file_values = (
-            dotenv_values(PROJECT_ROOT / ".env") if (PROJECT_ROOT / ".env").is_file() else {}
-        )
+        env_file = PROJECT_ROOT / ".env"
+        file_values: Mapping[str, str | None] = {}
+        if env_file.is_file():
+            warn_if_env_file_shared(env_file)
+            file_values = dotenv_values(env_file)
         env = {**file_values, **os.environ}
     found: set[str] = set()
     for name, value in env.items():
@@ -76,3 +87,92 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
             except ValueError:
                 continue
     return tuple(sorted(v for v in found if len(v) >= MIN_SECRET_CHARS))
+
+
+#: What stands for a hidden URL password (SQLAlchemy's own ``hide_password`` marker).
+MASKED_PASSWORD = "***"
+#: ``scheme://user:password@`` anywhere in a text: the password runs to the last ``@`` before a
+#: space, a quote or a ``/`` (so an unencoded ``@`` inside it is hidden too).
+_URL_PASSWORD_RE = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"]*:)(?P<password>[^\s'\"/]*)@"
+)
+
+
+def _url_password(url: str) -> str | None:
+    try:
+        return make_url(url).password
+    except (ArgumentError, ValueError):
+        try:
+            password = urlsplit(url).password
+        except ValueError:
+            return None
+        return unquote(password) if password else None
+
+
+def mask_url_password(text: str, url: str | None = None) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``.
+
+    Args:
+        text: a URL (``postgresql://u:secret@host/db``) or any message holding URLs. A whole
+            SQLAlchemy URL is rendered by SQLAlchemy with ``hide_password=True``; in any text,
+            ``scheme://user:password@`` becomes ``scheme://user:***@``.
+        url: the URL the message is about, if known: its password is also hidden where the text
+            repeats it outside the URL (plain, URL-encoded or JSON-escaped; passwords of 8
+            characters or more, see :func:`redact`).
+
+    Returns:
+        The masked text (unchanged if it holds no password). Never raises.
+    """
+    if text and not any(c.isspace() for c in text):
+        try:
+            parsed = make_url(text)
+            if parsed.password is not None:
+                text = parsed.render_as_string(hide_password=True)
+        except (ArgumentError, ValueError):
+            pass
+    text = _URL_PASSWORD_RE.sub(lambda m: f"{m['head']}{MASKED_PASSWORD}@", text)
+    if url:
+        password = _url_password(url)
+        if password:
+            text = redact(text, [password])
+    return text
+
+
+#: Permission bits that let users other than the owner read (or write) a file.
+ENV_FILE_SHARED_BITS = 0o077
+#: The ``.env`` files warned about in this process (each is warned about once).
+_warned_env_files: set[Path] = set()
+
+
+class EnvFileWarning(UserWarning):
+    """``.env`` (which holds API keys) can be read by other users of this machine."""
+
+
+def warn_if_env_file_shared(path: Path) -> bool:
+    """Warn (:class:`EnvFileWarning`, one line) when ``path`` grants any permission to its group
+    or to others, once per file and process; a missing file, or a system without POSIX modes, is
+    no warning.
+
+    Args:
+        path: the ``.env`` file.
+
+    Returns:
+        Whether a warning was issued by this call.
+    """
+    if os.name != "posix":
+        return False
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return False
+    key = path.absolute()
+    if not mode & ENV_FILE_SHARED_BITS or key in _warned_env_files:
+        return False
+    _warned_env_files.add(key)
+    warnings.warn(
+        f"{path} holds secrets and is open to other users (mode {mode:04o}); "
+        f"run `chmod 600 {path}`",
+        EnvFileWarning,
+        stacklevel=3,
+    )
+    return True

@@ -98,14 +98,19 @@ class Reply:
 
     def map_text(self, change: Any) -> Reply:
         """A copy with ``change`` applied to the content, the refusal, the provider fields and
-        each tool call's name and arguments (e.g. to redact a secret the model echoed)."""
+        each tool call's provider id, name and arguments (e.g. to redact a secret the model or the
+        provider echoed: an id is provider text like any other)."""
         return replace(
             self,
             content=None if self.content is None else change(self.content),
             refusal=None if self.refusal is None else change(self.refusal),
             provider_fields=map_strings(self.provider_fields, change),
             tool_calls=[
-                ReplyToolCall(c.provider_id, change(c.name), change(c.arguments))
+                ReplyToolCall(
+                    None if c.provider_id is None else change(c.provider_id),
+                    change(c.name),
+                    change(c.arguments),
+                )
                 for c in self.tool_calls
             ],
         )

@@ -15,6 +15,7 @@ HTTP 400 when an assistant message with tool calls comes back without it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -235,3 +236,49 @@ class ScriptedProvider:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# -- a hostile model and endpoint ------------------------------------------------------------
+
+#: Text that acts instead of showing, in every sink: script and event-handler HTML, Markdown
+#: images and links, autolinks, TeX, ANSI / OSC 8 / OSC 52 / title escapes, C1 controls, bidi
+#: overrides and invisible characters, a carriage return, rich markup and emoji codes.
+CANARIES = {
+    "script": "<script>window.__pwned=1</script>",
+    "onerror": '<img src=x onerror="window.__pwned=1">',
+    "md_image": "![x](http://127.0.0.1:9/leak.png)",
+    "md_link": "[click](javascript:alert(1))",
+    "autolinks": "<https://evil.example> https://evil.example/x www.evil.example a@evil.example",
+    "tex": "$\\href{javascript:alert(1)}{x}$",
+    "ansi": "\x1b[2J\x1b[31mFAKE: all cases passed",
+    "osc8": "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\",
+    "osc52": "\x1b]52;c;ZWNobyBQV05FRA==\x07",
+    "title": "\x1b]0;pwned\x07",
+    "c1": "\x9b2J\x9d0;x\x9c",
+    "bidi": "\u202eevil\u202c \u2066x\u2069 zero\u200bwidth \ufeff tag\U000e0041",
+    "cr": "line\roverwritten",
+    "rich": "[bold red]markup[/] [link=http://evil.example]x[/link] :smile:",
+}
+HOSTILE = " ".join(CANARIES.values())
+
+#: What a hostile model or endpoint answers, each carrying :data:`HOSTILE`: a refusal, an answer,
+#: an answer only in the reasoning, an HTTP 400 error body, an error inside a 200 (OpenRouter's
+#: "upstream said: …"), and an HTML error page.
+HOSTILE_REPLIES: tuple[Any, ...] = (
+    completion(None, message_extra={"refusal": HOSTILE}),
+    completion(HOSTILE),
+    completion("", message_extra={"reasoning_content": HOSTILE}),
+    Answer({"error": {"message": HOSTILE, "type": "invalid_request_error"}}, status=400),
+    Answer({"error": {"message": f"upstream said: {HOSTILE}", "code": 502}}),
+    Answer(f"<html><body><h1>{HOSTILE}</h1></body></html>", 400, "text/html"),
+)
+
+
+def hostile_replies() -> Step:
+    """A step answering each request with the next of :data:`HOSTILE_REPLIES`, round and round."""
+    count = itertools.count()
+
+    def step(_request: dict[str, Any]) -> Any:
+        return HOSTILE_REPLIES[next(count) % len(HOSTILE_REPLIES)]
+
+    return step

@@ -12,7 +12,8 @@ from scripted import scripted_client, tool_calls
 from helpers.cases import load_cases
 from helpers.context.policies import make_policy
 from helpers.loop.agent import run_turn
-from helpers.tooling.tools import read_outbox, yt_transcribe
+from helpers.tooling.outbox import read_outbox
+from helpers.tooling.tools import yt_transcribe
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 LONG = yt_transcribe("123")

@@ -136,3 +136,28 @@ def test_imports_flow_one_way_through_the_layers() -> None:
                 assert rank[target] <= rank[own], (
                     f"{module} ({own}) imports {node.module} ({target}), a layer above"
                 )
+
+
+def test_the_threat_model_states_the_limits_in_force() -> None:
+    """The README's threat model names each cap of issue 17 with the value the code enforces."""
+    from helpers import limits
+    from helpers.cases import MAX_CASE_FILE_BYTES
+    from helpers.context import compaction
+    from helpers.tooling import outbox, sql_sandbox
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    threat_model = readme.split("### Threat model", 1)[1]
+    stated = {
+        "tool calls per reply": f"at most {limits.MAX_TOOL_CALLS_PER_REPLY} tool calls per reply",
+        "tool calls per turn": f"{limits.MAX_TOOL_CALLS_PER_TURN} per turn",
+        "bytes per turn": f"{limits.MAX_STORED_BYTES_PER_TURN // 1_000_000} MB stored per turn",
+        "bytes per thread": f"{limits.MAX_STORED_BYTES_PER_THREAD // 1_000_000} MB per thread",
+        "worker memory": f"{sql_sandbox.SQL_WORKER_ADDRESS_SPACE_BYTES // 1_000_000} MB address",
+        "outbox files": f"at most {outbox.MAX_OUTBOX_FILES:,} files",
+        "summary item": f"at most {compaction.MAX_SUMMARY_ITEM_CHARS} characters",
+        "summary lines": f"at most {compaction.MAX_SUMMARY_DETAIL_LINES} detail lines",
+        "summary size": f"{compaction.MAX_SUMMARY_CHARS:,} characters",
+        "case file": f"at most {MAX_CASE_FILE_BYTES // 1024} KB",
+    }
+    missing = {name: text for name, text in stated.items() if text not in threat_model}
+    assert not missing, f"README's threat model does not say: {missing}"

@@ -19,7 +19,8 @@ from provider import ScriptedProvider, completion, tool_call
 
 import helpers.context.policies as policies
 import helpers.context.resolve_tools as resolve_tools
-import helpers.tooling.tools as tools_module
+import helpers.tooling.outbox as outbox_module
+import helpers.tooling.sql_sandbox as sandbox
 from helpers.context.modes import for_mode
 from helpers.context.policies import BoxPolicy, make_policy
 from helpers.loop.agent import dispatch, run_turn
@@ -188,7 +189,7 @@ def test_a_planted_key_reaches_no_sink(tmp_path, monkeypatch, store) -> None:
 def test_a_symlink_in_the_outbox_never_redirects_a_write(tmp_path) -> None:
     outside = tmp_path / "precious.txt"
     outside.write_text("keep me")
-    outbox = tools_module.outbox_dir()
+    outbox = outbox_module.outbox_dir()
     for name in ("planted.txt", ".planted.txt.partial"):
         link = outbox / name
         link.unlink(missing_ok=True)
@@ -216,7 +217,7 @@ def test_concurrent_writes_of_one_name_all_succeed_and_leave_nothing_behind() ->
         t.start()
     for t in threads:
         t.join()
-    outbox = tools_module.outbox_dir()
+    outbox = outbox_module.outbox_dir()
     assert errors == []
     assert not list(outbox.glob(".write-*.partial"))
     content = (outbox / "race.txt").read_text()
@@ -226,12 +227,12 @@ def test_concurrent_writes_of_one_name_all_succeed_and_leave_nothing_behind() ->
 def test_overwriting_says_so_and_quotas_hold(monkeypatch) -> None:
     google_drive_write_file("twice.txt", "first")
     assert "replaced an existing file of 5 bytes" in google_drive_write_file("twice.txt", "2nd")
-    monkeypatch.setattr(tools_module, "MAX_OUTBOX_FILE_BYTES", 100)
+    monkeypatch.setattr(outbox_module, "MAX_OUTBOX_FILE_BYTES", 100)
     with pytest.raises(ValueError, match="over the limit of 100 bytes per file"):
         google_drive_write_file("big.txt", "x" * 101)
-    monkeypatch.setattr(tools_module, "MAX_OUTBOX_FILE_BYTES", 10**9)
-    used = sum(p.stat().st_size for p in tools_module.outbox_dir().iterdir() if p.is_file())
-    monkeypatch.setattr(tools_module, "MAX_OUTBOX_TOTAL_BYTES", used + 50)
+    monkeypatch.setattr(outbox_module, "MAX_OUTBOX_FILE_BYTES", 10**9)
+    used = sum(p.stat().st_size for p in outbox_module.outbox_dir().iterdir() if p.is_file())
+    monkeypatch.setattr(outbox_module, "MAX_OUTBOX_TOTAL_BYTES", used + 50)
     with pytest.raises(ValueError, match="would pass its limit"):
         google_drive_write_file("more.txt", "y" * 100)
 
@@ -248,18 +249,18 @@ def test_a_failed_write_leaves_nothing(monkeypatch) -> None:
         handle.write = write
         return handle
 
-    monkeypatch.setattr(tools_module.os, "fdopen", full_disk)
+    monkeypatch.setattr(outbox_module.os, "fdopen", full_disk)
     with pytest.raises(OSError, match="No space left"):
         google_drive_write_file("full.txt", "data")
-    assert not list(tools_module.outbox_dir().glob(".write-*.partial"))
-    assert not (tools_module.outbox_dir() / "full.txt").exists()
+    assert not list(outbox_module.outbox_dir().glob(".write-*.partial"))
+    assert not (outbox_module.outbox_dir() / "full.txt").exists()
 
 
 # -- every tool bounded in time, memory and output ---------------------------------------------
 
 
 def test_run_sql_stops_an_endless_query(monkeypatch) -> None:
-    monkeypatch.setattr(tools_module, "SQL_TIME_LIMIT_S", 0.5)
+    monkeypatch.setattr(sandbox, "SQL_TIME_LIMIT_S", 0.5)
     started = time.monotonic()
     result = json.loads(
         run_sql(
@@ -273,9 +274,11 @@ def test_run_sql_stops_an_endless_query(monkeypatch) -> None:
 @pytest.mark.parametrize(
     "query",
     [
-        "SELECT zeroblob(2000000000)",
-        "SELECT randomblob(2000000000)",
-        "SELECT hex(zeroblob(25000000)) FROM countries LIMIT 10",
+        # zeroblob and randomblob are refused outright (tests/test_sql_bounds.py); values built
+        # from short text past SQL_MAX_VALUE_BYTES are refused as too big
+        "SELECT hex(printf('%.*c', 600000, 'x')) FROM countries LIMIT 10",
+        "SELECT replace(printf('%.*c', 999999, 'x'), 'x', 'xy')",
+        "SELECT group_concat(printf('%.*c', 900000, 'x')) FROM countries",
     ],
 )
 def test_run_sql_refuses_giant_values(query) -> None:
@@ -287,7 +290,7 @@ def test_run_sql_refuses_giant_values(query) -> None:
 def test_run_sql_results_are_valid_json_and_capped(monkeypatch) -> None:
     data = json.loads(run_sql("SELECT 1e999, -1e999, x'00ff', 0.0 / 0"))
     assert data["rows"] == [["Infinity", "-Infinity", {"blob_bytes": 2, "hex": "00ff"}, None]]
-    monkeypatch.setattr(tools_module, "SQL_MAX_RESULT_CHARS", 2_000)
+    monkeypatch.setattr(sandbox, "SQL_MAX_RESULT_CHARS", 2_000)
     capped = json.loads(run_sql("SELECT code, name FROM subdivisions", max_rows=1000))
     assert capped["truncated"] is True and 10 < capped["row_count"] < 100
 
@@ -457,7 +460,7 @@ def test_an_injected_page_cannot_make_explore_mode_write(store) -> None:
         )
     write = record.tool_calls[1]
     assert not write.ran and "not available in mode 'explore'" in write.result
-    assert not (tools_module.outbox_dir() / "exfil.txt").exists()
+    assert not (outbox_module.outbox_dir() / "exfil.txt").exists()
 
 
 # -- CLI input ----------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from helpers.tokens import count_chat_tokens, count_tokens, encoding
+from helpers.tooling.outbox import read_outbox
 from helpers.tooling.registry import ToolArgumentError, ToolRegistry, tool_from_function
 from helpers.tooling.tools import (
     deep_check,
     get_page,
     google_drive_write_file,
-    read_outbox,
     registry,
     run_sql,
     yt_transcribe,

@@ -434,6 +434,28 @@ def grep(value, pattern, window):
     return "\\n".join(lines)
 """,
         ),
+        (
+            "the model's text written unquoted (a file name can start a line of its own)",
+            """def summarize_writes(writes):
+    ok = [e for e in writes if e.error is None]
+    lines = [f"- Wrote {len(ok)} files:"]
+    for e in writes:
+        name = e.arguments.get("file_name", "?")
+        lines.append(f"  - {name}: FAILED: {e.error}" if e.error else f"  - {name}: {e.result}")
+    return "\\n".join(lines)
+""",
+        ),
+        (
+            "quoted with repr() instead of quoted(): not the summary's JSON strings, no length cap",
+            """def summarize_writes(writes):
+    ok = [e for e in writes if e.error is None]
+    lines = [f"- Wrote {len(ok)} files:"]
+    for e in writes:
+        name = repr(e.arguments.get("file_name", "?"))
+        lines.append(f"  - {name}: FAILED: {e.error!r}" if e.error else f"  - {name}: {e.result!r}")
+    return "\\n".join(lines)
+""",
+        ),
     ],
     ("06", 3): [
         ("fold nothing", "def fold_indices(messages, keep_last):\n    return set()\n"),

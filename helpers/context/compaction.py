@@ -38,6 +38,22 @@ from helpers.tokens import count_chat_tokens
 DEFAULT_KEEP_LAST_CALLS = 6
 DEFAULT_THRESHOLD_TOKENS = 10_000
 SUMMARY_HEADER = "[Earlier in this session:]"
+#: The role of the summary message. Never ``system``: the summary quotes what models and tools
+#: wrote (arguments, errors, requests), and text a model chose must not gain the authority of
+#: the system prompt (OWASP LLM01, prompt injection). It goes back as what the user side of the
+#: conversation recorded, as Codex CLI does with its compacted history.
+SUMMARY_ROLE = "user"
+#: The most characters of one quoted item (an argument, an error, a result, a request) in a
+#: summary; longer ones are cut with an ellipsis.
+MAX_SUMMARY_ITEM_CHARS = 200
+#: The most error lines and written-file lines a (merged) summary keeps: the newest ones; the
+#: counts still cover every call.
+MAX_SUMMARY_DETAIL_LINES = 24
+#: The longest summary, in characters, however many times it was merged: past it, the oldest
+#: detail lines go first, then the end of the text.
+MAX_SUMMARY_CHARS = 6_000
+#: Tool names shown as they are; any other name (a model may invent any text) is quoted.
+_PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 CATEGORY_OF: dict[str, str] = {
     "get_page": "read",
@@ -117,6 +133,47 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def quoted(text: Any, width: int = MAX_SUMMARY_ITEM_CHARS) -> str:
+    """Model- or tool-derived ``text`` as quoted data for a summary: whitespace folded (no line
+    breaks), cut to ``width`` characters (at most :data:`MAX_SUMMARY_ITEM_CHARS`, with an
+    ellipsis), then written as a JSON string, so it can never end its quotes, start a line of its
+    own or pass for the summary's structure (``- Wrote 0 files:``, ``SYSTEM: …``).
+
+    Args:
+        text: anything; ``str(text)`` is quoted.
+        width: the most characters kept.
+
+    Returns:
+        The JSON string, e.g. ``"report.txt"``.
+    """
+    return json.dumps(_clip(text, min(width, MAX_SUMMARY_ITEM_CHARS)), ensure_ascii=False)
+
+
+def _tool_name(name: str) -> str:
+    """A tool name as the summary shows it: plain if it looks like one, else quoted data."""
+    return name if _PLAIN_NAME_RE.fullmatch(name) else quoted(name, 64)
+
+
+def _split_items(text: str) -> list[str]:
+    """``text`` split on ``"; "`` outside JSON strings (a quoted item may hold ``; ``)."""
+    items, start, in_string, escaped = [], 0, False, False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == ";" and text.startswith("; ", index):
+            items.append(text[start:index])
+            start = index + 2
+    items.append(text[start:])
+    return [item for item in items if item]
+
+
 def _what(exchange: Exchange) -> str:
     """The main argument of a call, shortened: what was read or asked."""
     args = exchange.arguments
@@ -130,15 +187,15 @@ def _what(exchange: Exchange) -> str:
         "opaque_reference",
     ):
         if key in args:
-            return f"{key}={_clip(args[key], 60)}"
-    return _clip(json.dumps(args, ensure_ascii=False), 60)
+            return f"{key}={quoted(args[key], 60)}"
+    return quoted(json.dumps(args, ensure_ascii=False), 60)
 
 
 def _errors(failed: list[Exchange], width: int) -> str:
     """Every distinct error, lightly compressed, with a count when it repeats."""
     counts: dict[str, int] = {}
     for exchange in failed:
-        text = _clip(exchange.error or "", width)
+        text = quoted(exchange.error or "", width)
         counts[text] = counts.get(text, 0) + 1
     return "; ".join(f"{text} ×{n}" if n > 1 else text for text, n in counts.items())
 
@@ -148,26 +205,28 @@ def summarize_category(category: str, exchanges: list[Exchange]) -> str:
     n = len(exchanges)
     failed = [e for e in exchanges if e.error]
     if category == "read":
-        items = "; ".join(f"{e.name}({_what(e)})" for e in exchanges[:6])
+        items = "; ".join(f"{_tool_name(e.name)}({_what(e)})" for e in exchanges[:6])
         more = f"; … {n - 6} more" if n > 6 else ""
         fails = f" ({len(failed)} failed: {_errors(failed, 80)})" if failed else ""
         return f"- Read {n} item{'s' * (n != 1)}: {items}{more}{fails}"
     if category == "write":
         lines = [f"- Wrote {n - len(failed)} file{'s' * (n - len(failed) != 1)}:"]
         for e in exchanges:
-            name = e.arguments.get("file_name", "?")
+            name = quoted(e.arguments.get("file_name", "?"))
             if e.error:
-                lines.append(f"  - {name}: FAILED: {_clip(e.error, 160)}")
+                lines.append(f"  - {name}: FAILED: {quoted(e.error)}")
             else:
-                lines.append(f"  - {name}: {_clip(e.result, 120)}")
+                lines.append(f"  - {name}: {quoted(e.result)}")
         return "\n".join(lines)
     if category == "execution":
         ok = n - len(failed)
-        names = sorted({e.name for e in exchanges})
+        names = sorted({_tool_name(e.name) for e in exchanges})
         lines = [
             f"- Ran {n} execution{'s' * (n != 1)} ({', '.join(names)}): {ok} succeeded, {len(failed)} failed"
         ]
-        lines += [f"  - {e.name}({_what(e)}) failed: {_clip(e.error, 200)}" for e in failed]
+        lines += [
+            f"  - {_tool_name(e.name)}({_what(e)}) failed: {quoted(e.error, 200)}" for e in failed
+        ]
         return "\n".join(lines)
     fails = f" ({len(failed)} failed: {_errors(failed, 60)})" if failed else ""
     return f"- Ran {n} quer{'ies' if n != 1 else 'y'}{fails}"
@@ -203,7 +262,7 @@ def summarize_history(
     rules = rules or CompactionRules()
     lines = [SUMMARY_HEADER]
     if requests:
-        shown = "; ".join(f"'{_clip(r, 60)}'" for r in requests[-3:])
+        shown = "; ".join(quoted(r, 60) for r in requests[-3:])
         lines.append(f"- Earlier requests ({len(requests)}): {shown}")
     for category in CATEGORY_ORDER:
         group = [e for e in exchanges if rules.categorize(e.name) == category]
@@ -213,13 +272,32 @@ def summarize_history(
     for e in exchanges:
         ref = presented_reference_id(e.result)
         if ref:
-            refs.append(f"{e.name}({_what(e)}) -> {make_reference(ref)}")
+            refs.append(f"{_tool_name(e.name)}({_what(e)}) -> {make_reference(ref)}")
     if refs:
         lines.append("- References from these calls are still valid: " + "; ".join(refs[:10]))
-    return "\n".join(lines)
+    return _bounded(lines)
+
+
+def _bounded(lines: list[str]) -> str:
+    """The summary text from its lines: detail lines (``  - …``) said twice kept once, at most
+    :data:`MAX_SUMMARY_DETAIL_LINES` of them (the newest) and :data:`MAX_SUMMARY_CHARS`
+    characters in all."""
+    details = [i for i, line in enumerate(lines) if line.startswith("  - ")]
+    newest = {lines[i]: i for i in details}  # a line said again (the same error) is kept once
+    dropped = {i for i in details if newest[lines[i]] != i}
+    details = [i for i in details if i not in dropped]
+    dropped |= set(details[: max(0, len(details) - MAX_SUMMARY_DETAIL_LINES)])
+    kept = [line for i, line in enumerate(lines) if i not in dropped]
+    while sum(len(line) + 1 for line in kept) > MAX_SUMMARY_CHARS:
+        oldest = next((i for i, line in enumerate(kept) if line.startswith("  - ")), None)
+        if oldest is None:
+            break
+        del kept[oldest]
+    return "\n".join(kept)[:MAX_SUMMARY_CHARS]
 
 
 _READ_RE = re.compile(r"^- Read (\d+) items?: (.*?)(?: \((\d+) failed: (.*)\))?$")
+_QUOTED_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
 _QUERY_RE = re.compile(r"^- Ran (\d+) quer(?:y|ies)(?: \((\d+) failed: (.*)\))?$")
 _EXEC_RE = re.compile(r"^- Ran (\d+) executions? \((.*?)\): (\d+) succeeded, (\d+) failed$")
 _WRITE_RE = re.compile(r"^- Wrote (\d+) files?:$")
@@ -240,11 +318,11 @@ def _parse_summary(text: str) -> dict[str, Any]:
     for line in text.splitlines()[1:]:
         if m := _REQUESTS_RE.match(line):
             parts["requests"][0] += int(m[1])
-            parts["requests"][1] += re.findall(r"'([^']*)'", m[2])
+            parts["requests"][1] += _QUOTED_RE.findall(m[2])
             section = None
         elif m := _READ_RE.match(line):
             parts["read"][0] += int(m[1])
-            parts["read"][1] += [i for i in m[2].split("; ") if not i.startswith("… ")]
+            parts["read"][1] += [i for i in _split_items(m[2]) if not i.startswith("… ")]
             parts["read"][2] += int(m[3] or 0)
             parts["read"][3] += [m[4]] if m[4] else []
             section = None
@@ -263,7 +341,7 @@ def _parse_summary(text: str) -> dict[str, Any]:
             parts["write"][0] += int(m[1])
             section = "write"
         elif line.startswith(_REFS_PREFIX):
-            parts["refs"] += line[len(_REFS_PREFIX) :].split("; ")
+            parts["refs"] += _split_items(line[len(_REFS_PREFIX) :])
             section = None
         elif line.startswith("  - ") and section == "write":
             parts["write"][1].append(line)
@@ -273,18 +351,19 @@ def _parse_summary(text: str) -> dict[str, Any]:
 
 
 def merge_summaries(older: str, newer: str) -> str:
-    """One bounded summary from two: counts add up, the newest read items and references are
-    kept, and every file written and every error line is kept."""
+    """One bounded summary from two: counts add up; the newest read items, references, written
+    files and error lines are kept, within :data:`MAX_SUMMARY_DETAIL_LINES` lines and
+    :data:`MAX_SUMMARY_CHARS` characters however often summaries are merged."""
     a, b = _parse_summary(older), _parse_summary(newer)
     lines = [SUMMARY_HEADER]
     asked = a["requests"][0] + b["requests"][0]
     if asked:
-        shown = "; ".join(f"'{r}'" for r in (a["requests"][1] + b["requests"][1])[-3:])
+        shown = "; ".join((a["requests"][1] + b["requests"][1])[-3:])
         lines.append(f"- Earlier requests ({asked}): {shown}")
     reads = a["read"][0] + b["read"][0]
     if reads:
         items = (a["read"][1] + b["read"][1])[-6:]
-        fails = a["read"][3] + b["read"][3]
+        fails = (a["read"][3] + b["read"][3])[-6:]
         failed = a["read"][2] + b["read"][2]
         more = f"; … {reads - len(items)} earlier" if reads > len(items) else ""
         tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
@@ -304,13 +383,13 @@ def merge_summaries(older: str, newer: str) -> str:
     queries = a["query"][0] + b["query"][0]
     if queries:
         failed = a["query"][1] + b["query"][1]
-        fails = a["query"][2] + b["query"][2]
+        fails = (a["query"][2] + b["query"][2])[-6:]
         tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
         lines.append(f"- Ran {queries} quer{'ies' if queries != 1 else 'y'}{tail}")
     refs = (a["refs"] + b["refs"])[-10:]
     if refs:
         lines.append(_REFS_PREFIX + "; ".join(refs))
-    return "\n".join(lines)
+    return _bounded(lines)
 
 
 def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]:
@@ -397,7 +476,8 @@ def compact(
 
     ``rules`` replaces how calls are categorised, summarised and cut (default: this module's).
     Returns a new list (the input is not changed): the folded exchanges are replaced, where the
-    first of them stood, by one system message starting with ``[Earlier in this session:]``.
+    first of them stood, by one :data:`SUMMARY_ROLE` message (never a system message) starting
+    with ``[Earlier in this session:]``, bounded by :data:`MAX_SUMMARY_CHARS`.
     """
     rules = rules or CompactionRules()
     tools = list(tools or [])
@@ -413,6 +493,7 @@ def compact(
         str(messages[i].get("content") or "")
         for i in sorted(fold)
         if messages[i].get("role") == "user"
+        and not str(messages[i].get("content") or "").startswith(SUMMARY_HEADER)
     ]
     previous = [
         messages[i]
@@ -431,7 +512,7 @@ def compact(
             continue
         if index in fold:
             if not inserted:
-                out.append({"role": "system", "content": summary})
+                out.append({"role": SUMMARY_ROLE, "content": summary})
                 inserted = True
             continue
         out.append(message)

@@ -29,6 +29,10 @@ MARKER_RE = re.compile(
 )
 
 
+#: The longest truncation marker, in characters (a tool_call_id is at most 255 characters).
+MAX_MARKER_CHARS = 400
+
+
 class PreviewPassedAsValue(GuardRefusal):
     """A tool argument still holds a truncation marker: the model passed a preview on as if it
     were the full output. The call is refused before the tool runs."""
@@ -66,7 +70,8 @@ class Preview:
 
 def parse_preview(content: str) -> Preview | None:
     """The :class:`Preview` that ``content`` is, or ``None`` if it carries no truncation marker."""
-    match = MARKER_RE.search(content)
+    # the marker ends the content and is short: look at the tail only (linear in any content)
+    match = MARKER_RE.search(content, max(0, len(content) - MAX_MARKER_CHARS))
     if match is None:
         return None
     return Preview(content[: match.start()], int(match["hidden"]), match["call_id"])

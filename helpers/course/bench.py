@@ -7,6 +7,7 @@ Speed goals live here, not in timed tests. Each figure is printed with its goal:
 - a 200-character slice of a 1 KB and of a 50 MB stored value, and their ratio (goal < 3×:
   reads cost O(slice), not O(value));
 - ``log_tool`` throughput over 10,000 outputs (goal ≥ 2,000 rows/s on SQLite);
+- one tool call whose argument is a 1 MB hostile text, per shape (goal < 1 s: linear scans);
 - lookup by ``tool_call_id`` among 100,000 rows (goal < 1 ms);
 - the offline run time of every solution notebook (goal: all of them under 180 s);
 - tokens: the comparison's totals per strategy and their ratio to the floor.
@@ -36,9 +37,11 @@ from rich.table import Table
 from sqlalchemy import insert
 
 from helpers.context.policies import BoxPolicy
+from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import dispatch
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
 from helpers.tooling.store import ToolOutput, ToolOutputStore
+from helpers.tooling.tools import default_registry
 
 
 def machine() -> dict[str, Any]:
@@ -110,6 +113,53 @@ def bench_round_trip(store: ToolOutputStore, size_bytes: int, repeat: int) -> fl
         assert received.pop() == values["v"]
 
     return median_s(once, repeat)
+
+
+#: Argument texts that made backtracking regexes slow, at any length ``n`` (characters asked):
+#: code fences around long runs of spaces or tabs, runs of wrappers, scheme look-alikes, key-like
+#: runs, truncation markers. ``tests/test_limits.py`` checks that their cost grows linearly.
+HOSTILE_ARGUMENT_SHAPES: dict[str, Callable[[int], str]] = {
+    "fence and spaces": lambda n: "```\n" + " " * n + "x``",
+    "fence and tabs": lambda n: "```text\n" + "\t" * n + "``",
+    "fences": lambda n: "```\n" * (n // 4),
+    "backticks": lambda n: "`" * n,
+    "quotes": lambda n: '"' * n,
+    "schemes": lambda n: "internal:/" * (n // 10),
+    "key-like": lambda n: "A" * n,
+    "markers": lambda n: " ...[+1 chars. full output: fetch_tool_output(tool_call_id='" * (n // 60),
+}
+
+
+def hostile_argument(shape: str, json_chars: int) -> str:
+    """The arguments JSON text ``{"text": …}`` of ``shape`` at about ``json_chars`` characters
+    (JSON escapes counted: a tab is two)."""
+    make = HOSTILE_ARGUMENT_SHAPES[shape]
+    per_unit = len(json.dumps(make(100_000))) / 100_000
+    return json.dumps({"text": make(int(json_chars / per_unit))})
+
+
+def bench_hostile_arguments(store: ToolOutputStore, repeat: int) -> dict[str, float]:
+    """The slowest median seconds, over every strategy, of one ``deep_check`` call whose
+    argument is each :data:`HOSTILE_ARGUMENT_SHAPES` shape at about 990,000 characters of JSON
+    (goal < 1 s: every scan of a model's text is linear)."""
+    slowest: dict[str, float] = {}
+    for strategy in ("inline", "truncate", "box", "box-json"):
+        policy = policy_for(strategy)
+        tools = default_registry().merged(policy.internal_tools())
+        thread = "bench_args_" + uuid.uuid4().hex
+        store.log_tool(thread, "call_long", "yt_transcribe", {}, "x" * 20_000)
+        for shape in HOSTILE_ARGUMENT_SHAPES:
+            raw = hostile_argument(shape, 990_000)
+
+            def once(
+                raw: str = raw, policy: Any = policy, tools: Any = tools, thread: str = thread
+            ) -> None:
+                ctx = ToolContext(store=store, thread_id=thread)
+                dispatch("call_" + uuid.uuid4().hex, "deep_check", raw, tools, policy, ctx)
+
+            seconds = median_s(once, repeat)
+            slowest[shape] = max(slowest.get(shape, 0.0), seconds)
+    return slowest
 
 
 def bench_slices(store: ToolOutputStore, repeat: int) -> dict[str, float]:
@@ -227,6 +277,8 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
         figures["log_tool_rows_per_s"] = bench_log_tool(store, 2_000 if quick else 10_000)
         figures["lookup_ms_at_100k_rows"] = bench_lookup(store, 20_000 if quick else 100_000, 1_000)
         results["stores"][name] = figures
+        if name == "sqlite":
+            results["hostile_arguments_s"] = bench_hostile_arguments(store, 3)
         store.close()
     results["notebooks_s"] = bench_notebooks()
     results["tokens"] = bench_tokens(ToolOutputStore(f"sqlite:///{folder / 'tokens.sqlite'}"))
@@ -258,6 +310,12 @@ def report(results: dict[str, Any], console: Console) -> None:
             "< 1 ms",
         )
         console.print(table)
+    table = Table(title="One tool call with a 1 MB hostile argument (slowest strategy, median)")
+    for column in ("argument shape", "seconds", "goal"):
+        table.add_column(column, justify="left" if column == "argument shape" else "right")
+    for shape, seconds in results.get("hostile_arguments_s", {}).items():
+        table.add_row(shape, f"{seconds:.3f}", "< 1 s")
+    console.print(table)
     notebooks = results["notebooks_s"]
     table = Table(title="Solution notebooks, offline")
     table.add_column("notebook")

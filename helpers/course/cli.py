@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import (
     BarColumn,
@@ -45,6 +43,7 @@ from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES, for_mode
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.course.outputs_cli import add_outputs_command, run_outputs
+from helpers.escaping import for_json, for_rich, for_terminal
 from helpers.evaluation.compare import Comparison, write_report
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
@@ -75,7 +74,8 @@ from helpers.models.llm import (
 )
 from helpers.paths import CASES_DIR
 from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona
-from helpers.replies import has_unpaired_surrogate, valid_text
+from helpers.redaction import mask_url_password
+from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
@@ -106,11 +106,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _print_json(data: Any) -> None:
-    """One JSON object on one line of stdout (valid UTF-8 whatever the data holds)."""
-    text = json.dumps(data, ensure_ascii=False)
-    if has_unpaired_surrogate(text):
-        text = json.dumps(data, ensure_ascii=True)
-    print(text, flush=True)
+    """One JSON object on one line of stdout, ASCII only (:func:`helpers.escaping.for_json`)."""
+    print(for_json(data), flush=True)
 
 
 def _whole_number(minimum: int) -> Any:
@@ -135,13 +132,6 @@ def _port(text: str) -> int:
 
 _non_negative = _whole_number(0)
 _positive = _whole_number(1)
-_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _terminal_safe(text: str) -> str:
-    """``text`` for a terminal: control characters (an ANSI escape a model or a page sends could
-    clear the screen or retitle the window) shown as ``\\xNN``, and rich markup escaped."""
-    return escape(_CONTROL_RE.sub(lambda m: f"\\x{ord(m[0]):02x}", valid_text(text)))
 
 
 def _add_context_controls(parser: argparse.ArgumentParser) -> None:
@@ -434,6 +424,7 @@ def _console(color: str, stream: Any = None) -> Console:
         force_terminal=force,
         no_color=color == "never",
         highlight=False,
+        emoji=False,  # ":name:" in a model's text stays as written
     )
 
 
@@ -449,8 +440,8 @@ def _open_store(url: str | None) -> ToolOutputStore:
         store.count()  # opens a connection: a bad file or server fails here, not mid-turn
         return store
     except Exception as exc:
-        reason = " ".join(str(exc).split("\n")[0].split())[:300]
-        shown = url or "the default store"
+        reason = mask_url_password(" ".join(str(exc).split("\n")[0].split()), url)[:300]
+        shown = mask_url_password(url) if url else "the default store"
         raise ValueError(
             f"cannot use {shown!r} as the store ({type(exc).__name__}: {reason}); give --db a "
             "SQLAlchemy URL such as sqlite:///var/my.sqlite"
@@ -462,7 +453,7 @@ def _usage_error(args: argparse.Namespace, message: str) -> int:
     if getattr(args, "json", False):
         _print_json({"status": "usage_error", "error": message})
     else:
-        print(f"workbook: {message}", file=sys.stderr)
+        print(f"workbook: {for_terminal(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -500,17 +491,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if human:
             out.print_json(json.dumps(schemas))
         else:
-            print(json.dumps(schemas), file=sys.stderr)
+            print(for_json(schemas), file=sys.stderr)
 
     status = None
     if human:
-        out.print(f"[bold]Model:[/] {escape(config.describe())}")
-        out.print(f"[bold]Strategy:[/] {escape(policy.describe())}")
+        out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
+        out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
         if args.mode:
             out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
         if history:
             out.print(
-                f"[bold]Thread:[/] {escape(thread_id)}, continued: {len(history)} earlier messages"
+                f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} earlier messages"
             )
         if not config.offline:
             status = out.status("waiting for the model…")
@@ -532,15 +523,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
         elif name == "tool_call" and isinstance(data, ToolCallRecord):
             style = _KIND_STYLE.get(data.result_kind, "white")
-            out.print(
-                f"[cyan]→ {_terminal_safe(data.name)}[/]({_terminal_safe(_short(data.arguments, 200))})"
-            )
+            out.print(f"[cyan]→ {for_rich(data.name)}[/]({for_rich(_short(data.arguments, 200))})")
             size = (
                 f", full output {data.output_chars} chars" if data.output_chars is not None else ""
             )
             guards = f" [magenta]guard: {', '.join(data.guards)}[/]" if data.guards else ""
             out.print(
-                f"  [{style}]← {data.result_kind}{size}:[/] {_terminal_safe(_short(data.result))}{guards}"
+                f"  [{style}]← {data.result_kind}{size}:[/] {for_rich(_short(data.result))}{guards}"
             )
 
     try:
@@ -569,28 +558,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
     else:
         _print_outcome(out, record)
         if args.dump_context:
-            out.print_json(json.dumps(record.messages, ensure_ascii=False))
+            out.print_json(for_json(record.messages))
     return EXIT_CODES.get(record.status, EXIT_FAILED)
 
 
 def _print_outcome(out: Console, record: Any) -> None:
     """The answer (or why there is none), then usage and how to continue the thread."""
     if record.ok:
-        out.print(Panel(_terminal_safe(record.answer or ""), title="answer", expand=False))
+        out.print(Panel(for_rich(record.answer or ""), title="answer", expand=False))
     elif record.status == "incomplete":
-        out.print(f"[bold yellow]Incomplete:[/] {_terminal_safe(record.error or '')}")
+        out.print(f"[bold yellow]Incomplete:[/] {for_rich(record.error or '')}")
         if (record.answer or "").strip():
-            out.print(Panel(_terminal_safe(record.answer), title="what came back", expand=False))
+            out.print(Panel(for_rich(record.answer), title="what came back", expand=False))
         if record.reasoning:
             out.print(
                 Panel(
-                    _terminal_safe(_short(record.reasoning, 2000)),
+                    for_rich(_short(record.reasoning, 2000)),
                     title="the model's reasoning (not an answer)",
                     expand=False,
                 )
             )
     else:
-        out.print(f"[bold red]No answer ({record.status}):[/] {_terminal_safe(record.error or '')}")
+        out.print(f"[bold red]No answer ({record.status}):[/] {for_rich(record.error or '')}")
     usage = record.usage()
     guards = record.guard_counts()
     out.print(
@@ -600,7 +589,7 @@ def _print_outcome(out: Console, record: Any) -> None:
         + (f"; guards: {', '.join(f'{g} ×{n}' for g, n in guards.items())}" if guards else "")
     )
     out.print(
-        f"[bold]Thread:[/] {escape(record.thread_id)} (continue it: --thread {escape(record.thread_id)})"
+        f"[bold]Thread:[/] {for_rich(record.thread_id)} (continue it: --thread {for_rich(record.thread_id)})"
     )
 
 
@@ -620,10 +609,10 @@ def _load_cases_or_fail(pattern: str) -> list[Case] | None:
     try:
         cases = load_cases(pattern)
     except CaseError as exc:
-        print(f"workbook: {exc}", file=sys.stderr)
+        print(f"workbook: {for_terminal(str(exc))}", file=sys.stderr)
         return None
     if not cases:
-        print(f"workbook: no case files match {pattern!r}", file=sys.stderr)
+        print(f"workbook: no case files match {for_terminal(repr(pattern))}", file=sys.stderr)
         return None
     return cases
 
@@ -653,7 +642,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
     with _progress(out, disable=args.json) as progress:
         for config in configs:
             if not args.json:
-                out.print(f"[bold]Model:[/] {escape(config.describe())}")
+                out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
             task = progress.add_task(config.model, total=len(cases) * len(strategies))
             client = client_for_cases(
                 config, cases, max_retries=args.max_retries, timeout_s=args.timeout
@@ -681,12 +670,11 @@ def cmd_cases(args: argparse.Namespace) -> int:
     failed = [run for _, run in results if not run.passed]
     if args.json:
         print(
-            json.dumps(
+            for_json(
                 {
                     "runs": [_run_json(c, r, args.few_shot) for c, r in results],
                     "failed": len(failed),
-                },
-                ensure_ascii=False,
+                }
             )
         )
     else:
@@ -712,11 +700,11 @@ def cmd_cases(args: argparse.Namespace) -> int:
             verdict = (
                 "[green]pass[/]"
                 if run.passed
-                else f"[red]fail:[/] {escape(run.validation.summary())}"
+                else f"[red]fail:[/] {for_rich(run.validation.summary())}"
             )
             table.add_row(
-                *[config.model] * several,
-                run.case.id,
+                *[for_rich(config.model)] * several,
+                for_rich(run.case.id),
                 run.strategy,
                 verdict,
                 str(usage["prompt_tokens"]),
@@ -769,7 +757,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _usage_error(args, str(exc))
     out = _console(args.color)
-    out.print(f"[bold]Model:[/] {escape(config.describe())}")
+    out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
     personas = [PERSONAS[name] for name in MISTAKE_PERSONAS] if args.personas else []
     if personas and not config.offline:
         out.print("[dim]personas are offline only: no persona rows for a real model[/]")
@@ -832,7 +820,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if missed:
         out.print(f"[yellow]box goal missed on {len(missed)} case(s):[/]")
         for case_id, goal in missed.items():
-            out.print(f"  {case_id}: {escape(goal.get('why', ''))}")
+            out.print(f"  {for_rich(case_id)}: {for_rich(goal.get('why', ''))}")
     else:
         out.print(
             f"[green]box goal met on every case[/] (≤ {data['box_goal_ratio']}× the cheaper of "
@@ -840,7 +828,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     if scaling:
         for strategy, sentence in scaling["breaks"].items():
-            out.print(f"  [bold]{strategy}[/] {escape(sentence)}")
+            out.print(f"  [bold]{strategy}[/] {for_rich(sentence)}")
     if data["personas"]:
         out.print(_persona_table(data["personas"]))
     for kind, path in paths.items():
@@ -984,7 +972,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_json({"status": "error", "error": message})
         else:
             print(
-                f"workbook: {valid_text(message)} (WORKBOOK_DEBUG=1 shows the traceback)",
+                f"workbook: {for_terminal(message)} (WORKBOOK_DEBUG=1 shows the traceback)",
                 file=sys.stderr,
             )
         return EXIT_FAILED

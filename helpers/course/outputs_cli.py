@@ -5,7 +5,9 @@
   bytes, reference, kind, when it was logged.
 - ``workbook outputs show ID``: one output (or a slice of it: ``--start``, ``--length``, in
   characters). ``ID`` is a reference (``internal://<id>``), a reference id, or a
-  ``tool_call_id`` (with ``--thread`` when the same id is in several threads).
+  ``tool_call_id`` (with ``--thread`` when the same id is in several threads). Control and
+  invisible characters are shown as escapes (:func:`helpers.escaping.for_terminal`); ``--raw``
+  writes the stored characters exactly, for a file or a pipe.
 - ``workbook outputs prune``: delete outputs by age (``--older-than 7d``) and/or thread; it says
   how many would go, and deletes only with ``--yes``.
 
@@ -15,17 +17,16 @@ In the manner of ``llm logs`` (simonw/llm): the log is the user's to read and to
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from helpers.context.boxing import make_reference, reference_id
+from helpers.escaping import for_json, for_rich, for_terminal
 from helpers.guards import GuardRefusal
 from helpers.tooling.store import StoredOutput, ToolOutputStore
 
@@ -66,6 +67,12 @@ def add_outputs_command(sub: Any, parents: list[argparse.ArgumentParser]) -> Non
     show.add_argument("--thread", help="the thread of a tool_call_id")
     show.add_argument("--start", type=int, default=0, help="first character (default 0)")
     show.add_argument("--length", type=int, help=f"characters (default: up to {SHOW_MAX_CHARS:,})")
+    show.add_argument(
+        "--raw",
+        action="store_true",
+        help="write the stored characters exactly, escape sequences included (for a file or a "
+        "pipe; without it, control and invisible characters are shown as \\x1b, \\u202e)",
+    )
     prune = actions.add_parser("prune", parents=parents, help="delete outputs by age or thread")
     prune.add_argument("--older-than", type=parse_age, metavar="AGE", help="e.g. 7d, 12h, 30m")
     prune.add_argument("--thread", help="only this thread's outputs (all of them, if no age)")
@@ -97,7 +104,7 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
     if args.thread is None:
         threads = store.thread_summaries(limit=args.max)
         if args.json:
-            print(json.dumps({"threads": threads}, default=str, ensure_ascii=False))
+            print(for_json({"threads": threads}, default=str))
             return 0
         table = Table(title=f"Threads with outputs ({store!r})")
         for column in ("thread", "outputs", "chars", "bytes", "last output"):
@@ -106,7 +113,7 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         for t in threads:
             last = t["last"].isoformat(timespec="seconds") if t["last"] else ""
             table.add_row(
-                escape(t["thread_id"]),
+                for_rich(t["thread_id"]),
                 str(t["outputs"]),
                 f"{t['chars']:,}",
                 f"{t['bytes']:,}",
@@ -116,12 +123,12 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         return 0
     rows = store.list_thread(args.thread)[: args.max]
     if args.json:
-        print(json.dumps({"thread_id": args.thread, "outputs": [_size(r) for r in rows]}))
+        print(for_json({"thread_id": args.thread, "outputs": [_size(r) for r in rows]}))
         return 0
     if not rows:
-        out.print(f"no outputs in thread {escape(args.thread)!r}")
+        out.print(f"no outputs in thread {for_rich(args.thread)!r}")
         return 1
-    table = Table(title=f"Outputs of thread {escape(args.thread)}")
+    table = Table(title=f"Outputs of thread {for_rich(args.thread)}")
     for column in ("tool_call_id", "tool", "chars", "bytes", "reference", "kind", "created"):
         numeric = column in ("chars", "bytes")
         table.add_column(column, justify="right" if numeric else "left", overflow="fold")
@@ -129,8 +136,8 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         size = _size(row)
         n_bytes = "" if size["n_bytes"] is None else f"{size['n_bytes']:,}"
         table.add_row(
-            escape(row.tool_call_id),
-            escape(row.tool_name),
+            for_rich(row.tool_call_id),
+            for_rich(row.tool_name),
             f"{row.n_chars:,}",
             n_bytes,
             size["reference"],
@@ -167,14 +174,14 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         return 2
     row = _find(args, store)
     if isinstance(row, str):
-        print(f"workbook: {row}", file=sys.stderr)
+        print(f"workbook: {for_terminal(row)}", file=sys.stderr)
         return 1
     length = args.length if args.length is not None else SHOW_MAX_CHARS
     text = store.read_range(row.id, args.start, length)
     end = args.start + len(text)
     if args.json:
         print(
-            json.dumps(
+            for_json(
                 {
                     **_size(row),
                     "thread_id": row.thread_id,
@@ -182,19 +189,19 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
                     "start": args.start,
                     "end": end,
                     "content": text,
-                },
-                ensure_ascii=False,
+                }
             )
         )
         return 0
     out.print(
-        f"[bold]{escape(row.tool_name)}[/] {escape(row.tool_call_id)} in thread "
-        f"{escape(row.thread_id)}: {row.n_chars:,} chars"
+        f"[bold]{for_rich(row.tool_name)}[/] {for_rich(row.tool_call_id)} in thread "
+        f"{for_rich(row.thread_id)}: {row.n_chars:,} chars"
         + (f", {row.n_bytes:,} bytes" if row.n_bytes is not None else "")
         + f", {make_reference(row.ref_id)}; characters {args.start:,}-{end:,}",
         highlight=False,
     )
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    shown = text if args.raw else for_terminal(text)  # --raw: exactly, for a file or a pipe
+    sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
     if end < row.n_chars and args.length is None:
         out.print(f"[dim]… {row.n_chars - end:,} more chars: --start {end} --length N[/]")
     return 0
@@ -206,7 +213,7 @@ def _prune(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> in
         return 2
     count = store.prune(older_than=args.older_than, thread_id=args.thread, dry_run=not args.yes)
     if args.json:
-        print(json.dumps({"deleted" if args.yes else "would_delete": count}))
+        print(for_json({"deleted" if args.yes else "would_delete": count}))
     elif args.yes:
         out.print(f"deleted {count} output(s)")
     else:

@@ -7,11 +7,11 @@ eye, and the view says by how many characters.
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
 from helpers.context.compaction import SUMMARY_HEADER
+from helpers.escaping import for_html
 from helpers.loop.agent import TurnRecord
 from helpers.tokens import count_message_tokens
 from helpers.tooling.store import ToolOutputStore
@@ -29,11 +29,11 @@ KIND_COLOURS = {
 def _shorten(text: str, max_chars: int) -> str:
     """Head and tail of a long text (the tail keeps a truncation marker in view)."""
     if len(text) <= max_chars:
-        return html.escape(text)
+        return for_html(text)
     head, tail = max_chars * 2 // 3, max_chars // 3
     hidden = len(text) - head - tail
     note = f"<i style='color:#888'> … ({hidden:,} chars not shown here) … </i>"
-    return html.escape(text[:head]) + note + html.escape(text[len(text) - tail :])
+    return for_html(text[:head]) + note + for_html(text[len(text) - tail :])
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -60,14 +60,14 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
             badge = " <b style='color:#6a1b9a'>[⟲ compacted history]</b>"
         rows.append(
             f"<tr style='background:{ROLE_COLOURS.get(role, '#fff')}'>"
-            f"<td style='vertical-align:top'><b>{role}</b>{badge}</td>"
+            f"<td style='vertical-align:top'><b>{for_html(role)}</b>{badge}</td>"
             f"<td style='vertical-align:top;text-align:right'>{count_message_tokens(message):,}</td>"
             f"<td style='white-space:pre-wrap;font-family:monospace;font-size:85%'>"
             f"{_shorten(_message_text(message), max_chars)}</td></tr>"
         )
     per_call = ", ".join(f"{c.prompt_tokens:,}" for c in record.model_calls)
     return (
-        f"<h4 style='margin:4px 0'>{html.escape(heading)}</h4>"
+        f"<h4 style='margin:4px 0'>{for_html(heading)}</h4>"
         f"<p style='margin:2px 0'>{usage['prompt_tokens']:,} prompt tokens over {usage['calls']} "
         f"model calls ({per_call}); {usage['completion_tokens']:,} completion tokens; "
         f"{len(record.tool_calls)} tool calls; status <b>{record.status}</b></p>"
@@ -87,7 +87,7 @@ def side_by_side(left: str, right: str) -> str:
 def answer_html(record: TurnRecord) -> str:
     """The answer (or the failure) as an HTML paragraph."""
     text = record.answer if record.ok else f"no answer: {record.error}"
-    return f"<p><b>answer:</b> {html.escape(json.dumps(text, ensure_ascii=False)[1:-1])}</p>"
+    return f"<p><b>answer:</b> {for_html(json.dumps(text, ensure_ascii=False)[1:-1])}</p>"
 
 
 def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
@@ -108,7 +108,7 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
         full = row.content
         full_results[call.id] = full
         title = widgets.HTML(
-            f"<b>{html.escape(call.name)}</b> <i>({len(full):,} chars, full result)</i>"
+            f"<b>{for_html(call.name)}</b> <i>({len(full):,} chars, full result)</i>"
         )
         children.append(title)
         try:
@@ -116,9 +116,9 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
         except ValueError:
             data = None
         if isinstance(data, dict) and {"columns", "rows"} <= set(data):
-            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in data["columns"])
+            head = "".join(f"<th>{for_html(str(c))}</th>" for c in data["columns"])
             body = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
+                "<tr>" + "".join(f"<td>{for_html(str(v))}</td>" for v in r) + "</tr>"
                 for r in data["rows"]
             )
             children.append(
@@ -131,16 +131,16 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
                         widgets.Image(value=base64.b64decode(part["data"]), format="png", width=420)
                     )
                 elif part.get("type") == "text":
-                    children.append(widgets.HTML(html.escape(str(part.get("text")))))
+                    children.append(widgets.HTML(for_html(str(part.get("text")))))
         elif full.lstrip().lower().startswith(("<!doctype html", "<html")):
             children.append(
                 widgets.HTML(
-                    f"<iframe sandbox srcdoc='{html.escape(full, quote=True)}' "
+                    f"<iframe sandbox srcdoc='{for_html(full)}' "
                     "style='width:100%;height:260px;border:1px solid #ccc'></iframe>"
                 )
             )
         else:
-            children.append(widgets.HTML(f"<pre>{html.escape(full[:2000])}</pre>"))
+            children.append(widgets.HTML(f"<pre>{for_html(full[:2000])}</pre>"))
     box = widgets.VBox(children)
     box.full_results = full_results
     return box

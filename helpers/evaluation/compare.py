@@ -34,7 +34,6 @@ model on the same cases and strategy.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from typing import Any
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BOX_DESIGNS
 from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
+from helpers.escaping import for_html, for_json, for_markdown
 from helpers.evaluation.pricing import (
     DEFAULT_PRICE_MODEL,
     Price,
@@ -473,7 +473,7 @@ def to_markdown(data: dict[str, Any]) -> str:
     strategies = [v for v in data["totals"] if v != "floor"]
     pricing = data.get("pricing") or {}
     lines = [
-        f"# Truncation vs boxing, side by side ({data['model']})",
+        f"# Truncation vs boxing, side by side ({for_markdown(data['model'])})",
         "",
         "Prompt tokens summed over every model call of the turn (o200k_base, from `usage`). "
         f"Preview limit {data['limit_chars']} chars. ✅ the case passed its checks, ❌ it did "
@@ -494,7 +494,8 @@ def to_markdown(data: dict[str, Any]) -> str:
                 continue
             cells.append(_cell(m))
             if not m["passed"]:
-                failures.append(f"- {case_id} / {strategy}: {'; '.join(m['reasons'])}")
+                reasons = for_markdown("; ".join(m["reasons"]))
+                failures.append(f"- {for_markdown(case_id)} / {strategy}: {reasons}")
         floor = entry.get("floor", {}).get("prompt_tokens")
         goal = entry.get("box_goal")
         if goal is None:
@@ -504,7 +505,7 @@ def to_markdown(data: dict[str, Any]) -> str:
         else:
             goal_cell = f"{'✅' if goal['met'] else '❌'} {goal['ratio']:.2f}× {goal['against']}"
         lines.append(
-            f"| {case_id} | "
+            f"| {for_markdown(case_id)} | "
             + " | ".join(cells)
             + f" | {f'{floor:,}' if floor else '–'} | {goal_cell} |"
         )
@@ -519,7 +520,9 @@ def to_markdown(data: dict[str, Any]) -> str:
     ]
     if missed:
         lines[-1] += f"missed on {len(missed)} case(s):"
-        lines += [""] + [f"- {c}: {g.get('why', '')}" for c, g in missed]
+        lines += [""] + [
+            f"- {for_markdown(c)}: {for_markdown(g.get('why', ''))}" for c, g in missed
+        ]
     else:
         lines[-1] += "met on every case."
     price_line = (
@@ -674,14 +677,15 @@ def persona_markdown(personas: dict[str, Any]) -> list[str]:
         fired = ", ".join(f"{g} ×{n}" for g, n in row["guard_hits"].items()) or "–"
         guard = f"`{row['guard']}`" if row["guard"] else "none"
         lines.append(
-            f"| {name} | {row['strategy']} | {row['mistake']} | {guard} | {fired} | "
+            f"| {for_markdown(name)} | {row['strategy']} | {for_markdown(row['mistake'])} | "
+            f"{guard} | {fired} | "
             f"{row['passed']}/{row['cases']} | {row['prompt_tokens']:,} | {row['ratio_to_ideal']} "
             f"| {row['model_calls']} ({row['ideal_model_calls']}) |"
         )
     failing = [(n, f) for n, row in personas.items() for f in row["failures"]]
     if failing:
         lines += ["", "Why persona runs failed:", ""]
-        lines += [f"- {name}, {failure}" for name, failure in failing]
+        lines += [f"- {for_markdown(name)}, {for_markdown(failure)}" for name, failure in failing]
     return lines
 
 
@@ -824,7 +828,7 @@ def headline_html(data: dict[str, Any]) -> str:
         colour = "#2e7d32" if ok else "#c62828"
         cells.append(
             "<div style='padding:8px 14px;border:1px solid #ddd;border-radius:8px;min-width:120px'>"
-            f"<div style='font-size:14px;color:#555'>{row['strategy']}</div>"
+            f"<div style='font-size:14px;color:#555'>{for_html(row['strategy'])}</div>"
             f"<div style='font-size:30px;font-weight:bold'>{_ratio(row['ratio_to_floor'])}</div>"
             "<div style='font-size:12px;color:#555'>prompt tokens of the floor</div>"
             f"<div style='font-size:12px;color:#555'>{_usd(row['usd_cached'])} cached</div>"
@@ -847,9 +851,7 @@ def write_report(
     }
     if data.get("scaling"):
         paths["scaling_png"] = out_dir / "scaling.png"
-    paths["json"].write_text(
-        json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    paths["json"].write_text(for_json(data, indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(to_markdown(data), encoding="utf-8")
     plot(data, paths["png"], focus_case=focus_case)
     if "scaling_png" in paths:

@@ -71,6 +71,7 @@ from helpers.context.compaction import (
 )
 from helpers.context.policies import BoxPolicy, ResultPolicy
 from helpers.guards import GuardRefusal
+from helpers.limits import TurnLimits
 from helpers.redaction import configured_secrets, redact
 from helpers.replies import (
     ProviderError,
@@ -82,7 +83,7 @@ from helpers.replies import (
 )
 from helpers.tokens import count_chat_tokens, count_tokens
 from helpers.tooling.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
-from helpers.tooling.store import DuplicateToolCallError, ToolOutputStore
+from helpers.tooling.store import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
 
 DEFAULT_MAX_ITERATIONS = 8
 #: Turn statuses (see the module docstring).
@@ -323,6 +324,7 @@ def run_turn(
     temperature: float | None = None,
     on_event: EventHook | None = None,
     compaction: CompactionSettings | None = None,
+    limits: TurnLimits | None = None,
 ) -> TurnRecord:
     """Run one agent turn for ``prompt`` and return its :class:`TurnRecord`.
 
@@ -346,6 +348,8 @@ def run_turn(
         compaction: if given, before each model call the history is compacted when the context
             passes ``compaction.threshold_tokens`` (:mod:`helpers.context.compaction`); each time is noted
             in ``record.compactions`` and the summary message marks the place in the transcript.
+        limits: the caps on tool calls and stored bytes (:class:`helpers.limits.TurnLimits`;
+            default: its defaults). A call past a cap gets an error result and the turn goes on.
 
     Returns:
         The record; ``status`` is one of :data:`STATUSES` (see the module docstring). Tool
@@ -371,6 +375,7 @@ def run_turn(
         temperature=temperature,
         emit=on_event or (lambda _name, _data: None),
         compaction=compaction,
+        limits=limits or TurnLimits(),
     )
     try:  # the loop of notebook 01: ask the model, run the tools it calls, until it answers
         turn.add_user_message()
@@ -410,6 +415,7 @@ class _Turn:
     compaction: CompactionSettings | None
     used_ids: set[str] = field(default_factory=set)
     provider_ids_seen: set[str] = field(default_factory=set)
+    calls_run: int = 0  # tool calls dispatched in this turn (for TurnLimits)
 
     @classmethod
     def start(
@@ -428,13 +434,16 @@ class _Turn:
         temperature: float | None,
         emit: EventHook,
         compaction: CompactionSettings | None,
+        limits: TurnLimits,
     ) -> _Turn:
         """The system message, the history (secrets redacted) and an empty record."""
         secrets_to_hide = [
             *configured_secrets(),
             *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
         ]
-        ctx = ToolContext(store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide))
+        ctx = ToolContext(
+            store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide), limits=limits
+        )
         ctx.shown_references.update(_shown_references(history))
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
@@ -529,17 +538,29 @@ class _Turn:
         return reply, calls
 
     def run_tool_calls(self, calls: list[_ToolCall]) -> str | None:
-        """Dispatch each call and add its result; returns why the turn must stop, if it must."""
-        for call in calls:
-            tool_record = dispatch(
-                call.id,
-                call.name,
-                call.arguments,
-                self.tools,
-                self.policy,
-                self.ctx,
-                provider_call_id=call.provider_id,
-            )
+        """Dispatch each call and add its result; returns why the turn must stop, if it must.
+
+        A call past a cap of :class:`helpers.limits.TurnLimits` (per reply, per turn) is not
+        run: its result is an error saying which cap, so the model can go on with fewer."""
+        limits = self.ctx.limits
+        for index, call in enumerate(calls):
+            over = _over_call_limit(limits, index, len(calls), self.calls_run)
+            if over is not None:
+                ctx, guards = self.ctx, len(self.ctx.guards)
+                tool_record = _Call(
+                    call.id, call.name, call.arguments, call.provider_id, ctx, guards
+                ).refuse(over, guard="refused_over_limit")
+            else:
+                self.calls_run += 1
+                tool_record = dispatch(
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    self.tools,
+                    self.policy,
+                    self.ctx,
+                    provider_call_id=call.provider_id,
+                )
             self.record.tool_calls.append(tool_record)
             self.append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
             self.emit("tool_call", tool_record)
@@ -566,6 +587,23 @@ class _Turn:
 
 
 # -- the phases of a turn -------------------------------------------------------------------
+
+
+def _over_call_limit(limits: TurnLimits, index: int, in_reply: int, run: int) -> str | None:
+    """Why call ``index`` of a reply of ``in_reply`` calls may not run (``run`` calls ran
+    before it in the turn), or ``None``."""
+    per_reply, per_turn = limits.max_tool_calls_per_reply, limits.max_tool_calls_per_turn
+    if per_reply is not None and index >= per_reply:
+        return (
+            f"not run: this reply made {in_reply} tool calls, over the limit of {per_reply} per "
+            f"reply; the first {per_reply} ran. Make at most {per_reply} calls at a time."
+        )
+    if per_turn is not None and run >= per_turn:
+        return (
+            f"not run: this turn has made {run} tool calls, the limit per turn. Answer with what "
+            "you have."
+        )
+    return None
 
 
 def _maybe_compact(
@@ -966,6 +1004,17 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
     output = redact(valid_text(output), ctx.secrets)
     row = None
     if ctx.store is not None and not tool.internal:
+        stored_bytes = len(output.encode("utf-8")) + len(raw_arguments.encode("utf-8"))
+        turn_cap = ctx.limits.max_stored_bytes_per_turn
+        if turn_cap is not None and ctx.stored_bytes + stored_bytes > turn_cap:
+            return refuse(
+                f"{name} ran, but its output was not kept: this turn has stored "
+                f"{ctx.stored_bytes:,} bytes, and {stored_bytes:,} more would pass the limit of "
+                f"{turn_cap:,} bytes per turn. Answer with what you have, or ask for less "
+                "(a smaller query, one page at a time).",
+                ran=True,
+                guard="refused_over_limit",
+            )
         try:
             row = ctx.store.log_tool(
                 ctx.thread_id,
@@ -974,9 +1023,18 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
                 raw_arguments,
                 output,
                 provider_call_id=call.provider_id,
+                max_thread_bytes=ctx.limits.max_stored_bytes_per_thread,
             )
         except DuplicateToolCallError as exc:
             return refuse(str(exc), ran=True)
+        except StoreQuotaExceeded as exc:
+            return refuse(
+                f"{name} ran, but {exc}. Start a new thread, or prune this one's outputs "
+                "(workbook outputs prune --thread …).",
+                ran=True,
+                guard="refused_over_limit",
+            )
+        ctx.stored_bytes += stored_bytes
     presented = policy.present(ctx, tool, call.id, output, row)
     return ToolCallRecord(
         id=call.id,

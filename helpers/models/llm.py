@@ -40,6 +40,7 @@ from dotenv import load_dotenv
 
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
 from helpers.paths import PROJECT_ROOT
+from helpers.redaction import warn_if_env_file_shared
 
 PROVIDERS = ("openai", "openrouter", "local", "offline")
 OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -91,9 +92,14 @@ class ModelConfig:
 
 def load_env(env_file: str | Path | None = None) -> dict[str, str]:
     """Load ``.env`` (project root by default) into the environment, without overriding what is
-    already set there, and return the settings. Empty values count as unset."""
+    already set there, and return the settings. Empty values count as unset.
+
+    Warns (:class:`helpers.redaction.EnvFileWarning`, once per file and process) when the file
+    can be read by other users; the fix is ``chmod 600 .env``.
+    """
     path = Path(env_file) if env_file else PROJECT_ROOT / ".env"
     if path.is_file():
+        warn_if_env_file_shared(path)
         load_dotenv(path, override=False)
     return {k: v for k, v in os.environ.items() if v != ""}
 

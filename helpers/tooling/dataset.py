@@ -17,7 +17,7 @@ from typing import Any
 
 import pycountry
 
-from helpers.paths import reference_db_path
+from helpers.paths import make_owner_only, private_file, reference_db_path
 
 SCHEMA = """
 CREATE TABLE countries (
@@ -62,13 +62,18 @@ _TABLES: dict[str, tuple[Any, list[str], str]] = {
 def build_reference_db(path: Path | None = None) -> dict[str, int]:
     """(Re)build the reference database at ``path`` and return the row count of each table.
 
-    The file is written beside the target and moved into place, so a reader never sees half a
-    database. Default ``path``: :func:`helpers.paths.reference_db_path`.
+    The file is written beside the target (created with mode 0600, owner only) and moved into
+    place, so a reader never sees half a database. Default ``path``:
+    :func:`helpers.paths.reference_db_path`.
+
+    Raises:
+        OSError: the folder or the file cannot be written.
     """
     path = path or reference_db_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".building")
     tmp.unlink(missing_ok=True)
+    private_file(tmp)  # mode 0600 before SQLite writes a row; the rename keeps it
     counts: dict[str, int] = {}
     with sqlite3.connect(tmp) as db:
         db.executescript(SCHEMA)
@@ -94,8 +99,15 @@ def build_reference_db(path: Path | None = None) -> dict[str, int]:
 
 
 def ensure_reference_db(path: Path | None = None) -> Path:
-    """The reference database's path, building it first if it does not exist yet."""
+    """The reference database's path, building it first if it does not exist yet; a file of the
+    current user built by an earlier version with a wider mode is made 0600 (owner only).
+
+    Raises:
+        OSError: the file cannot be built.
+    """
     path = path or reference_db_path()
     if not path.is_file():
         build_reference_db(path)
+    else:
+        make_owner_only(path)
     return path

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from helpers.limits import TurnLimits
 from helpers.redaction import configured_secrets
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class ToolContext:
     mistake while a call was prepared; the agent moves them onto the call's record. ``fetched``
     holds the ``tool_call_id`` of every output fetched in full this turn (``fetch_tool_output``).
     ``secrets`` are redacted from every tool output before the store or the model sees it
-    (default: the secrets configured in the environment and ``.env``).
+    (default: the secrets configured in the environment and ``.env``). ``limits`` caps what the
+    turn may store (:mod:`helpers.limits`).
     """
 
     store: ToolOutputStore | None
@@ -66,6 +68,10 @@ class ToolContext:
     #: the history it was given)
     shown_references: set[str] = field(default_factory=set)
     secrets: tuple[str, ...] = field(default_factory=configured_secrets)
+    #: the caps of the turn (:class:`helpers.limits.TurnLimits`), and the UTF-8 bytes its tool
+    #: calls have stored so far (outputs and arguments)
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    stored_bytes: int = 0
 
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}

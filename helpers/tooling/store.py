@@ -33,11 +33,13 @@ writer waits instead of failing at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -55,11 +57,12 @@ from sqlalchemy import (
     insert,
     select,
 )
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from helpers import ids
-from helpers.paths import store_db_path
+from helpers.paths import make_owner_only, private_dir, private_file, store_db_path
 from helpers.tooling.migrations import migrate
 
 #: Every row the agent writes has this ``kind``; other kinds may share the table later.
@@ -73,10 +76,18 @@ MAX_TOOL_CALL_ID_CHARS = 255
 #: Outputs longer than this many characters are stored in chunks of this many characters, so a
 #: slice reads one or two chunks instead of the whole value.
 CHUNK_CHARS = 16_384
+#: The files SQLite keeps beside a database file (write-ahead log, shared memory, rollback
+#: journal); they hold the same rows, so they get the same owner-only mode.
+SQLITE_SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
 class DuplicateToolCallError(ValueError):
     """A ``tool_call_id`` was logged twice in the same thread (it must be unique per thread)."""
+
+
+class StoreQuotaExceeded(ValueError):
+    """A thread's outputs would pass its quota of bytes (``max_thread_bytes`` of
+    :meth:`ToolOutputStore.log_tool`); nothing of the output was stored."""
 
 
 class Base(DeclarativeBase):
@@ -225,12 +236,52 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     return engine
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The database file a SQLite URL names (relative to the working folder as SQLite resolves
+    it), or ``None`` for another database, an in-memory one, a ``file:`` URI
+    (``?uri=true``) or text that is not a SQLAlchemy URL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.query.get("uri"):
+        return None
+    if not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+def _private_sqlite_files(db_file: Path, *, create: bool = False) -> None:
+    """Make a SQLite store owner-only: with ``create``, its missing folder is made with mode
+    :data:`helpers.paths.PRIVATE_DIR_MODE` and a missing file is made empty with mode
+    :data:`helpers.paths.PRIVATE_FILE_MODE` before SQLite opens it (SQLite gives the
+    ``-wal``/``-shm``/``-journal`` files the mode of the database file); an existing file and its
+    existing side files of the current user lose their group and other bits. An existing folder
+    is left as it is (it may be a shared one, such as ``/tmp``).
+
+    Raises:
+        OSError: the folder or the file cannot be created.
+    """
+    if create:
+        folder = db_file.absolute().parent
+        if not folder.exists():
+            private_dir(folder)
+        private_file(db_file)
+    for path in (
+        db_file,
+        *(db_file.with_name(db_file.name + s) for s in SQLITE_SIDE_FILE_SUFFIXES),
+    ):
+        with contextlib.suppress(FileNotFoundError):  # SQLite deletes side files as it goes
+            make_owner_only(path)
+
+
 class ToolOutputStore:
     """Persist tool outputs and read them back, whole or in character ranges.
 
     Args:
         url: a SQLAlchemy database URL; default :func:`default_db_url`. A SQLite file's folder is
-            created if missing.
+            created if missing (mode 0700), the file itself with mode 0600; an existing file of
+            the current user, and its ``-wal``/``-shm``/``-journal`` files, are made 0600.
         busy_timeout_ms: how long a SQLite writer waits for a lock before raising
             ``sqlalchemy.exc.OperationalError`` ("database is locked").
 
@@ -242,13 +293,14 @@ class ToolOutputStore:
 
     def __init__(self, url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
         self.url = url or default_db_url()
-        if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
-            db_file = self.url.removeprefix("sqlite:///").split("?", 1)[0]
-            if db_file:
-                os.makedirs(os.path.dirname(os.path.abspath(db_file)), exist_ok=True)
+        db_file = sqlite_file(self.url)
+        if db_file is not None:
+            _private_sqlite_files(db_file, create=True)
         self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
         # Alembic: create the tables, or upgrade a database from an earlier version
         self.migrated = migrate(self.engine, Base.metadata)
+        if db_file is not None:
+            _private_sqlite_files(db_file)  # the -wal/-shm files that WAL mode has just made
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def __repr__(self) -> str:
@@ -270,6 +322,7 @@ class ToolOutputStore:
         *,
         kind: str = KIND_TOOL_OUTPUT,
         provider_call_id: str | None = None,
+        max_thread_bytes: int | None = None,
     ) -> StoredOutput:
         """Persist one dispatch and return its row (without ``content``).
 
@@ -282,9 +335,13 @@ class ToolOutputStore:
                 JSON text already.
             tool_output: the full output, any length.
             provider_call_id: the id the provider gave the call, if any (kept for reference).
+            max_thread_bytes: the thread's quota: the most UTF-8 bytes of output all its rows
+                may hold, this one included (checked in the same transaction as the write);
+                ``None``, no quota (:class:`helpers.limits.TurnLimits` gives the agent's).
 
         Raises:
             DuplicateToolCallError: ``tool_call_id`` is already logged in ``thread_id``.
+            StoreQuotaExceeded: the output would pass ``max_thread_bytes``; nothing is stored.
             TypeError: ``tool_output`` is not a string.
             ValueError: ``tool_call_id`` is empty or longer than 255 characters, or the output
                 holds a NUL character and the database is PostgreSQL.
@@ -328,6 +385,14 @@ class ToolOutputStore:
         )
         try:
             with self._sessions.begin() as session:
+                if max_thread_bytes is not None:
+                    held = self._thread_bytes(session, thread_id)
+                    if held + len(encoded) > max_thread_bytes:
+                        raise StoreQuotaExceeded(
+                            f"the thread holds {held:,} bytes of tool output; {len(encoded):,} "
+                            f"more would pass its quota of {max_thread_bytes:,} bytes, so this "
+                            "output was not stored"
+                        )
                 session.add(row)
                 if chunks:
                     session.flush()  # assigns row.id
@@ -345,6 +410,21 @@ class ToolOutputStore:
                 ) from exc
             raise
         return _to_record(row, None)
+
+    @staticmethod
+    def _thread_bytes(session: Any, thread_id: str) -> int:
+        total = session.scalar(
+            select(
+                func.coalesce(func.sum(func.coalesce(ToolOutput.n_bytes, ToolOutput.n_chars)), 0)
+            ).where(ToolOutput.thread_key == thread_key(thread_id))
+        )
+        return int(total or 0)
+
+    def thread_bytes(self, thread_id: str) -> int:
+        """UTF-8 bytes of tool output the thread holds (its rows' ``n_bytes``; rows from before
+        that column count their characters)."""
+        with self._sessions() as session:
+            return self._thread_bytes(session, thread_id)
 
     # -- looking up -----------------------------------------------------------------------------
 

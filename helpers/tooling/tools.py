@@ -14,31 +14,21 @@ listed pages), in time and in the size of what it returns or writes (the ``MAX_*
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import html
-import json
-import math
-import os
 import re
-import sqlite3
-import stat
 import sysconfig
-import tempfile
-import time
 from pathlib import Path
 
 from helpers import ids
-from helpers.paths import outbox_dir
-from helpers.tooling.dataset import ensure_reference_db
+from helpers.tooling.outbox import write_file
 from helpers.tooling.pages import PageNotFound, serve_document, serve_page
 from helpers.tooling.registry import ToolRegistry
+from helpers.tooling.sql_sandbox import run_query
 
 #: ``yt_transcribe`` returns a short transcript (under any sensible threshold) for this id.
 SHORT_VIDEO_ID = "999"
 #: Characters a long transcript has at least.
 LONG_TRANSCRIPT_MIN_CHARS = 8_000
-MAX_SQL_ROWS = 10_000
 
 registry = ToolRegistry()
 
@@ -134,14 +124,6 @@ def deep_check(text: str) -> str:
 
 # -- google_drive_write_file --------------------------------------------------------------------
 
-_SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}")
-
-
-#: The largest file google_drive_write_file writes, in bytes (UTF-8).
-MAX_OUTBOX_FILE_BYTES = 20_000_000
-#: The most the outbox may hold in all, in bytes: a write that would pass it is refused.
-MAX_OUTBOX_TOTAL_BYTES = 200_000_000
-
 
 @registry.register
 def google_drive_write_file(file_name: str, file_content: str) -> str:
@@ -154,57 +136,14 @@ def google_drive_write_file(file_name: str, file_content: str) -> str:
     Returns:
         A confirmation with the drive path and the size in characters and bytes, saying whether
         an existing file was replaced.
+
+    Raises:
+        ValueError: the name is not a plain file name (see :func:`outbox_file_name`), the content
+            is over ``MAX_OUTBOX_FILE_BYTES`` bytes, or the write would pass
+            ``MAX_OUTBOX_TOTAL_BYTES`` bytes or (a new name) ``MAX_OUTBOX_FILES`` files.
+        OSError: the file cannot be written (the disk is full, the name is a folder).
     """
-    if not _SAFE_NAME_RE.fullmatch(file_name) or ".." in file_name:
-        raise ValueError(
-            f"file_name {_clip(file_name)!r} is not a plain file name (letters, digits, space, "
-            ". _ -; no folders, at most 128 characters)"
-        )
-    data = file_content.encode("utf-8")  # lone surrogates never get this far (the agent refuses)
-    if len(data) > MAX_OUTBOX_FILE_BYTES:
-        raise ValueError(
-            f"{len(data):,} bytes is over the limit of {MAX_OUTBOX_FILE_BYTES:,} bytes per file"
-        )
-    folder = outbox_dir()
-    target = folder / file_name
-    replaced = _regular_file_size(target)
-    in_use = sum(size for p in folder.iterdir() if p != target and (size := _regular_file_size(p)))
-    if in_use + len(data) > MAX_OUTBOX_TOTAL_BYTES:
-        raise ValueError(
-            f"the outbox holds {in_use:,} bytes; {len(data):,} more would pass its limit of "
-            f"{MAX_OUTBOX_TOTAL_BYTES:,} bytes"
-        )
-    # a fresh, unique temporary file (O_CREAT | O_EXCL: never an existing file or a symlink),
-    # then an atomic rename, which replaces the directory entry and never follows a symlink
-    fd, tmp_name = tempfile.mkstemp(prefix=".write-", suffix=".partial", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp_name, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    note = f" (replaced an existing file of {replaced:,} bytes)" if replaced is not None else ""
-    return f"Wrote drive://{file_name}: {len(file_content)} chars, {len(data)} bytes{note}."
-
-
-def _regular_file_size(path: Path) -> int | None:
-    """The size of a regular file (not following symlinks), or ``None``."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None
-    return info.st_size if stat.S_ISREG(info.st_mode) else None
-
-
-def _clip(text: str, width: int = 80) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def read_outbox(file_name: str) -> str:
-    """The content of a file in the outbox, as written (for checks and notebooks)."""
-    return (outbox_dir() / file_name).read_bytes().decode("utf-8", "surrogatepass")
+    return write_file(file_name, file_content)
 
 
 # -- get_page -----------------------------------------------------------------------------------
@@ -257,38 +196,10 @@ def get_page(url: str) -> str:
     if match:
         return serve_page(match[1])  # a page rendered at set-up time: nothing is imported
     shown = url if len(url) <= 100 else url[:97] + "..."
-    raise PageNotFound(f"404 Not Found: {html.escape(shown)} is not available offline")
+    raise PageNotFound(f"404 Not Found: {shown} is not available offline")
 
 
 # -- run_sql ------------------------------------------------------------------------------------
-
-_ALLOWED_SQL_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
-if hasattr(sqlite3, "SQLITE_RECURSIVE"):
-    _ALLOWED_SQL_ACTIONS.add(sqlite3.SQLITE_RECURSIVE)
-
-
-def _authorizer(action: int, *_args: object) -> int:
-    return sqlite3.SQLITE_OK if action in _ALLOWED_SQL_ACTIONS else sqlite3.SQLITE_DENY
-
-
-#: run_sql stops a query after this many seconds (a progress handler interrupts SQLite).
-SQL_TIME_LIMIT_S = 5.0
-#: The longest string or BLOB SQLite may build while running a query, in bytes.
-SQL_MAX_VALUE_BYTES = 1_000_000
-#: The longest result run_sql returns, in characters; rows past it are left out (truncated).
-SQL_MAX_RESULT_CHARS = 2_000_000
-#: How many bytes of a BLOB are shown (in hex) in a result.
-SQL_BLOB_PREVIEW_BYTES = 32
-
-
-def _json_value(value: object) -> object:
-    """A SQLite value as JSON can hold it: BLOBs as their size and first bytes in hex; infinite
-    and NaN floats as the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"``."""
-    if isinstance(value, bytes):
-        return {"blob_bytes": len(value), "hex": value[:SQL_BLOB_PREVIEW_BYTES].hex()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
 
 
 @registry.register
@@ -308,45 +219,7 @@ def run_sql(query: str, max_rows: int = 50) -> str:
         JSON {"columns": [...], "rows": [[...], ...], "row_count": N, "truncated": bool}, one
         row per line, or {"error": "..."} when the query is refused, fails or runs too long.
     """
-    if not 1 <= max_rows <= MAX_SQL_ROWS:
-        return json.dumps({"error": f"max_rows must be between 1 and {MAX_SQL_ROWS}"})
-    path = ensure_reference_db()
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    deadline = time.monotonic() + SQL_TIME_LIMIT_S
-    try:
-        db.set_authorizer(_authorizer)
-        db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQL_MAX_VALUE_BYTES)
-        db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        cursor = db.execute(query)
-        columns = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchmany(max_rows + 1)
-    except (sqlite3.Error, sqlite3.Warning) as exc:
-        reason = str(exc)
-        if "not authorized" in reason:
-            reason += " (only reading SELECT queries are allowed)"
-        elif reason == "interrupted":
-            reason = f"the query ran longer than {SQL_TIME_LIMIT_S:g} s and was stopped"
-        elif "too big" in reason:
-            reason += f" (a value may hold at most {SQL_MAX_VALUE_BYTES:,} bytes)"
-        return json.dumps({"error": f"query refused or failed: {reason}"})
-    finally:
-        db.close()
-    truncated = len(rows) > max_rows
-    lines: list[str] = []
-    size = 0
-    for row in rows[:max_rows]:
-        line = "  " + json.dumps([_json_value(v) for v in row], ensure_ascii=False)
-        if size + len(line) > SQL_MAX_RESULT_CHARS:
-            truncated = True
-            break
-        lines.append(line)
-        size += len(line) + 2
-    # one row per line: still valid JSON, and a preview or a line grep shows whole rows
-    body = ",\n".join(lines)
-    return (
-        f'{{"columns": {json.dumps(columns, ensure_ascii=False)}, "rows": [\n{body}\n], '
-        f'"row_count": {len(lines)}, "truncated": {json.dumps(truncated)}}}'
-    )
+    return run_query(query, max_rows)
 
 
 def default_registry() -> ToolRegistry:

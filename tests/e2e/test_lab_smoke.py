@@ -40,16 +40,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def _start_lab(workdir: Path, profile_env: dict[str, str]):
+    """JupyterLab on a free loopback port serving a copy of notebook 05, its kernels run with
+    ``profile_env``; yields ``(base URL, token)`` and stops the server after."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make e2e does it)")
     port, token = _free_port(), secrets.token_hex(16)
-    workdir = tmp_path_factory.mktemp("lab")
     shutil.copy(ROOT / "notebooks" / NOTEBOOK, workdir / NOTEBOOK)  # leave the committed one clean
     env = {
         **os.environ,
-        "WORKBOOK_PROFILE": "offline",
+        **profile_env,
         "JUPYTER_CONFIG_DIR": str(workdir / "config"),
         "PYTHONPATH": str(ROOT),
     }
@@ -63,6 +63,7 @@ def lab(tmp_path_factory):
         "--ServerApp.ip=127.0.0.1",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={workdir}",
+        "--LabApp.expose_app_in_browser=True",
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")
@@ -84,6 +85,21 @@ def lab(tmp_path_factory):
     server.wait(timeout=30)
 
 
+def _open_notebook(playwright, base: str, token: str):
+    """Chromium on the Lab's copy of notebook 05, its kernel idle: ``(browser, page)``."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+    page = browser.new_page(viewport={"width": 1600, "height": 1200})
+    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+    return browser, page
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    yield from _start_lab(tmp_path_factory.mktemp("lab"), {"WORKBOOK_PROFILE": "offline"})
+
+
 def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -91,13 +107,7 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     shots = ROOT / "build"
     shots.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 1200})
-        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
-        )
+        browser, page = _open_notebook(p, base, token)
         page.locator(".jp-Notebook").first.click()
         page.keyboard.press("Escape")
         page.evaluate(
@@ -131,3 +141,76 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     assert not [t for t in error_text if re.search(r"Error|Traceback", t)], error_text
     assert sliders >= 2, "the threshold and limit sliders did not render"
     assert tables >= 2, "the comparison table and the side-by-side view did not render"
+
+
+# -- a hostile model: its text is shown, never run ---------------------------------------------
+
+#: Cells of notebook 05 that show model and provider text: the runs and their headline (HTML), the
+#: report as Markdown, the side-by-side widget (HTML). Found by their source, run one by one (the checks between them
+#: fail against a model that never answers, and must not stop the rest).
+SINK_CELLS = (
+    "runs = run_cases(",  # ends with display(HTML(headline_html(data)))
+    "display(Markdown(to_markdown(data)))",
+    "view = widgets.HTML()",
+)
+
+
+@pytest.fixture(scope="module")
+def hostile_lab(tmp_path_factory):
+    from provider import ScriptedProvider, hostile_replies
+
+    with ScriptedProvider([hostile_replies()]) as provider:
+        yield from _start_lab(
+            tmp_path_factory.mktemp("hostile-lab"),
+            {
+                "WORKBOOK_PROFILE": "hostile",
+                "HOSTILE_BASE_URL": provider.base_url,
+                "HOSTILE_API_KEY": "hostile-endpoint-key",
+                "HOSTILE_MODEL": "hostile-model",
+                "WORKBOOK_APPROVE_SPEND": "1",
+            },
+        )
+
+
+def test_a_hostile_models_text_never_runs_in_notebook_05(hostile_lab) -> None:
+    """Refusals, answers, reasoning and error bodies carrying script and event-handler HTML,
+    Markdown images and links, ANSI and bidi characters: notebook 05 shows them as text, and no
+    script of theirs runs in the Lab's page."""
+    from playwright.sync_api import sync_playwright
+
+    base, token = hostile_lab
+    with sync_playwright() as p:
+        browser, page = _open_notebook(p, base, token)
+        page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
+        run_cell = """async (source) => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            const cells = panel.content.widgets;
+            const index = cells.findIndex(c => c.model.sharedModel.getSource().includes(source));
+            if (index < 0) { return `no cell holds ${source}`; }
+            panel.content.activeCellIndex = index;
+            await window.jupyterapp.commands.execute('notebook:run-cell');
+            return 'ran';
+        }"""
+        first = page.evaluate(run_cell, "from helpers import (")
+        assert first == "ran", first
+        for source in SINK_CELLS:
+            assert page.evaluate(run_cell, source) == "ran", source
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
+        )
+        page.wait_for_function(
+            "() => document.body.innerText.includes('onerror=\"window.__pwned=1\"')",
+            timeout=120_000,
+        )
+        ran = page.evaluate("() => window.__pwned === 1")
+        planted = page.evaluate(
+            """() => document.querySelectorAll(
+                '.jp-OutputArea img[src="x"], .jp-OutputArea script, a[href^="javascript"]').length"""
+        )
+        shown = page.evaluate("() => document.body.innerText")
+        page.screenshot(path=str(ROOT / "build" / "e2e_notebook05_hostile.png"), full_page=False)
+        browser.close()
+    assert not ran, "a model's HTML ran as script in JupyterLab"
+    assert planted == 0, "a model's HTML became elements of the page"
+    assert "<img src=x" in shown and "<script>" in shown  # shown as text
+    assert "\x1b" not in shown and "\u202e" not in shown and "\\x1b[2J" in shown

@@ -1,0 +1,201 @@
+"""Untrusted text is data at every sink: one escaping function per place text is shown.
+
+What a model writes (answers, refusals, reasoning, tool-call arguments), what a tool returns, what
+a provider sends in an error body and what a case file says are all untrusted: a model repeats
+whatever it read, and an endpoint can send anything. Shown raw, such text is code: HTML in a
+notebook output runs as script in JupyterLab's origin (an ``<img onerror=…>`` can call the Lab's
+REST API and open a terminal); Markdown makes links and images, and JupyterLab renders its HTML;
+ANSI escapes clear a terminal, retitle the window or write the clipboard (OSC 52); bidi overrides
+and invisible characters make what is shown differ from the bytes (*Trojan Source*,
+CVE-2021-42574).
+
+So such text reaches a sink only through the function made for it:
+
+=====================  ===================================================================
+:func:`for_html`       an HTML text node or quoted attribute (notebook views, widgets)
+:func:`for_markdown`   inline Markdown, one line (compare.md, notebook Markdown output)
+:func:`for_terminal`   plain text for a terminal, stderr or a log file
+:func:`for_rich`       text inside ``rich`` console markup (the CLI's tables and panels)
+:func:`for_json`       JSON text on a terminal or in a pipe (``--json`` output), ASCII only
+=====================  ===================================================================
+
+Each first applies :func:`visible`: every control character (C0 but tab and newline, DEL, C1, so
+ESC/CSI/OSC too), every bidi and invisible formatting character (Unicode category Cf, line and
+paragraph separators, Hangul fillers) and every unpaired surrogate is shown as an escape such as
+``\\x1b`` or ``\\u202e``, in time linear in the text. No call site escapes by hand (a test checks
+that ``html.escape`` and ``rich.markup.escape`` are called nowhere in the library).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from helpers.replies import valid_text
+
+#: Ranges of code points shown as escapes by :func:`visible` (besides tab and newline, which are
+#: kept): C0 and DEL and C1 controls, every format character (Unicode category ``Cf``, which a
+#: test checks against :mod:`unicodedata`: bidi embeddings, overrides and isolates, zero-width
+#: spaces and joiners, the BOM, tag characters), the line and paragraph separators, and the
+#: Hangul fillers (letters that draw nothing).
+INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0008),
+    (0x000B, 0x001F),
+    (0x007F, 0x009F),
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0x3164, 0x3164),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
+_ZWJ = "\u200d"
+
+
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    def one(code: int) -> str:
+        return f"\\x{code:02x}" if code < 0x100 else f"\\U{code:08x}"
+
+    return "".join(one(a) if a == b else f"{one(a)}-{one(b)}" for a, b in ranges)
+
+
+_INVISIBLE_RE = re.compile(f"[{_char_class(INVISIBLE_RANGES)}]")
+_INVISIBLE_OR_NEWLINE_RE = re.compile(f"[{_char_class(INVISIBLE_RANGES)}\\n]")
+
+
+def _notation(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _is_pictograph(char: str) -> bool:
+    return bool(char) and ord(char) >= 0x2190 and not char.isalnum()
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` with every character that is invisible or acts on the display shown as an escape.
+
+    Args:
+        text: any string (unpaired surrogates included).
+        keep_newlines: keep ``\\n`` as a line break; else it is shown as ``\\x0a`` too.
+
+    Returns:
+        The text in which each character of :data:`INVISIBLE_RANGES` is replaced by its escape
+        (an unpaired surrogate becomes U+FFFD, the replacement character): ``\\x1b`` (ESC),
+        ``\\u202e`` (RIGHT-TO-LEFT OVERRIDE), ``\\U000e0041`` (TAG LATIN CAPITAL LETTER A). Tab
+        is kept; a zero-width joiner between two pictographs (an emoji sequence such as 👩‍💻) is
+        kept. Linear in the length of ``text``.
+    """
+    text = valid_text(text)
+    pattern = _INVISIBLE_RE if keep_newlines else _INVISIBLE_OR_NEWLINE_RE
+
+    def replace(match: re.Match[str]) -> str:
+        char = match[0]
+        start = match.start()
+        if (
+            char == _ZWJ
+            and start > 0
+            and _is_pictograph(text[start - 1])
+            and _is_pictograph(text[start + 1 : start + 2])
+        ):
+            return char
+        return _notation(char)
+
+    return pattern.sub(replace, text)
+
+
+def for_terminal(text: str) -> str:
+    """``text`` for a terminal, stderr or a log file: :func:`visible` (line breaks kept, carriage
+    returns and every escape sequence shown, never sent)."""
+    return visible(text)
+
+
+#: What may follow ``[`` in a rich markup tag (``rich.markup.RE_TAGS``).
+_RICH_TAG_START = frozenset("abcdefghijklmnopqrstuvwxyz#/@")
+
+
+def for_rich(text: str) -> str:
+    """``text`` inside ``rich`` console markup, followed by anything: :func:`for_terminal`, then
+    every ``[`` that would open a tag (a style, a ``[link=…]``) escaped, with the backslashes
+    before it doubled, and a trailing run of backslashes doubled, so it cannot escape the markup
+    that follows. (``rich.markup.escape`` drops a backslash of a trailing ``\\\\``.) Linear.
+    """
+    parts = for_terminal(text).split("[")
+    out = [parts[0]]
+    for part in parts[1:]:
+        if part[:1] in _RICH_TAG_START and part[:1] and "]" in part:
+            previous = out[-1]
+            out[-1] = previous + "\\" * (len(previous) - len(previous.rstrip("\\"))) + "\\"
+        out.append(part)
+    escaped = "[".join(out)
+    return escaped + "\\" * (len(escaped) - len(escaped.rstrip("\\")))
+
+
+def for_html(text: str) -> str:
+    """``text`` as an HTML text node or a quoted attribute value: :func:`visible` (line breaks
+    kept), then ``& < > " '`` as character references, so no tag, attribute or entity of the
+    text is ever parsed."""
+    return (
+        visible(text)
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
+
+
+#: Characters :func:`for_markdown` writes as numeric character references: CommonMark never
+#: reads a character reference as markup, so none of them can open a code span, emphasis, a
+#: link, an image, raw HTML, an autolink (``:`` and ``@``), a table cell (``|``), a
+#: strikethrough (``~``) or TeX math (``$``, ``\\``, braces), which JupyterLab renders too.
+MARKDOWN_SPECIAL = frozenset("\\`*_[]<>&|~$:@{}#!")
+_MARKDOWN_LINE_START = frozenset("-+=>0123456789")
+_MARKDOWN_RE = re.compile(
+    "[" + "".join(re.escape(c) for c in sorted(MARKDOWN_SPECIAL)) + "]|(?<=[wW])\\."
+)
+
+
+def for_markdown(text: str) -> str:
+    """``text`` as inline Markdown: one line that renders as exactly these characters.
+
+    :func:`visible`, line breaks turned to spaces, then each character of
+    :data:`MARKDOWN_SPECIAL` as a character reference (``&#42;`` for ``*``), a ``.`` after ``w``
+    too (so ``www.example.com`` is no autolink), and a first character that could start a list,
+    a heading or a quote likewise. Safe in a paragraph, a list item or a GFM table cell.
+    """
+    flat = " ".join(visible(text).split("\n"))
+    escaped = _MARKDOWN_RE.sub(lambda m: f"&#{ord(m[0])};", flat)
+    if escaped[:1] in _MARKDOWN_LINE_START:  # none of these is in MARKDOWN_SPECIAL
+        escaped = f"&#{ord(escaped[0])};{escaped[1:]}"
+    return escaped
+
+
+def for_json(data: Any, **dumps_options: Any) -> str:
+    """``data`` as JSON text for a terminal, a pipe or a log line: ``json.dumps`` with
+    ``ensure_ascii=True``, so every control, bidi, invisible and non-ASCII character of every
+    string is a ``\\uXXXX`` escape and the line is plain ASCII (valid whatever the strings hold,
+    unpaired surrogates included). ``dumps_options`` go to :func:`json.dumps` (``default``,
+    ``indent``)."""
+    return json.dumps(data, ensure_ascii=True, **dumps_options)

@@ -1,0 +1,198 @@
+"""Files and secrets: what the workbook writes is owner-only, a shared ``.env`` is warned about,
+and a database password never reaches a message.
+
+Everything here runs on real files: a fresh run-time folder, a real SQLite store (with its WAL
+files), the real reference database, a real ``.env``, the real ``workbook`` command.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from helpers import redaction
+from helpers.models.llm import load_env
+from helpers.paths import GROUP_OTHER_BITS, outbox_dir, reference_db_path, store_db_path, var_dir
+from helpers.redaction import EnvFileWarning, mask_url_password, warn_if_env_file_shared
+from helpers.tooling.dataset import build_reference_db, ensure_reference_db
+from helpers.tooling.store import SQLITE_SIDE_FILE_SUFFIXES, ToolOutputStore
+from helpers.tooling.tools import google_drive_write_file
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+
+PASSWORD = "hunter2secret"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _assert_owner_only(path: Path) -> None:
+    assert path.exists(), path
+    assert _mode(path) & GROUP_OTHER_BITS == 0, f"{path} has mode {_mode(path):04o}"
+
+
+def _side_files(db: Path) -> list[Path]:
+    return [db.with_name(db.name + s) for s in SQLITE_SIDE_FILE_SUFFIXES]
+
+
+@pytest.fixture
+def fresh_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run-time folder that does not exist yet (the default store lives in it)."""
+    folder = tmp_path / "var"
+    monkeypatch.setenv("WORKBOOK_VAR_DIR", str(folder))
+    monkeypatch.delenv("WORKBOOK_DB_URL", raising=False)
+    return folder
+
+
+def test_a_fresh_run_time_folder_and_everything_in_it_is_owner_only(fresh_var: Path) -> None:
+    store = ToolOutputStore()  # the default store: var/tool_outputs.sqlite
+    try:
+        store.log_tool("thread-1", "call_1", "yt_transcribe", {"video_id": "1"}, "x" * 50_000)
+        db = store_db_path()
+        assert db.parent == fresh_var
+        wal, shm, _journal = _side_files(db)
+        assert wal.exists() and shm.exists()  # the store is open, in WAL mode
+        for path in (fresh_var, db, wal, shm):
+            _assert_owner_only(path)
+        assert _mode(fresh_var) == 0o700 and _mode(db) == 0o600
+    finally:
+        store.close()
+    google_drive_write_file("report.txt", "a drive file")
+    for path in (outbox_dir(), outbox_dir() / "report.txt"):
+        _assert_owner_only(path)
+    build_reference_db()
+    _assert_owner_only(reference_db_path())
+    assert not list(fresh_var.glob("*.building"))
+
+
+def test_folders_and_files_left_wide_by_an_earlier_run_are_tightened(fresh_var: Path) -> None:
+    first = ToolOutputStore()
+    try:
+        first.log_tool("thread-1", "call_1", "t", {}, "output")
+        db = store_db_path()
+        opened = [p for p in _side_files(db) if p.exists()]
+        for path in (fresh_var, db, *opened):
+            os.chmod(path, 0o777 if path.is_dir() else 0o644)
+        outbox = fresh_var / "outbox"
+        outbox.mkdir(mode=0o755)
+        os.chmod(outbox, 0o755)
+        second = ToolOutputStore()  # opening it again tightens what is there
+        try:
+            assert second.get("thread-1", "call_1") is not None
+            for path in (fresh_var, db, *opened):
+                _assert_owner_only(path)
+        finally:
+            second.close()
+        _assert_owner_only(outbox_dir())
+        assert _mode(var_dir()) == 0o700
+    finally:
+        first.close()
+    build_reference_db()
+    os.chmod(reference_db_path(), 0o644)
+    assert ensure_reference_db() == reference_db_path()  # what run_sql calls before each query
+    assert _mode(reference_db_path()) == 0o600
+
+
+def test_a_store_in_a_folder_of_the_users_choice_is_private_but_the_folder_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o755)
+    new_folder = tmp_path / "made" / "for-the-store"
+    for db in (shared / "mine.sqlite", new_folder / "mine.sqlite"):
+        store = ToolOutputStore(f"sqlite:///{db}")
+        try:
+            store.log_tool("t", "call_1", "t", {}, "output")
+            _assert_owner_only(db)
+        finally:
+            store.close()
+    assert _mode(shared) == 0o755  # an existing folder may be shared on purpose (/tmp)
+    assert _mode(new_folder) == 0o700  # a folder made for the store is not
+
+
+def _env_file(folder: Path, mode: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".env"
+    path.write_text("WORKBOOK_FILE_MODES_TEST=1\n", encoding="utf-8")
+    os.chmod(path, mode)
+    return path
+
+
+def test_a_dotenv_readable_by_others_is_warned_about_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBOOK_FILE_MODES_TEST", "1")  # so load_env changes nothing here
+    shared = _env_file(tmp_path / "shared", 0o644)
+    with pytest.warns(EnvFileWarning) as caught:
+        load_env(shared)
+        load_env(shared)  # once per file and process
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert str(shared) in message and "0644" in message and "chmod 600" in message
+    assert "\n" not in message
+    # configured_secrets reads the project's .env too, and warns the same way
+    monkeypatch.setattr(redaction, "PROJECT_ROOT", tmp_path / "project")
+    _env_file(tmp_path / "project", 0o640)
+    with pytest.warns(EnvFileWarning, match="0640"):
+        redaction.configured_secrets()
+
+
+def test_a_private_dotenv_is_no_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBOOK_FILE_MODES_TEST", "1")
+    private = _env_file(tmp_path / "private", 0o600)
+    monkeypatch.setattr(redaction, "PROJECT_ROOT", private.parent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_env(private)
+        redaction.configured_secrets()
+        assert warn_if_env_file_shared(private) is False
+        assert warn_if_env_file_shared(tmp_path / "missing" / ".env") is False
+
+
+def test_url_passwords_are_masked_in_urls_and_in_messages() -> None:
+    url = f"postgresql+psycopg://user:{PASSWORD}@db.example:5432/workbook"
+    assert mask_url_password(url) == "postgresql+psycopg://user:***@db.example:5432/workbook"
+    assert mask_url_password(f"postgresql://u:{PASSWORD}@h@host/x") == "postgresql://u:***@host/x"
+    assert mask_url_password("mysql://root:p%40ss@db/app") == "mysql://root:***@db/app"
+    said = f"cannot reach 'mysql://root:{PASSWORD}@db/app': password {PASSWORD} refused"
+    masked = mask_url_password(said, url)
+    assert PASSWORD not in masked and "mysql://root:***@db/app" in masked
+    for plain in ("sqlite:///var/my.sqlite", "nosuch://x", "no URL here", "", "pg://u@h/x"):
+        assert mask_url_password(plain) == plain
+    # and the password of a configured store URL counts as a secret to redact everywhere
+    assert PASSWORD in redaction.configured_secrets({"WORKBOOK_DB_URL": url})
+
+
+def test_the_db_usage_error_never_shows_the_password(tmp_path: Path) -> None:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    env["WORKBOOK_VAR_DIR"] = str(tmp_path / "var")
+    url = f"postgresql://u:{PASSWORD}@localhost:1/x"  # no server there (and maybe no driver)
+    for json_flag in ((), ("--json",)):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "helpers.course.cli",
+                "outputs",
+                "list",
+                "--db",
+                url,
+                *json_flag,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        shown = done.stdout + done.stderr
+        assert "cannot use 'postgresql://u:***@localhost:1/x' as the store" in shown
+        assert PASSWORD not in shown

@@ -1,0 +1,147 @@
+"""Caps on fan-out and growth (helpers/limits.py), and scanning in linear time.
+
+A scripted provider on loopback sends what a hostile or looping model sends: hundreds of tool
+calls in one reply, reply after reply of them, outputs that would fill the store. Each cap ends in
+an error result the model can act on, the turn goes on, and nothing is stored half-way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+import openai
+import pytest
+from provider import ScriptedProvider, completion, tool_call
+
+from helpers.context.policies import make_policy
+from helpers.course.bench import HOSTILE_ARGUMENT_SHAPES, hostile_argument
+from helpers.evaluation.runs import policy_for
+from helpers.limits import MAX_TOOL_CALLS_PER_REPLY, TurnLimits
+from helpers.loop.agent import dispatch, run_turn
+from helpers.tooling.registry import ToolContext
+from helpers.tooling.store import StoreQuotaExceeded, ToolOutputStore
+from helpers.tooling.tools import default_registry
+
+SHORT = {"video_id": "999"}  # a short transcript: cheap to run many times
+LONG = {"video_id": "123"}  # about 10,000 characters
+
+
+def say(reply: Any) -> Any:
+    return lambda _request: reply
+
+
+def calls(n: int, arguments: dict[str, Any] = SHORT, tool: str = "yt_transcribe") -> Any:
+    return say(completion(tool_calls=[tool_call(tool, arguments, f"p{i}") for i in range(n)]))
+
+
+def turn(provider: ScriptedProvider, store: ToolOutputStore, **kwargs: Any) -> Any:
+    client = openai.OpenAI(base_url=provider.base_url, api_key="k", max_retries=0)
+    return run_turn(
+        "Transcribe.",
+        client=client,
+        model="m",
+        policy=make_policy("box"),
+        registry=default_registry(),
+        store=store,
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def store(tmp_path) -> ToolOutputStore:
+    return ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+
+
+def test_320_calls_in_one_reply_run_16_and_the_rest_are_told_why(store) -> None:
+    with ScriptedProvider([calls(320), say(completion("done"))]) as provider:
+        record = turn(provider, store)
+    assert record.status == "ok"
+    ran = [c for c in record.tool_calls if c.ran]
+    refused = [c for c in record.tool_calls if not c.ran]
+    assert len(ran) == MAX_TOOL_CALLS_PER_REPLY == 16 and len(refused) == 304
+    assert store.count(record.thread_id) == 16
+    assert all("refused_over_limit" in c.guards for c in refused)
+    error = json.loads(refused[0].result)["error"]
+    assert "320 tool calls" in error and "limit of 16 per reply" in error
+    answered = {m["tool_call_id"] for m in record.messages if m["role"] == "tool"}
+    assert answered == {c.id for c in record.tool_calls}  # every call has its result: no orphan
+
+
+def test_calls_per_turn_are_capped_over_all_replies(store) -> None:
+    steps = [calls(10)] * 5 + [say(completion("done"))]
+    with ScriptedProvider(steps) as provider:
+        record = turn(provider, store, limits=TurnLimits(max_tool_calls_per_turn=25))
+    assert record.status == "ok"
+    assert sum(c.ran for c in record.tool_calls) == 25 and store.count(record.thread_id) == 25
+    last = json.loads(record.tool_calls[-1].result)["error"]
+    assert "made 25 tool calls, the limit per turn" in last
+
+
+def test_bytes_stored_per_turn_are_capped_and_nothing_is_half_stored(store) -> None:
+    with ScriptedProvider([calls(8, LONG), say(completion("done"))]) as provider:
+        record = turn(provider, store, limits=TurnLimits(max_stored_bytes_per_turn=35_000))
+    kept = store.list_thread(record.thread_id)
+    assert len(kept) == 3  # about 10,300 bytes each with its arguments
+    refused = [c for c in record.tool_calls if c.error]
+    assert len(refused) == 5 and all(c.ran for c in refused)  # they ran; their output was not kept
+    assert "limit of 35,000 bytes per turn" in refused[0].error
+    assert sum(r.n_bytes for r in kept) <= 35_000
+
+
+def test_a_thread_over_its_store_quota_gets_a_clear_error(store) -> None:
+    limits = TurnLimits(max_stored_bytes_per_thread=25_000)
+    with ScriptedProvider([calls(1, LONG), say(completion("done"))] * 3) as provider:
+        first = turn(provider, store, limits=limits)
+        second = turn(provider, store, limits=limits, thread_id=first.thread_id)
+        third = turn(provider, store, limits=limits, thread_id=first.thread_id)
+    assert first.tool_calls[0].error is None and second.tool_calls[0].error is None
+    error = third.tool_calls[0].error
+    assert error and "quota of 25,000 bytes" in error and "not stored" in error
+    assert store.count(first.thread_id) == 2 and store.thread_bytes(first.thread_id) <= 25_000
+    assert third.status == "ok"  # the model read the error and answered
+
+
+def test_the_quota_is_checked_in_the_write_itself(store) -> None:
+    store.log_tool("t", "c1", "x", "{}", "a" * 600, max_thread_bytes=1_000)
+    with pytest.raises(StoreQuotaExceeded, match="quota of 1,000 bytes"):
+        store.log_tool("t", "c2", "x", "{}", "é" * 300, max_thread_bytes=1_000)  # 600 bytes
+    assert store.count("t") == 1 and store.get("t", "c2") is None
+    store.log_tool("t", "c3", "x", "{}", "b" * 400, max_thread_bytes=1_000)  # exactly full
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "16"])
+def test_limits_are_whole_numbers(bad) -> None:
+    with pytest.raises(ValueError, match="whole number"):
+        TurnLimits(max_tool_calls_per_reply=bad)
+
+
+# -- scanning a model's text in linear time ----------------------------------------------------
+
+_CALL_NUMBERS = itertools.count()
+
+
+def _seconds(strategy: str, raw: str, store: ToolOutputStore) -> float:
+    policy = policy_for(strategy)
+    tools = default_registry().merged(policy.internal_tools())
+    best = float("inf")
+    for _ in range(3):
+        ctx = ToolContext(store=store, thread_id=f"t-{strategy}", secrets=("sk-" + "Q" * 30,))
+        started = time.perf_counter()
+        record = dispatch(f"call_{next(_CALL_NUMBERS)}", "deep_check", raw, tools, policy, ctx)
+        best = min(best, time.perf_counter() - started)
+        assert record.ran and record.result_kind != "error", record.result
+    return best
+
+
+@pytest.mark.parametrize("strategy", ["inline", "truncate", "box", "box-json"])
+def test_a_1_mb_argument_costs_about_ten_times_a_100_kb_one(strategy, store) -> None:
+    """Linear, not quadratic: ten times the text takes about ten times as long (a quadratic scan
+    would take a hundred). The absolute figure (under 1 s for 1 MB) is measured by make bench."""
+    store.log_tool(f"t-{strategy}", "call_long", "yt_transcribe", "{}", "x" * 20_000)
+    for name in HOSTILE_ARGUMENT_SHAPES:
+        small = _seconds(strategy, hostile_argument(name, 99_000), store)
+        large = _seconds(strategy, hostile_argument(name, 990_000), store)
+        assert large < max(small, 0.002) * 30, f"{name}: {small:.4f} s → {large:.4f} s"
