@@ -63,7 +63,6 @@ def _start_lab(workdir: Path, profile_env: dict[str, str]):
         "--ServerApp.ip=127.0.0.1",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={workdir}",
-        "--LabApp.expose_app_in_browser=True",
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")
@@ -95,6 +94,18 @@ def _open_notebook(playwright, base: str, token: str):
     return browser, page
 
 
+def _run_all_cells(page) -> None:
+    """Run All Cells, as a person does (it stops at a cell that fails)."""
+    page.locator(".jp-Notebook").first.click()
+    page.keyboard.press("Escape")
+    page.evaluate(
+        "window.jupyterapp && window.jupyterapp.commands.execute('notebook:run-all-cells')"
+    )
+    if not page.evaluate("!!window.jupyterapp"):
+        page.get_by_text("Run", exact=True).first.click()
+        page.get_by_text("Run All Cells", exact=True).first.click()
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     yield from _start_lab(tmp_path_factory.mktemp("lab"), {"WORKBOOK_PROFILE": "offline"})
@@ -108,14 +119,7 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     shots.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser, page = _open_notebook(p, base, token)
-        page.locator(".jp-Notebook").first.click()
-        page.keyboard.press("Escape")
-        page.evaluate(
-            "window.jupyterapp && window.jupyterapp.commands.execute('notebook:run-all-cells')"
-        )
-        if not page.evaluate("!!window.jupyterapp"):
-            page.get_by_text("Run", exact=True).first.click()
-            page.get_by_text("Run All Cells", exact=True).first.click()
+        _run_all_cells(page)
         # all cells done: every code cell has an execution count and the kernel is idle again
         page.wait_for_function(
             """() => {
@@ -145,23 +149,20 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
 
 # -- a hostile model: its text is shown, never run ---------------------------------------------
 
-#: Cells of notebook 05 that show model and provider text: the runs and their headline (HTML), the
-#: report as Markdown, the side-by-side widget (HTML). Found by their source, run one by one (the checks between them
-#: fail against a model that never answers, and must not stop the rest).
-SINK_CELLS = (
-    "runs = run_cases(",  # ends with display(HTML(headline_html(data)))
-    "display(Markdown(to_markdown(data)))",
-    "view = widgets.HTML()",
-)
-
 
 @pytest.fixture(scope="module")
 def hostile_lab(tmp_path_factory):
     from provider import ScriptedProvider, hostile_replies
 
+    workdir = tmp_path_factory.mktemp("hostile-lab")
+    # every cell in the page (JupyterLab 4 renders only the cells in view by default), so the
+    # report far down the notebook is in the DOM that the checks read
+    settings = workdir / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     with ScriptedProvider([hostile_replies()]) as provider:
         yield from _start_lab(
-            tmp_path_factory.mktemp("hostile-lab"),
+            workdir,
             {
                 "WORKBOOK_PROFILE": "hostile",
                 "HOSTILE_BASE_URL": provider.base_url,
@@ -181,26 +182,15 @@ def test_a_hostile_models_text_never_runs_in_notebook_05(hostile_lab) -> None:
     base, token = hostile_lab
     with sync_playwright() as p:
         browser, page = _open_notebook(p, base, token)
-        page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)
-        run_cell = """async (source) => {
-            const panel = window.jupyterapp.shell.currentWidget;
-            const cells = panel.content.widgets;
-            const index = cells.findIndex(c => c.model.sharedModel.getSource().includes(source));
-            if (index < 0) { return `no cell holds ${source}`; }
-            panel.content.activeCellIndex = index;
-            await window.jupyterapp.commands.execute('notebook:run-cell');
-            return 'ran';
-        }"""
-        first = page.evaluate(run_cell, "from helpers import (")
-        assert first == "ran", first
-        for source in SINK_CELLS:
-            assert page.evaluate(run_cell, source) == "ran", source
-        page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
-        )
+        # Run All: the runs and their headline (HTML), then the report as Markdown; the checks
+        # after them stop the run, as they should against a model that never answers
+        _run_all_cells(page)
         page.wait_for_function(
             "() => document.body.innerText.includes('onerror=\"window.__pwned=1\"')",
-            timeout=120_000,
+            timeout=300_000,
+        )
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
         )
         ran = page.evaluate("() => window.__pwned === 1")
         planted = page.evaluate(
