@@ -95,11 +95,15 @@ strip: $(DEV_STAMP)
 student: $(DEV_STAMP)
 	$(BIN)/python -m helpers.course.student_notebooks
 
-# unit tests, the checkpoint test, and nbval over every solution notebook, all offline
+# pytest workers: one per core (TEST_WORKERS=0 runs in this process, e.g. to use a debugger)
+TEST_WORKERS ?= auto
+
+# unit tests, the checkpoint test, and nbval over every solution notebook, all offline; on every
+# core, a whole file per worker (a notebook's cells run in order in one kernel)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests solutions --ignore=tests/e2e \
-		--nbval-lax --nbval-current-env
+		--nbval-lax --nbval-current-env -n $(TEST_WORKERS) --dist loadfile
 
 # the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)
 test-pg: $(DEV_STAMP)

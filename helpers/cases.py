@@ -142,7 +142,8 @@ def load_case(path: str | Path) -> Case:
 
     Raises:
         CaseError: unreadable file, a file over :data:`MAX_CASE_FILE_BYTES` bytes, bad YAML, a
-            YAML alias, unknown key, missing ``id`` or prompt, or a bad ``offline_plan``.
+            YAML alias, frontmatter nested too deeply, unknown key, missing ``id`` or prompt, or a
+            bad ``offline_plan``.
     """
     path = Path(path)
     text = _read_case_text(path)
@@ -153,6 +154,8 @@ def load_case(path: str | Path) -> Case:
         raise CaseError(f"{path}: {where}{exc.problem}") from None
     except yaml.YAMLError as exc:
         raise CaseError(f"{path}: bad YAML frontmatter: {exc}") from exc
+    except RecursionError:  # PyYAML's parser recurses once per level of nesting
+        raise CaseError(f"{path}: the YAML frontmatter nests too deeply") from None
     meta = dict(post.metadata)
     unknown = sorted(set(meta) - KNOWN_KEYS)
     if unknown:

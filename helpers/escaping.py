@@ -24,6 +24,12 @@ ESC/CSI/OSC too), every bidi and invisible formatting character (Unicode categor
 paragraph separators, Hangul fillers) and every unpaired surrogate is shown as an escape such as
 ``\\x1b`` or ``\\u202e``, in time linear in the text. No call site escapes by hand (a test checks
 that ``html.escape`` and ``rich.markup.escape`` are called nowhere in the library).
+
+Our own Markdown has one rule of its own: GitHub and JupyterLab read a pair of ``$`` as TeX math,
+so a report's dollar amounts go through :func:`dollars_as_text`. And JupyterLab typesets math
+again after rendering, in the text of every Markdown and HTML output, where ``&#36;`` and
+``&#92;`` are a ``$`` and a ``\\`` once more: so what a notebook displays goes inside an element
+MathJax skips, :func:`for_notebook_html` and :func:`for_notebook_markdown`.
 """
 
 from __future__ import annotations
@@ -37,13 +43,16 @@ from helpers.replies import valid_text
 #: Ranges of code points shown as escapes by :func:`visible` (besides tab and newline, which are
 #: kept): C0 and DEL and C1 controls, every format character (Unicode category ``Cf``, which a
 #: test checks against :mod:`unicodedata`: bidi embeddings, overrides and isolates, zero-width
-#: spaces and joiners, the BOM, tag characters), the line and paragraph separators, and the
-#: Hangul fillers (letters that draw nothing).
+#: spaces and joiners, the BOM, tag characters), the line and paragraph separators, the
+#: Hangul fillers (letters that draw nothing), and the variation selectors and the combining
+#: grapheme joiner (marks that draw nothing: 256 selectors can carry a byte each after any
+#: character, the trick known as emoji smuggling).
 INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
     (0x0000, 0x0008),
     (0x000B, 0x001F),
     (0x007F, 0x009F),
     (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
     (0x0600, 0x0605),
     (0x061C, 0x061C),
     (0x06DD, 0x06DD),
@@ -51,12 +60,13 @@ INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
     (0x0890, 0x0891),
     (0x08E2, 0x08E2),
     (0x115F, 0x1160),
-    (0x180E, 0x180E),
+    (0x180B, 0x180F),
     (0x200B, 0x200F),
     (0x2028, 0x202E),
     (0x2060, 0x2064),
     (0x2066, 0x206F),
     (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
     (0xFEFF, 0xFEFF),
     (0xFFA0, 0xFFA0),
     (0xFFF9, 0xFFFB),
@@ -67,8 +77,13 @@ INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
     (0x1D173, 0x1D17A),
     (0xE0001, 0xE0001),
     (0xE0020, 0xE007F),
+    (0xE0100, 0xE01EF),
 )
 _ZWJ = "\u200d"
+#: The text and emoji presentation selectors, kept right after a pictograph or a keycap base
+#: (❤️, 1️⃣): one bit a character, no byte.
+_PRESENTATION = frozenset("\ufe0e\ufe0f")
+_KEYCAP_BASES = frozenset("0123456789#*")
 
 
 def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
@@ -105,7 +120,8 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
         (an unpaired surrogate becomes U+FFFD, the replacement character): ``\\x1b`` (ESC),
         ``\\u202e`` (RIGHT-TO-LEFT OVERRIDE), ``\\U000e0041`` (TAG LATIN CAPITAL LETTER A). Tab
         is kept; a zero-width joiner between two pictographs (an emoji sequence such as 👩‍💻) is
-        kept. Linear in the length of ``text``.
+        kept, and so is an emoji or text presentation selector after a pictograph or a keycap
+        base (❤️, 1️⃣). Linear in the length of ``text``.
     """
     text = valid_text(text)
     pattern = _INVISIBLE_RE if keep_newlines else _INVISIBLE_OR_NEWLINE_RE
@@ -113,12 +129,10 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
     def replace(match: re.Match[str]) -> str:
         char = match[0]
         start = match.start()
-        if (
-            char == _ZWJ
-            and start > 0
-            and _is_pictograph(text[start - 1])
-            and _is_pictograph(text[start + 1 : start + 2])
-        ):
+        before = text[start - 1] if start > 0 else ""
+        if char == _ZWJ and _is_pictograph(before) and _is_pictograph(text[start + 1 : start + 2]):
+            return char
+        if char in _PRESENTATION and (_is_pictograph(before) or before in _KEYCAP_BASES):
             return char
         return _notation(char)
 
@@ -190,6 +204,69 @@ def for_markdown(text: str) -> str:
     if escaped[:1] in _MARKDOWN_LINE_START:  # none of these is in MARKDOWN_SPECIAL
         escaped = f"&#{ord(escaped[0])};{escaped[1:]}"
     return escaped
+
+
+_BACKTICK_RUN = re.compile(r"`+")
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def dollars_as_text(markdown: str) -> str:
+    """Our own Markdown (a report, a README block) with each ``$`` outside code written ``\\$``.
+
+    JupyterLab typesets text between two ``$`` as TeX (MathJax with ``inlineMath`` ``$…$`` and
+    ``processEscapes``), before Markdown is parsed, so ``| $1.21 | $1.05 |`` becomes a formula;
+    GitHub renders ``$…$`` as math too. Both show ``\\$`` as a plain ``$`` (a CommonMark
+    backslash escape). Code spans and fences (a run of backticks up to the next run of the same
+    length) are left as they are: no math is read there, and a backslash would show. A ``$``
+    already escaped stays as it is. Linear in the text. Untrusted text needs no call:
+    :func:`for_markdown` already writes its ``$`` as ``&#36;``.
+    """
+    out: list[str] = []
+    position = 0
+    opening = 0  # the length of the open code span's backtick run, 0 outside code
+    for run in _BACKTICK_RUN.finditer(markdown):
+        start, length = run.start(), len(run[0])
+        if not opening:
+            backslashes = 0
+            while start - backslashes > 0 and markdown[start - backslashes - 1] == "\\":
+                backslashes += 1
+            if backslashes % 2:  # an escaped first backtick is a literal one
+                start, length = start + 1, length - 1
+                if not length:
+                    continue
+            out.append(_DOLLAR.sub(r"\\$", markdown[position:start]))
+            opening, position = length, start
+        elif length == opening:  # backslashes escape nothing inside code
+            out.append(markdown[position : run.end()])
+            opening, position = 0, run.end()
+    out.append(_DOLLAR.sub(r"\\$", markdown[position:]))  # an unclosed run is literal text
+    return "".join(out)
+
+
+#: The class whose elements MathJax leaves alone (its ``ignoreHtmlClass``; ``mathjax_ignore`` is
+#: MathJax 3's default, and JupyterLab 4 keeps it).
+NO_MATH_CLASS = "mathjax_ignore"
+
+
+def for_notebook_html(html: str) -> str:
+    """HTML made for a notebook output (its untrusted parts already through :func:`for_html`)
+    inside one ``<div>`` of :data:`NO_MATH_CLASS`.
+
+    JupyterLab typesets every HTML output with MathJax (``$…$``, ``\\(…\\)``, ``$$…$$``,
+    ``\\begin{…}``), reading the page's text, where character references are already decoded: a
+    model's ``$\\href{https://…}{\\Huge …}$`` escaped as text would still become a link drawn
+    over the page. Inside this element MathJax reads nothing."""
+    return f'<div class="{NO_MATH_CLASS}">{html}</div>'
+
+
+def for_notebook_markdown(markdown: str) -> str:
+    """Markdown made for a notebook output (untrusted parts through :func:`for_markdown`, dollar
+    amounts through :func:`dollars_as_text`) inside an HTML block of :data:`NO_MATH_CLASS`: the
+    ``<div>`` and a blank line, the Markdown, a blank line and ``</div>`` (CommonMark renders the
+    Markdown between them as Markdown). JupyterLab looks for math twice: in the source, where
+    ``\\$`` is not a delimiter, and after rendering, in the page, which this element hides from
+    it (jupyterlab/jupyterlab#8645: there a ``\\$`` alone is read as math again)."""
+    return f'<div class="{NO_MATH_CLASS}">\n\n{markdown}\n\n</div>'
 
 
 def for_json(data: Any, **dumps_options: Any) -> str:

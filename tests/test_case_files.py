@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers.cases import MAX_CASE_FILE_BYTES, CaseError, load_case, load_cases
 from helpers.paths import CASES_DIR
@@ -67,7 +68,7 @@ def test_workbook_cases_refuses_an_alias_bomb_without_hanging(tmp_path: Path) ->
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode != 0
     assert "aliases are not allowed" in done.stderr + done.stdout
@@ -109,3 +110,10 @@ def test_normal_cases_still_load(tmp_path: Path) -> None:
     assert mine.tool_calls == [{"tool_name": "yt_transcribe"}]
     shipped = load_cases(CASES_DIR / "**" / "*.md")
     assert len(shipped) == len(list(CASES_DIR.rglob("*.md")))
+
+
+def test_deep_nesting_is_a_case_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "deep.md"
+    path.write_text("---\nid: deep\nx: " + "[" * 50_000 + "\n---\nTranscribe video 123.\n")
+    with pytest.raises(CaseError, match=r"nests too deeply|bad YAML"):
+        load_case(path)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from hang import HANG_GUARD_S
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and type)."
@@ -20,7 +21,7 @@ def workbook(*args: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
+from hang import HANG_GUARD_S
 from scripted import scripted_client, tool_calls
 
 from helpers.cases import Case, load_cases
@@ -149,7 +151,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=600,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
     data = json.loads((out / "compare.json").read_text())
@@ -204,6 +206,8 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     assert scaling["breaks"]["inline"].startswith("breaks at")  # a 12,000-token window
     assert scaling["breaks"]["box"].startswith("passes at every size")
     assert "## How cost grows with one result" in md and "met on every case" in md
+    # dollar amounts are text: JupyterLab and GitHub read a pair of bare $ as TeX math
+    assert "| \\$" in md and not re.search(r"(?<!\\)\$\d", md)
 
 
 def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
@@ -213,7 +217,7 @@ def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert ok.returncode == 0, ok.stdout[-2000:]
     data = json.loads(ok.stdout)
@@ -223,7 +227,7 @@ def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert bad.returncode == 1 and json.loads(bad.stdout)["failed"] > 0
 
@@ -249,7 +253,7 @@ def test_several_models_write_the_matrix_as_markdown(tmp_path) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = out.read_text().splitlines()

@@ -11,6 +11,7 @@ import textwrap
 
 import openai
 import pytest
+from hang import HANG_GUARD_S
 from sqlalchemy.exc import OperationalError
 
 from helpers.context.policies import make_policy
@@ -109,7 +110,7 @@ def test_four_processes_log_two_thousand_rows(tmp_path) -> None:
     for p in workers:
         p.start()
     for p in workers:
-        p.join(timeout=120)
+        p.join(timeout=HANG_GUARD_S)
         assert p.exitcode == 0
     with sqlite3.connect(tmp_path / "shared.sqlite") as db:
         assert db.execute("SELECT count(*) FROM tool_outputs").fetchone()[0] == 2000
@@ -153,7 +154,7 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
                  registry=registry, store=ToolOutputStore("sqlite:///{db}"), thread_id="thread_k")
     """)
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
     store = ToolOutputStore(f"sqlite:///{db}")

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers import redaction
 from helpers.models.llm import load_env
@@ -190,7 +191,7 @@ def test_the_db_usage_error_never_shows_the_password(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             env=env,
-            timeout=120,
+            timeout=HANG_GUARD_S,
         )
         assert done.returncode == 2, done.stderr
         shown = done.stdout + done.stderr

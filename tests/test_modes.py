@@ -9,6 +9,7 @@ import sys
 import uuid
 
 import pytest
+from hang import HANG_GUARD_S
 from scripted import scripted_client, tool_calls
 
 from helpers.context.modes import for_mode
@@ -81,7 +82,7 @@ def test_cli_mode_flag() -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -102,6 +103,6 @@ def test_cli_mode_flag() -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert cases.returncode == 1 and json.loads(cases.stdout)["failed"] == 1

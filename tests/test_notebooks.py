@@ -16,6 +16,7 @@ import contextlib
 
 import nbformat
 import pytest
+from hang import HANG_GUARD_S
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from wrong_answers import WRONG_ANSWERS
@@ -91,7 +92,7 @@ class _Kernel:
     def __init__(self, notebook: nbformat.NotebookNode):
         self.client = NotebookClient(
             notebook,
-            timeout=180,
+            timeout=HANG_GUARD_S,
             kernel_name="python3",
             resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
         )

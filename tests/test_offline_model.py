@@ -10,6 +10,7 @@ import urllib.request
 
 import openai
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers.context.policies import make_policy
 from helpers.loop.agent import run_turn
@@ -149,7 +150,7 @@ def test_large_cases_overflow_inline_and_pass_boxed(tmp_path) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     runs = json.loads(done.stdout)["runs"]
     by = {(r["case"], r["strategy"]): r for r in runs}

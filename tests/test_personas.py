@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers.cases import load_cases
 from helpers.evaluation.runs import run_case
@@ -117,7 +118,7 @@ def test_workbook_cases_with_personas() -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)["runs"]
@@ -133,6 +134,6 @@ def test_workbook_cases_with_personas() -> None:
             "LOCAL_BASE_URL": "http://127.0.0.1:9/v1",
             "LOCAL_MODEL": "m",
         },
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert real.returncode == 2 and "offline" in json.loads(real.stdout)["error"]

@@ -6,13 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hang import HANG_GUARD_S
+
 
 def test_readme_figures_are_current() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "helpers.course.readme_figures", "--check"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stdout + done.stderr + " (run `make figures`)"
 
@@ -40,7 +42,7 @@ def test_the_public_api_example_in_the_readme_runs(tmp_path) -> None:
             "WORKBOOK_VAR_DIR": str(tmp_path / "var"),
             "WORKBOOK_PROFILE": "offline",
         },
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ok ") and "('yt_transcribe', 'boxed')" in done.stdout
@@ -59,7 +61,7 @@ def test_the_public_api_is_listed_and_every_name_loads() -> None:
         [sys.executable, "-c", "import helpers; print(helpers.__all__)"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0 and "run_turn" in done.stdout and "ToolOutputStore" in done.stdout
 

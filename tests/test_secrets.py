@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from hang import HANG_GUARD_S
 from nbclient import NotebookClient
 
 from helpers.course.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
@@ -36,7 +37,7 @@ def test_a_real_key_is_used_but_never_shown_or_stored(tmp_path) -> None:
                 capture_output=True,
                 text=True,
                 env=env,
-                timeout=120,
+                timeout=HANG_GUARD_S,
             )
             for flags in (
                 ["--json", "--dump-context"],
@@ -60,7 +61,7 @@ def test_notebook_outputs_hold_no_key(tmp_path, monkeypatch) -> None:
     notebook = nbformat.read(SOLUTIONS_DIR / "00_setup.ipynb", as_version=4)
     NotebookClient(
         notebook,
-        timeout=120,
+        timeout=HANG_GUARD_S,
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
     ).execute()

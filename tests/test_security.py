@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hang import HANG_GUARD_S
 from provider import ScriptedProvider, completion, tool_call
 
 import helpers.context.policies as policies
@@ -93,7 +94,7 @@ print(json.dumps({{"results": results, "imported": new}}))
         text=True,
         cwd=tmp_path,
         env=env,
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout.splitlines()[-1])
@@ -481,7 +482,7 @@ def test_bad_command_lines_exit_2_with_one_line(argv) -> None:
         [sys.executable.encode(), b"-m", b"helpers.course.cli", *argv],
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 2, done.stderr
     assert b"Traceback" not in done.stderr

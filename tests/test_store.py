@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers.tooling.store import DuplicateToolCallError, ToolOutputStore
 
@@ -290,7 +291,7 @@ def test_the_alembic_command_migrates_the_configured_store(tmp_path) -> None:
         capture_output=True,
         text=True,
         env={**os.environ, "WORKBOOK_DB_URL": url},
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
     assert "-> 0003" in done.stderr and ToolOutputStore(url).migrated == "current"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from hang import HANG_GUARD_S
 from provider import ScriptedProvider, completion, tool_call, tool_messages
 
 from helpers.context.policies import make_policy
@@ -32,7 +33,7 @@ def _workbook(provider: ScriptedProvider, db: str, *args: str) -> dict:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     data = json.loads(done.stdout)
     data["exit_code"] = done.returncode

@@ -36,9 +36,11 @@ from rich.markup import render
 
 import helpers
 from helpers.course.cli import main
-from helpers.course.views import answer_html, messages_html
+from helpers.course.views import answer_html, markdown_view, messages_html, side_by_side
 from helpers.escaping import (
     INVISIBLE_RANGES,
+    NO_MATH_CLASS,
+    dollars_as_text,
     for_html,
     for_json,
     for_markdown,
@@ -47,6 +49,7 @@ from helpers.escaping import (
     visible,
 )
 from helpers.evaluation.compare import headline_html, to_markdown
+from helpers.evaluation.scaling import breaks_markdown, scaling_markdown
 from helpers.loop.agent import TurnRecord
 from helpers.tooling.store import ToolOutputStore
 
@@ -93,12 +96,64 @@ def assert_html_inert(page: str, where: str) -> None:
 
 
 _MARKDOWN = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+# JupyterLab's own rule for where no math is read (jupyterlab/jupyterlab,
+# packages/rendermime/src/latex.ts, ``removeMath``): fences, then inline code on one line
+_LAB_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^`\n]*\n[\s\S]*?^(?P=fence)`*$", re.M)
+_LAB_INLINE_CODE = re.compile(r"(^|[^\\])(`+)([^\n]*?[^`\n])\2(?!`)", re.M)
+
+
+def tex_delimiters(markdown: str) -> list[str]:
+    """The ``$`` that JupyterLab's Markdown renderer takes for TeX delimiters (MathJax, ``$…$``
+    inline, a ``\\$`` escaped), each with what follows it: those outside code, as JupyterLab finds
+    code before it looks for math."""
+    no_code = _LAB_FENCE.sub(lambda m: m[0].replace("$", "~D"), markdown)
+    no_code = _LAB_INLINE_CODE.sub(lambda m: m[0].replace("$", "~D"), no_code)
+    return re.findall(r"(?<!\\)\$.{0,12}", no_code)
+
+
+_VOID = {"br", "wbr", "img", "hr", "input", "meta", "link", "col", "area", "base", "source"}
+
+
+class _MathText(HTMLParser):
+    """The text MathJax would read for TeX: text outside every ``mathjax_ignore`` element and
+    outside the tags it skips (script, style, pre, code, textarea…)."""
+
+    SKIPPED = frozenset({"script", "noscript", "style", "textarea", "pre", "code"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[bool] = []
+        self.exposed: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _VOID:
+            return
+        classes = dict(attrs).get("class") or ""
+        hidden = tag in self.SKIPPED or NO_MATH_CLASS in classes.split()
+        self.stack.append(hidden or (bool(self.stack) and self.stack[-1]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in _VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not (self.stack and self.stack[-1]):
+            self.exposed.append(data)
+
+
+def assert_hidden_from_mathjax(page: str, where: str) -> None:
+    """No ``$``, ``\\`` (``\\(``, ``\\[``, ``\\begin``) in text JupyterLab's MathJax reads."""
+    parser = _MathText()
+    parser.feed(page)
+    exposed = [t for t in parser.exposed if "$" in t or "\\" in t]
+    assert not exposed, f"{where}: MathJax would read {exposed[:3]}"
 
 
 def assert_markdown_inert(text: str, where: str) -> None:
     """Rendered as CommonMark with GFM tables: no raw HTML, image or link comes out, no autolink
     form is left for a GFM renderer (JupyterLab's) to find, and no TeX math delimiter."""
     assert_html_inert(_MARKDOWN.render(text), where)
+    assert not tex_delimiters(text), f"{where}: TeX math delimiters {tex_delimiters(text)}"
     for form in ("https://evil", "www.evil", "a@evil", "$\\href", "<img", "<script"):
         assert form not in text, f"{where}: {form!r} stays active in the Markdown source"
 
@@ -141,6 +196,52 @@ def test_every_sink_shows_exactly_the_visible_text(text: str) -> None:
     assert json.loads(for_json(text)) == text and for_json(text).isascii()
 
 
+MARKDOWN_WITH_DOLLARS = st.text(alphabet=st.sampled_from(list("ab1 $|`*\\-")), max_size=80)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(MARKDOWN_WITH_DOLLARS)
+def test_our_dollars_render_as_dollars_and_never_as_math(markdown: str) -> None:
+    """Our own Markdown, on one line (a code span across lines is code to CommonMark and not to
+    JupyterLab: the report writes none)."""
+    escaped = dollars_as_text(markdown)
+    assert _MARKDOWN.render(escaped) == _MARKDOWN.render(markdown), "the rendering changed"
+    assert not tex_delimiters(escaped)
+    assert dollars_as_text(escaped) == escaped, "escaping twice changed the text"
+
+
+def test_dollars_in_code_stay_as_written() -> None:
+    source = "| $1.21 | `$HOME` |\n```\n$ make lab\n```\ncosts $0.02"
+    assert dollars_as_text(source) == "| \\$1.21 | `$HOME` |\n```\n$ make lab\n```\ncosts \\$0.02"
+
+
+def test_a_scaling_failure_reason_from_a_model_is_quoted_as_data() -> None:
+    """A reason the sentence cannot name in its own words is the run's (a refusal, an error
+    body): the scaling section of compare.md and the README quote it."""
+    points = [
+        {"size_bytes": 1_000, "passed": True, "status": "ok", "prompt_tokens": 900, "reason": ""},
+        {
+            "size_bytes": 3_000,
+            "passed": False,
+            "status": "failed",
+            "prompt_tokens": 2_000,
+            "reason": f"refused: {CANARIES['onerror']} {CANARIES['md_image']} $\\href{{x}}$",
+        },
+    ]
+    data = {
+        "sizes_bytes": [1_000, 3_000],
+        "context_window_tokens": 12_000,
+        "price_model": "gpt-4o",
+        "runs": {"inline": points},
+    }
+    for where, text in {
+        "breaks_markdown": "\n".join(breaks_markdown(data)),
+        "scaling_markdown": "\n".join(scaling_markdown(data)),
+    }.items():
+        assert "breaks at 3 KB" in text, text
+        assert_markdown_inert(text, where)
+
+
 def test_canaries_in_every_sink_function() -> None:
     for name, canary in CANARIES.items():
         assert_terminal_safe(for_terminal(canary), name)
@@ -148,6 +249,12 @@ def test_canaries_in_every_sink_function() -> None:
         assert_markdown_inert(for_markdown(canary), name)
     assert for_terminal("a\u202eb") == "a\\u202eb" and for_terminal("\x1b[2J") == "\\x1b[2J"
     assert for_terminal("👩\u200d💻 ok") == "👩\u200d💻 ok"  # an emoji sequence stays whole
+    assert for_terminal("❤\ufe0f 1\ufe0f\u20e3") == "❤\ufe0f 1\ufe0f\u20e3"  # presentation kept
+    # bytes hidden in variation selectors after an emoji (emoji smuggling) are shown
+    smuggled = "😀" + "".join(chr(0xE0100 + b - 16) for b in b"rm -rf ~")
+    assert for_terminal(smuggled) == "😀" + "".join(
+        f"\\U{0xE0100 + b - 16:08x}" for b in b"rm -rf ~"
+    )
 
 
 def test_no_call_site_escapes_by_hand() -> None:
@@ -281,6 +388,10 @@ def test_cases_and_compare_show_model_text_as_data(hostile_env, capsys, tmp_path
     data = json.loads(raw_json)
     assert_markdown_inert(to_markdown(data), "to_markdown (notebook 05)")
     assert_html_inert(headline_html(data), "headline_html (notebook 05)")
+    assert_hidden_from_mathjax(headline_html(data), "headline_html (notebook 05)")
+    assert_hidden_from_mathjax(
+        _MARKDOWN.render(markdown_view(to_markdown(data)).data), "compare.md (notebook 05)"
+    )
 
 
 def test_outputs_show_writes_stored_text_as_data_unless_raw(hostile_env, capsys, tmp_path) -> None:
@@ -325,7 +436,17 @@ def test_notebook_views_show_model_text_as_data() -> None:
         ],
     )
     record.status, record.error = "incomplete", f"the model refused: {HOSTILE}"
-    assert_html_inert(messages_html(record, max_chars=10_000, title=HOSTILE), "messages_html")
-    assert_html_inert(answer_html(record), "answer_html")
+    views = {
+        "messages_html": messages_html(record, max_chars=10_000, title=HOSTILE),
+        "answer_html (failed)": answer_html(record),
+    }
     record.status, record.answer = "ok", HOSTILE
-    assert_html_inert(answer_html(record), "answer_html")
+    views["answer_html"] = answer_html(record)
+    views["side_by_side"] = side_by_side(views["messages_html"], views["answer_html"])
+    views["markdown_view"] = _MARKDOWN.render(
+        markdown_view(f"| {for_markdown(HOSTILE)} | \\$1.21 |\n|---|---|\n").data
+    )
+    for where, page in views.items():
+        assert_html_inert(page, where)
+        assert_hidden_from_mathjax(page, where)
+    assert "$" in HOSTILE and "\\" in HOSTILE  # so the check above has something to find

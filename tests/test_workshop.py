@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers.cases import load_cases
 from helpers.course.budget import SpendNotApproved, approve_spend
@@ -120,7 +121,7 @@ Using run_sql, list Norway's ISO 3166-2 subdivisions and save the result to a fi
         capture_output=True,
         text=True,
         env={**os.environ, "WORKBOOK_PROFILE": "offline"},
-        timeout=120,
+        timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     runs = json.loads(done.stdout)["runs"]

@@ -392,6 +392,15 @@ def merge_summaries(older: str, newer: str) -> str:
     return _bounded(lines)
 
 
+def is_summary(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is a summary :func:`compact` wrote: a :data:`SUMMARY_ROLE` message
+    starting with :data:`SUMMARY_HEADER`. An assistant or tool message that starts so is a
+    model's or a tool's text: it is never taken for a summary, merged or dropped."""
+    return message.get("role") == SUMMARY_ROLE and str(message.get("content") or "").startswith(
+        SUMMARY_HEADER
+    )
+
+
 def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]:
     """Indices of the messages to fold into the summary: one contiguous range.
 
@@ -492,14 +501,9 @@ def compact(
     requests = [
         str(messages[i].get("content") or "")
         for i in sorted(fold)
-        if messages[i].get("role") == "user"
-        and not str(messages[i].get("content") or "").startswith(SUMMARY_HEADER)
+        if messages[i].get("role") == "user" and not is_summary(messages[i])
     ]
-    previous = [
-        messages[i]
-        for i in sorted(fold)
-        if str(messages[i].get("content") or "").startswith(SUMMARY_HEADER)
-    ]
+    previous = [messages[i] for i in sorted(fold) if is_summary(messages[i])]
     summary = summarize_history(folded, requests, rules=rules)
     if previous:  # one summary, not a pile of them: merge the earlier one into the new
         summary = merge_summaries(str(previous[-1]["content"]), summary)
@@ -508,9 +512,7 @@ def compact(
     out: list[dict[str, Any]] = []
     inserted = False
     for index, message in enumerate(messages):
-        if str(message.get("content") or "").startswith(SUMMARY_HEADER):
-            continue
-        if index in fold:
+        if index in fold:  # the earlier summary is folded too: merged into the new one above
             if not inserted:
                 out.append({"role": SUMMARY_ROLE, "content": summary})
                 inserted = True

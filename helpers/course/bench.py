@@ -37,6 +37,7 @@ from rich.table import Table
 from sqlalchemy import insert
 
 from helpers.context.policies import BoxPolicy
+from helpers.escaping import for_rich
 from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import dispatch
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
@@ -354,7 +355,7 @@ def report(results: dict[str, Any], console: Console) -> None:
         )
     console.print(table)
     for strategy, sentence in tokens["breaks"].items():
-        console.print(f"  [bold]{strategy}[/] {sentence}")
+        console.print(f"  [bold]{strategy}[/] {for_rich(sentence)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES, for_mode
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.course.outputs_cli import add_outputs_command, run_outputs
-from helpers.escaping import for_json, for_rich, for_terminal
+from helpers.escaping import for_json, for_markdown, for_rich, for_terminal
 from helpers.evaluation.compare import Comparison, write_report
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
@@ -558,7 +558,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     else:
         _print_outcome(out, record)
         if args.dump_context:
-            out.print_json(for_json(record.messages))
+            # rich writes the parsed JSON again: ASCII only, so escapes stay escapes
+            out.print_json(for_json(record.messages), ensure_ascii=True)
     return EXIT_CODES.get(record.status, EXIT_FAILED)
 
 
@@ -738,11 +739,12 @@ def _run_json(config: ModelConfig, run: CaseRun, few_shot: bool) -> dict[str, An
 
 
 def matrix_markdown(results: list[tuple[ModelConfig, CaseRun]], few_shot: bool) -> str:
-    """Results across models, in the form *tool-context-relay* (grzegorz-aniol) publishes."""
+    """Results across models, in the form *tool-context-relay* (grzegorz-aniol) publishes; the
+    model and case names (a ``.env`` and a case file wrote them) as Markdown text."""
     lines = ["| Model | Prompt Id | Strategy | Few-shot | Validation |", "|---|---|---|---|---|"]
     for config, run in results:
         lines.append(
-            f"| {config.model} | {run.case.id} | {run.strategy} | {'✔' if few_shot else '-'} | "
+            f"| {for_markdown(config.model)} | {for_markdown(run.case.id)} | {run.strategy} | {'✔' if few_shot else '-'} | "
             f"{'✅' if run.passed else '❌'} |"
         )
     return "\n".join(lines) + "\n"

@@ -126,7 +126,7 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         print(for_json({"thread_id": args.thread, "outputs": [_size(r) for r in rows]}))
         return 0
     if not rows:
-        out.print(f"no outputs in thread {for_rich(args.thread)!r}")
+        out.print(f"no outputs in thread '{for_rich(args.thread)}'")
         return 1
     table = Table(title=f"Outputs of thread {for_rich(args.thread)}")
     for column in ("tool_call_id", "tool", "chars", "bytes", "reference", "kind", "created"):

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from helpers.cases import ALL_CASES, load_cases
+from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
@@ -31,7 +32,7 @@ from helpers.evaluation.runs import (
     run_cases,
     run_personas,
 )
-from helpers.evaluation.scaling import run_scaling
+from helpers.evaluation.scaling import breaks_markdown, run_scaling
 from helpers.ids import reproducible_ids
 from helpers.loop.agent import run_turn
 from helpers.models.llm import resolve_model
@@ -95,8 +96,12 @@ def _comparison(store: ToolOutputStore) -> dict:
     return Comparison(runs, "offline-reference", None, 600, scaling=scaling).to_json()
 
 
-def _usd(value: float | None) -> str:
-    return "–" if value is None else f"${value:,.2f}"
+def _usd(value: float | None, places: int = 2) -> str:
+    """Dollars as the README shows them: ``$1.21``, ``-$0.0407`` (``\\$`` comes later, from
+    :func:`update`)."""
+    if value is None:
+        return "–"
+    return f"{'-' if value < 0 else ''}${abs(value):,.{places}f}"
 
 
 def _compare_table(data: dict) -> str:
@@ -142,7 +147,7 @@ def _design_table(data: dict) -> str:
         lines.append(
             f"| `{row['strategy']}` | {row['step']} | {row['prompt_tokens']:,} | "
             f"{f'{saved:,}' if saved is not None else '–'} | "
-            f"{f'${cached:,.4f}' if cached is not None else '–'} |"
+            f"{_usd(cached, 4)} |"
         )
     return "\n".join(lines)
 
@@ -154,8 +159,7 @@ def _caching(data: dict) -> str:
 
 
 def _scaling(data: dict) -> str:
-    scaling = data["scaling"]
-    return "\n".join(f"- **{v}** {sentence}." for v, sentence in scaling["breaks"].items())
+    return "\n".join(breaks_markdown(data["scaling"]))
 
 
 def _persona_table(data: dict) -> str:
@@ -207,12 +211,13 @@ def generate() -> dict[str, str]:
 
 def update(text: str, blocks: dict[str, str], *, prefix: str = "figures") -> str:
     """``text`` with every known ``<!-- prefix:NAME -->`` block replaced by its content
-    (unknown blocks left alone)."""
+    (unknown blocks left alone), each ``$`` of it outside code written ``\\$``
+    (:func:`helpers.escaping.dollars_as_text`: GitHub and JupyterLab read ``$…$`` as math)."""
 
     def replace(match: re.Match[str]) -> str:
         name = match[2]
         body = blocks.get(name)
-        return match[0] if body is None else f"{match[1]}{body}\n{match[4]}"
+        return match[0] if body is None else f"{match[1]}{dollars_as_text(body)}\n{match[4]}"
 
     return _block_re(prefix).sub(replace, text)
 
@@ -230,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     new = update(text, blocks)
     if args.check:
-        stale = [n for n in blocks if f"<!-- figures:{n} -->\n{blocks[n]}\n" not in text]
+        stale = [
+            n for n in blocks if f"<!-- figures:{n} -->\n{dollars_as_text(blocks[n])}\n" not in text
+        ]
         if stale:
             print(f"README.md figures are stale: {', '.join(stale)} (run `make figures`)")
             return 1

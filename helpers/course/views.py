@@ -2,7 +2,9 @@
 
 Pure functions from a :class:`~helpers.loop.agent.TurnRecord` to an HTML string (displayed with
 ``IPython.display.HTML`` or inside an ``ipywidgets.HTML``); long contents are shortened for the
-eye, and the view says by how many characters.
+eye, and the view says by how many characters. Every view is an element MathJax skips
+(:func:`helpers.escaping.for_notebook_html`), and :func:`markdown_view` shows a Markdown report
+the same way: JupyterLab would otherwise typeset any ``$…$`` in the text, a model's included.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from helpers.context.compaction import SUMMARY_HEADER
-from helpers.escaping import for_html
+from helpers.context.compaction import is_summary
+from helpers.escaping import for_html, for_notebook_html, for_notebook_markdown
 from helpers.loop.agent import TurnRecord
 from helpers.tokens import count_message_tokens
 from helpers.tooling.store import ToolOutputStore
@@ -56,7 +58,7 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
         badge = (
             f" <b style='color:{KIND_COLOURS[kind]}'>[{kind}]</b>" if kind in KIND_COLOURS else ""
         )
-        if str(message.get("content") or "").startswith(SUMMARY_HEADER):
+        if is_summary(message):
             badge = " <b style='color:#6a1b9a'>[⟲ compacted history]</b>"
         rows.append(
             f"<tr style='background:{ROLE_COLOURS.get(role, '#fff')}'>"
@@ -66,7 +68,7 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
             f"{_shorten(_message_text(message), max_chars)}</td></tr>"
         )
     per_call = ", ".join(f"{c.prompt_tokens:,}" for c in record.model_calls)
-    return (
+    return for_notebook_html(
         f"<h4 style='margin:4px 0'>{for_html(heading)}</h4>"
         f"<p style='margin:2px 0'>{usage['prompt_tokens']:,} prompt tokens over {usage['calls']} "
         f"model calls ({per_call}); {usage['completion_tokens']:,} completion tokens; "
@@ -81,13 +83,25 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
 def side_by_side(left: str, right: str) -> str:
     """Two HTML fragments in two columns."""
     cell = "<div style='flex:1;min-width:0;padding:0 6px'>{}</div>"
-    return f"<div style='display:flex;gap:8px'>{cell.format(left)}{cell.format(right)}</div>"
+    return for_notebook_html(
+        f"<div style='display:flex;gap:8px'>{cell.format(left)}{cell.format(right)}</div>"
+    )
 
 
 def answer_html(record: TurnRecord) -> str:
     """The answer (or the failure) as an HTML paragraph."""
     text = record.answer if record.ok else f"no answer: {record.error}"
-    return f"<p><b>answer:</b> {for_html(json.dumps(text, ensure_ascii=False)[1:-1])}</p>"
+    return for_notebook_html(
+        f"<p><b>answer:</b> {for_html(json.dumps(text, ensure_ascii=False)[1:-1])}</p>"
+    )
+
+
+def markdown_view(markdown: str) -> Any:
+    """A Markdown report (``compare.md``'s text, a table) as an ``IPython.display.Markdown``
+    object, inside an element MathJax skips (:func:`helpers.escaping.for_notebook_markdown`)."""
+    from IPython.display import Markdown
+
+    return Markdown(for_notebook_markdown(markdown))
 
 
 def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
@@ -108,7 +122,9 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
         full = row.content
         full_results[call.id] = full
         title = widgets.HTML(
-            f"<b>{for_html(call.name)}</b> <i>({len(full):,} chars, full result)</i>"
+            for_notebook_html(
+                f"<b>{for_html(call.name)}</b> <i>({len(full):,} chars, full result)</i>"
+            )
         )
         children.append(title)
         try:
@@ -122,7 +138,9 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
                 for r in data["rows"]
             )
             children.append(
-                widgets.HTML(f"<table class='full-result'><tr>{head}</tr>{body}</table>")
+                widgets.HTML(
+                    for_notebook_html(f"<table class='full-result'><tr>{head}</tr>{body}</table>")
+                )
             )
         elif isinstance(data, dict) and isinstance(data.get("content"), list):
             for part in data["content"]:
@@ -131,7 +149,9 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
                         widgets.Image(value=base64.b64decode(part["data"]), format="png", width=420)
                     )
                 elif part.get("type") == "text":
-                    children.append(widgets.HTML(for_html(str(part.get("text")))))
+                    children.append(
+                        widgets.HTML(for_notebook_html(for_html(str(part.get("text")))))
+                    )
         elif full.lstrip().lower().startswith(("<!doctype html", "<html")):
             children.append(
                 widgets.HTML(
@@ -140,7 +160,7 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
                 )
             )
         else:
-            children.append(widgets.HTML(f"<pre>{for_html(full[:2000])}</pre>"))
+            children.append(widgets.HTML(for_notebook_html(f"<pre>{for_html(full[:2000])}</pre>")))
     box = widgets.VBox(children)
     box.full_results = full_results
     return box

@@ -42,7 +42,13 @@ from typing import Any
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BOX_DESIGNS
 from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
-from helpers.escaping import for_html, for_json, for_markdown
+from helpers.escaping import (
+    dollars_as_text,
+    for_html,
+    for_json,
+    for_markdown,
+    for_notebook_html,
+)
 from helpers.evaluation.pricing import (
     DEFAULT_PRICE_MODEL,
     Price,
@@ -462,14 +468,18 @@ def _cell(m: dict[str, Any]) -> str:
 
 
 def _usd(value: float | None) -> str:
+    """Dollars to the hundredth of a cent under $1, to the cent above: ``-$0.0407``, ``$1.21``."""
     if value is None:
         return "–"
-    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+    sign, amount = ("-" if value < 0 else ""), abs(value)
+    return f"{sign}${amount:,.4f}" if amount < 1 else f"{sign}${amount:,.2f}"
 
 
 def to_markdown(data: dict[str, Any]) -> str:
     """``compare.md``: per-case tokens and dollars side by side, the box goal, totals, the design
-    steps, what caching changes, other models, then the scaling and the personas."""
+    steps, what caching changes, other models, then the scaling and the personas. Text from a
+    model, a provider or a case file is written with :func:`helpers.escaping.for_markdown`; the
+    report's own dollar amounts as ``\\$`` (:func:`helpers.escaping.dollars_as_text`)."""
     strategies = [v for v in data["totals"] if v != "floor"]
     pricing = data.get("pricing") or {}
     lines = [
@@ -599,7 +609,7 @@ def to_markdown(data: dict[str, Any]) -> str:
 
         lines += scaling_markdown(data["scaling"])
     lines += persona_markdown(data.get("personas") or {})
-    return "\n".join(lines) + "\n"
+    return dollars_as_text("\n".join(lines) + "\n")
 
 
 def caching_markdown(data: dict[str, Any]) -> list[str]:
@@ -648,7 +658,7 @@ def caching_markdown(data: dict[str, Any]) -> list[str]:
             a, b = change["cheapest_uncached"], change["cheapest_cached"]
             share = change["cached_share"]
             lines.append(
-                f"  - {change['case']}: {a} uncached; cached, {b} "
+                f"  - {for_markdown(change['case'])}: {a} uncached; cached, {b} "
                 f"({_usd(change['usd_cached'][b])}, {share[b]:.0%} of its prompt cached) beats "
                 f"{a} ({_usd(change['usd_cached'][a])}, {share[a]:.0%} cached)"
             )
@@ -835,7 +845,9 @@ def headline_html(data: dict[str, Any]) -> str:
             f"<div style='font-size:18px;font-weight:bold;color:{colour}'>"
             f"{row['passed']}/{row['cases']} passed</div></div>"
         )
-    return "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
+    return for_notebook_html(
+        "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
+    )
 
 
 def write_report(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.cases import Case
+from helpers.escaping import for_markdown
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
 from helpers.evaluation.runs import COMPARED_STRATEGIES, refused_prompt_tokens, run_case
 from helpers.models.llm import make_client, resolve_model
@@ -186,8 +187,17 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes} bytes"
 
 
-def where_it_breaks(points: list[dict[str, Any]]) -> str:
-    """One sentence: the first size at which the strategy fails, and how."""
+def where_it_breaks(
+    points: list[dict[str, Any]], *, quote: Callable[[str], str] = lambda text: text
+) -> str:
+    """One sentence: the first size at which the strategy fails, and how.
+
+    ``points`` are one strategy's runs, smallest size first (``size_bytes``, ``passed``,
+    ``status``, ``prompt_tokens``, ``reason``). A failure reason the sentence cannot name in its
+    own words is quoted from the run, and it can hold a model's or a provider's text, so it goes
+    through ``quote``: the escaping function of the sink the sentence is written to (for
+    ``compare.json``, none).
+    """
     failed = next((p for p in points if not p["passed"]), None)
     if failed is None:
         top = points[-1] if points else None
@@ -210,8 +220,17 @@ def where_it_breaks(points: list[dict[str, Any]]) -> str:
     elif "byte-exact" in failed["reason"]:
         how = "the tool receives the cut text the model saw (no way back to the whole)"
     else:
-        how = failed["reason"] or failed["status"]
+        how = quote(failed["reason"] or failed["status"])
     return f"breaks at {size}: {how}"
+
+
+def breaks_markdown(data: dict[str, Any]) -> list[str]:
+    """Where each strategy of a scaling run breaks, one Markdown list item per strategy, any
+    quoted failure reason written with :func:`helpers.escaping.for_markdown`."""
+    return [
+        f"- **{v}** {where_it_breaks(points, quote=for_markdown)}."
+        for v, points in data["runs"].items()
+    ]
 
 
 def scaling_markdown(data: dict[str, Any]) -> list[str]:
@@ -225,7 +244,7 @@ def scaling_markdown(data: dict[str, Any]) -> list[str]:
         f"window {data['context_window_tokens']:,} tokens; dollars at {data['price_model']} "
         "with caching. ❌ the run failed (an overflow shows the refused request's size).",
         "",
-        *[f"- **{v}** {sentence}." for v, sentence in data["breaks"].items()],
+        *breaks_markdown(data),
         "",
         "| strategy | " + " | ".join(_size(s) for s in sizes) + " |",
         "|---|" + "---:|" * len(sizes),

@@ -47,6 +47,11 @@ def _start_lab(workdir: Path, profile_env: dict[str, str]):
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make e2e does it)")
     port, token = _free_port(), secrets.token_hex(16)
     shutil.copy(ROOT / "notebooks" / NOTEBOOK, workdir / NOTEBOOK)  # leave the committed one clean
+    # every cell in the page (JupyterLab 4 renders only the cells in view by default), so the
+    # checks read the whole notebook's outputs, far down it too
+    settings = workdir / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env = {
         **os.environ,
         **profile_env,
@@ -141,10 +146,21 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
         page.screenshot(path=str(shots / "e2e_notebook05.png"), full_page=False)
         sliders = page.locator(".widget-slider, .jupyter-widgets .widget-hslider").count()
         tables = page.locator("table").count()
+        # JupyterLab typesets $…$ in Markdown and HTML outputs: dollar amounts must stay text
+        tex = [
+            t.inner_text()[:80]
+            for t in page.locator(".jp-OutputArea mjx-container, .jp-OutputArea .MathJax").all()
+        ]
+        dollars = page.evaluate(
+            "() => [...document.querySelectorAll('.jp-OutputArea')].map(e => e.innerText)"
+            ".join(' ').match(/\\$\\d/g)?.length ?? 0"
+        )
         browser.close()
     assert not [t for t in error_text if re.search(r"Error|Traceback", t)], error_text
     assert sliders >= 2, "the threshold and limit sliders did not render"
     assert tables >= 2, "the comparison table and the side-by-side view did not render"
+    assert not tex, f"dollar amounts were typeset as TeX math: {tex}"
+    assert dollars >= 10, f"only {dollars} dollar amounts shown as text"
 
 
 # -- a hostile model: its text is shown, never run ---------------------------------------------
@@ -155,11 +171,6 @@ def hostile_lab(tmp_path_factory):
     from provider import ScriptedProvider, hostile_replies
 
     workdir = tmp_path_factory.mktemp("hostile-lab")
-    # every cell in the page (JupyterLab 4 renders only the cells in view by default), so the
-    # report far down the notebook is in the DOM that the checks read
-    settings = workdir / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     with ScriptedProvider([hostile_replies()]) as provider:
         yield from _start_lab(
             workdir,
@@ -198,9 +209,11 @@ def test_a_hostile_models_text_never_runs_in_notebook_05(hostile_lab) -> None:
                 '.jp-OutputArea img[src="x"], .jp-OutputArea script, a[href^="javascript"]').length"""
         )
         shown = page.evaluate("() => document.body.innerText")
+        typeset = page.locator(".jp-OutputArea mjx-container").count()
         page.screenshot(path=str(ROOT / "build" / "e2e_notebook05_hostile.png"), full_page=False)
         browser.close()
     assert not ran, "a model's HTML ran as script in JupyterLab"
     assert planted == 0, "a model's HTML became elements of the page"
+    assert typeset == 0, "a model's $…$ was typeset as TeX (MathJax links and sizes)"
     assert "<img src=x" in shown and "<script>" in shown  # shown as text
     assert "\x1b" not in shown and "\u202e" not in shown and "\\x1b[2J" in shown
