@@ -37,8 +37,8 @@ class TurnLimits:
         max_stored_bytes_per_turn: UTF-8 bytes a turn may store (each output plus the arguments
             text it was called with); a call that would pass it ran, but its output is not kept
             and the model gets an error instead.
-        max_stored_bytes_per_thread: UTF-8 bytes of tool output a thread may hold in the store
-            (its quota, checked in the same transaction as the write:
+        max_stored_bytes_per_thread: UTF-8 bytes of tool-call arguments and tool output a thread
+            may hold in the store (its quota, checked in the same transaction as the write:
             :meth:`helpers.tooling.store.ToolOutputStore.log_tool`).
     """
 

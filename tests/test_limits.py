@@ -105,11 +105,25 @@ def test_a_thread_over_its_store_quota_gets_a_clear_error(store) -> None:
 
 
 def test_the_quota_is_checked_in_the_write_itself(store) -> None:
-    store.log_tool("t", "c1", "x", "{}", "a" * 600, max_thread_bytes=1_000)
+    """The quota counts UTF-8 bytes of the arguments and the output: ``{}`` is 2 bytes."""
+    store.log_tool("t", "c1", "x", "{}", "a" * 598, max_thread_bytes=1_000)  # 600 bytes
     with pytest.raises(StoreQuotaExceeded, match="quota of 1,000 bytes"):
-        store.log_tool("t", "c2", "x", "{}", "é" * 300, max_thread_bytes=1_000)  # 600 bytes
+        store.log_tool("t", "c2", "x", "{}", "é" * 200, max_thread_bytes=1_000)  # 402 bytes
     assert store.count("t") == 1 and store.get("t", "c2") is None
-    store.log_tool("t", "c3", "x", "{}", "b" * 400, max_thread_bytes=1_000)  # exactly full
+    store.log_tool("t", "c3", "x", "{}", "b" * 398, max_thread_bytes=1_000)  # exactly full
+    assert store.thread_bytes("t") == 1_000
+
+
+def test_arguments_count_against_the_thread_quota(store) -> None:
+    """A model cannot grow a thread through its arguments: they are stored, so they count, in
+    bytes (é is two)."""
+    args = json.dumps({"text": "é" * 250_000}, ensure_ascii=False)  # 500,012 bytes
+    store.log_tool("t", "c1", "x", args, "ok", max_thread_bytes=1_100_000)
+    store.log_tool("t", "c2", "x", args, "ok", max_thread_bytes=1_100_000)
+    assert store.thread_bytes("t") == 2 * (len(args.encode()) + 2)
+    with pytest.raises(StoreQuotaExceeded, match="tool calls and outputs"):
+        store.log_tool("t", "c3", "x", args, "ok", max_thread_bytes=1_100_000)
+    assert store.count("t") == 2
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "16"])

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.tooling.store import DuplicateToolCallError, ToolOutputStore
+from helpers.tooling.store import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
 
 
 def test_log_and_read_back_the_whole_row(store: ToolOutputStore) -> None:
@@ -105,6 +105,12 @@ def test_the_same_store_on_postgresql() -> None:
     assert pg.get(long_thread, "c1").provider_call_id == "0" * 300
     assert pg.thread_messages(long_thread) == [{"role": "user", "content": "hi\u0000there"}]
     assert pg.prune(thread_id=long_thread) == 1 and not pg.thread_exists(long_thread)
+    # the quota counts bytes of arguments and output (octet_length on PostgreSQL)
+    pg.log_tool(thread, "q1", "x", '{"t": "é"}', "ok", max_thread_bytes=15)  # 11 + 2 bytes
+    assert pg.thread_bytes(thread) == 13
+    with pytest.raises(StoreQuotaExceeded):
+        pg.log_tool(thread, "q2", "x", "{}", "ok", max_thread_bytes=15)  # 4 more
+    assert pg.prune(thread_id=thread) == 1
     pg.close()
 
 

@@ -47,9 +47,11 @@ from sqlalchemy import (
     Engine,
     ForeignKey,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
+    cast,
     create_engine,
     delete,
     event,
@@ -86,8 +88,8 @@ class DuplicateToolCallError(ValueError):
 
 
 class StoreQuotaExceeded(ValueError):
-    """A thread's outputs would pass its quota of bytes (``max_thread_bytes`` of
-    :meth:`ToolOutputStore.log_tool`); nothing of the output was stored."""
+    """A thread's calls and outputs would pass its quota of bytes (``max_thread_bytes`` of
+    :meth:`ToolOutputStore.log_tool`); nothing of the call was stored."""
 
 
 class Base(DeclarativeBase):
@@ -335,13 +337,15 @@ class ToolOutputStore:
                 JSON text already.
             tool_output: the full output, any length.
             provider_call_id: the id the provider gave the call, if any (kept for reference).
-            max_thread_bytes: the thread's quota: the most UTF-8 bytes of output all its rows
-                may hold, this one included (checked in the same transaction as the write);
+            max_thread_bytes: the thread's quota: the most UTF-8 bytes of arguments and output
+                all its rows may hold, this one included (checked in the same transaction as
+                the write);
                 ``None``, no quota (:class:`helpers.limits.TurnLimits` gives the agent's).
 
         Raises:
             DuplicateToolCallError: ``tool_call_id`` is already logged in ``thread_id``.
-            StoreQuotaExceeded: the output would pass ``max_thread_bytes``; nothing is stored.
+            StoreQuotaExceeded: the arguments and output would pass ``max_thread_bytes``;
+                nothing is stored.
             TypeError: ``tool_output`` is not a string.
             ValueError: ``tool_call_id`` is empty or longer than 255 characters, or the output
                 holds a NUL character and the database is PostgreSQL.
@@ -387,11 +391,12 @@ class ToolOutputStore:
             with self._sessions.begin() as session:
                 if max_thread_bytes is not None:
                     held = self._thread_bytes(session, thread_id)
-                    if held + len(encoded) > max_thread_bytes:
+                    adding = len(encoded) + len(args_text.encode("utf-8", "surrogatepass"))
+                    if held + adding > max_thread_bytes:
                         raise StoreQuotaExceeded(
-                            f"the thread holds {held:,} bytes of tool output; {len(encoded):,} "
-                            f"more would pass its quota of {max_thread_bytes:,} bytes, so this "
-                            "output was not stored"
+                            f"the thread holds {held:,} bytes of tool calls and outputs; "
+                            f"{adding:,} more would pass its quota of {max_thread_bytes:,} "
+                            "bytes, so this call and its output were not stored"
                         )
                 session.add(row)
                 if chunks:
@@ -413,16 +418,21 @@ class ToolOutputStore:
 
     @staticmethod
     def _thread_bytes(session: Any, thread_id: str) -> int:
+        if session.get_bind().dialect.name == "sqlite":  # length() of a BLOB counts bytes
+            args_bytes = func.length(cast(ToolOutput.tool_args, LargeBinary))
+        else:  # PostgreSQL (and SQL's standard name)
+            args_bytes = func.octet_length(ToolOutput.tool_args)
+        output_bytes = func.coalesce(ToolOutput.n_bytes, ToolOutput.n_chars)
         total = session.scalar(
-            select(
-                func.coalesce(func.sum(func.coalesce(ToolOutput.n_bytes, ToolOutput.n_chars)), 0)
-            ).where(ToolOutput.thread_key == thread_key(thread_id))
+            select(func.coalesce(func.sum(output_bytes + func.coalesce(args_bytes, 0)), 0)).where(
+                ToolOutput.thread_key == thread_key(thread_id)
+            )
         )
         return int(total or 0)
 
     def thread_bytes(self, thread_id: str) -> int:
-        """UTF-8 bytes of tool output the thread holds (its rows' ``n_bytes``; rows from before
-        that column count their characters)."""
+        """UTF-8 bytes the thread holds: its calls' arguments and their outputs (the rows'
+        ``n_bytes``; rows from before that column count their characters)."""
         with self._sessions() as session:
             return self._thread_bytes(session, thread_id)
 
