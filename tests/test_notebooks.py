@@ -6,7 +6,8 @@ that its hard-stop checkpoint
 
 - stops the unanswered stub with the TODO's pointer;
 - stops each plausible wrong answer of ``tests/wrong_answers.py`` with a message of its own (an
-  AssertionError in the checkpoint, never a traceback from inside ``helpers/``);
+  short report (``CheckpointFailed``: at most ten lines, the smallest failing input), never a
+  traceback from inside ``helpers/``);
 - passes the right answer, right after those failures in the same kernel, and again when rerun.
 """
 
@@ -49,7 +50,7 @@ def test_there_are_notebooks_with_todos_and_wrong_answers_for_each() -> None:
     assert len(PAIRS) >= 8 and len(TODOS) >= 15
     for solution, _student, n in TODOS:
         wrong = WRONG_ANSWERS.get((solution.name[:2], n), [])
-        assert len(wrong) >= 2, f"{solution.stem} TODO {n} needs two plausible wrong answers"
+        assert len(wrong) >= 5, f"{solution.stem} TODO {n} needs five plausible wrong answers"
 
 
 @pytest.mark.parametrize(("solution", "student"), PAIRS, ids=[p[0].name for p in PAIRS])
@@ -139,11 +140,13 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
             error = kernel.run(checkpoint, checkpoint_at)
             assert error is not None, f"TODO {n}: the wrong answer ({label}) passed the checkpoint"
             trace = "\n".join(error.get("traceback", []))
-            assert error["ename"] == "AssertionError" and error["evalue"].strip(), (
+            assert error["ename"] == "CheckpointFailed" and error["evalue"].strip(), (
                 f"TODO {n}, {label}: stopped by {error['ename']}: {error['evalue'][:200]} "
                 "instead of a checkpoint message"
             )
             assert "/helpers/" not in trace, f"TODO {n}, {label}: a traceback from helpers/"
+            # short: the property, the smallest input, expected, got, where to look next
+            assert len(trace.splitlines()) <= 10 and "input" in trace and "got" in trace, trace
 
         # the right answer passes, after those failures, and again when the checkpoint reruns
         for attempt in (1, 2):

@@ -564,3 +564,487 @@ def grep(value, pattern, window):
         ),
     ],
 }
+
+# -- the families a fresh pair of eyes found (issue 18): fail-open guards, OR for AND, chunked
+# outputs read from one column, mutation, case folding, guessable ids, time zones, counting per
+# message, a history without a system message, successes answered before errors --------------
+
+_LOG_TOOL = """def log_tool(engine, thread_id, tool_call_id, tool_name, tool_args, tool_output):
+    row = ToolOutput(ref_id={ref_id}, thread_id=thread_id,
+                     tool_call_id=tool_call_id, tool_name=tool_name,
+                     tool_args=json.dumps(tool_args), content=tool_output,
+                     n_chars=len(tool_output), n_bytes=len(tool_output.encode("utf-8")),
+                     sha256=hashlib.sha256(tool_output.encode()).hexdigest(),
+                     kind="tool_output", created_at=datetime.now(UTC))
+    with Session(engine) as session:
+        session.add(row)
+        session.commit()
+        return {returned}
+"""
+_PRUNE = """def prune(engine, older_than=None, thread_id=None):
+    if older_than is None and thread_id is None:
+        raise ValueError("a filter, please")
+    stmt = delete(ToolOutput)
+{filters}
+    with Session(engine) as session:
+        result = session.execute(stmt)
+        session.commit()
+        return result.rowcount
+"""
+_MORE: dict[tuple[str, int], list[tuple[str, str]]] = {
+    ("01", 1): [
+        (
+            "successes answered first, errors after",
+            """def handle_tool_calls(messages, message, registry):
+    messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls]})
+    good, bad = [], []
+    for call in message.tool_calls:
+        try:
+            out = registry.get(call.function.name).call(json.loads(call.function.arguments))
+            good.append({"role": "tool", "tool_call_id": call.id, "content": out})
+        except Exception as exc:
+            bad.append({"role": "tool", "tool_call_id": call.id,
+                        "content": json.dumps({"error": str(exc)})})
+    messages.extend(good + bad)
+""",
+        ),
+        (
+            "the history replaced, not appended to",
+            """def handle_tool_calls(messages, message, registry):
+    new = [{"role": "assistant", "content": message.content, "tool_calls": [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls]}]
+    for call in message.tool_calls:
+        try:
+            content = registry.get(call.function.name).call(json.loads(call.function.arguments))
+        except Exception as exc:
+            content = json.dumps({"error": str(exc)})
+        new.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    messages[:] = new
+""",
+        ),
+    ],
+    ("02", 1): [
+        (
+            "a ref_id made from the call (guessable)",
+            _LOG_TOOL.format(
+                ref_id="hashlib.sha256(tool_call_id.encode()).hexdigest()[:16]", returned="row.id"
+            ),
+        ),
+        (
+            "the ref_id returned instead of the row's id",
+            _LOG_TOOL.format(ref_id="secrets.token_urlsafe(12)", returned="row.ref_id"),
+        ),
+    ],
+    ("02", 2): [
+        (
+            "if/elif: the age ignored when a thread is given",
+            _PRUNE.format(
+                filters="""    if thread_id is not None:
+        stmt = stmt.where(ToolOutput.thread_id == thread_id)
+    elif older_than is not None:
+        stmt = stmt.where(ToolOutput.created_at < (datetime.now(UTC) - older_than).replace(tzinfo=None))"""
+            ),
+        ),
+        (
+            "a naive local cut-off (wrong far from UTC)",
+            _PRUNE.format(
+                filters="""    if older_than is not None:
+        stmt = stmt.where(ToolOutput.created_at < datetime.now() - older_than)
+    if thread_id is not None:
+        stmt = stmt.where(ToolOutput.thread_id == thread_id)"""
+            ),
+        ),
+        (
+            "ages counted in whole days",
+            _PRUNE.format(
+                filters="""    if older_than is not None:
+        cutoff = (datetime.now(UTC) - timedelta(days=older_than.days)).replace(tzinfo=None)
+        stmt = stmt.where(ToolOutput.created_at < cutoff)
+    if thread_id is not None:
+        stmt = stmt.where(ToolOutput.thread_id == thread_id)"""
+            ),
+        ),
+    ],
+    ("03", 1): [
+        (
+            "the marker without its leading space",
+            """def make_preview(output, tool_call_id, limit=600):
+    if len(output) <= limit:
+        return output
+    return output[:limit] + (f"...[+{len(output) - limit} chars. full output: "
+                             f"fetch_tool_output(tool_call_id='{tool_call_id}')]")
+""",
+        ),
+        (
+            "the head cut to make room for the marker",
+            """def make_preview(output, tool_call_id, limit=600):
+    if len(output) <= limit:
+        return output
+    marker = (f" ...[+{len(output) - limit} chars. full output: "
+              f"fetch_tool_output(tool_call_id='{tool_call_id}')]")
+    return output[: max(0, limit - len(marker))] + marker
+""",
+        ),
+    ],
+    ("03", 2): [
+        (
+            "the content column read directly (empty for chunked outputs)",
+            """def fetch_tool_output(store, thread_id, tool_call_id):
+    from sqlalchemy import select
+    with Session(store.engine) as session:
+        row = session.scalars(select(ToolOutput).where(
+            ToolOutput.thread_id == thread_id, ToolOutput.tool_call_id == tool_call_id)).first()
+        if row is None:
+            return json.dumps({"error": f"no tool call with id {tool_call_id!r}"})
+        return json.dumps({"tool_name": row.tool_name, "tool_args": json.loads(row.tool_args),
+                           "tool_output": row.content})
+""",
+        ),
+        (
+            "the first row with that id, in any thread",
+            """def fetch_tool_output(store, thread_id, tool_call_id):
+    rows = store.list_by_call_id(tool_call_id, with_content=True)
+    if not rows:
+        return json.dumps({"error": f"no tool call with id {tool_call_id!r}"})
+    row = rows[0]
+    return json.dumps({"tool_name": row.tool_name, "tool_args": json.loads(row.tool_args),
+                       "tool_output": row.content})
+""",
+        ),
+    ],
+    ("04", 1): [
+        (
+            "the boxing mode ignored: always opaque",
+            """def box_result(output, ref_id, tool_name, threshold=256, boxing="opaque"):
+    return output if len(output) <= threshold else make_reference(ref_id)
+""",
+        ),
+        (
+            "the threshold compared with bytes",
+            """def box_result(output, ref_id, tool_name, threshold=256, boxing="opaque"):
+    size = len(output.encode("utf-8"))
+    if size <= threshold:
+        return output
+    if boxing == "opaque":
+        return make_reference(ref_id)
+    return json.dumps({"type": "resource_link", "uri": make_reference(ref_id),
+                       "name": f"{tool_name} result", "mimeType": guess_mime_type(output),
+                       "size": size})
+""",
+        ),
+    ],
+    ("04", 2): [
+        (
+            "the caller's arguments changed in place",
+            """def unbox(arguments, store, thread_id):
+    def one(value):
+        if isinstance(value, dict):
+            for key in value:
+                value[key] = one(value[key])
+            return value
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                value[i] = one(item)
+            return value
+        ref = reference_id(value)
+        if ref is not None:
+            row = store.get_by_ref(ref)
+            if row is None or row.thread_id != thread_id:
+                raise ReferenceRefused("not a reference of this thread")
+            return store.read_all(row.id)
+        if isinstance(value, str):
+            for inside in embedded_reference_ids(value):
+                row = store.get_by_ref(inside)
+                if row is not None and row.thread_id == thread_id:
+                    raise ReferenceRefused("pass the reference alone")
+        return value
+    return one(arguments)
+""",
+        ),
+        (
+            "only exact 'internal://' strings (wrapped references missed, top level only)",
+            """def unbox(arguments, store, thread_id):
+    out = {}
+    for key, value in arguments.items():
+        if isinstance(value, str) and value.startswith("internal://"):
+            row = store.get_by_ref(value[len("internal://"):])
+            if row is None or row.thread_id != thread_id:
+                raise ReferenceRefused("unknown reference")
+            value = store.read_all(row.id)
+        out[key] = value
+    return out
+""",
+        ),
+    ],
+    ("04", 3): [
+        (
+            "a negative length read as zero",
+            """def read_slice(value, start_index, length):
+    start = max(len(value) + start_index, 0) if start_index < 0 else start_index
+    return value[start:start + max(length, 0)]
+""",
+        ),
+        (
+            "bytes, not characters",
+            """def read_slice(value, start_index, length):
+    if length < 0:
+        raise ValueError("length must be >= 0")
+    data = value.encode("utf-8")
+    start = max(len(data) + start_index, 0) if start_index < 0 else start_index
+    return data[start:start + length].decode("utf-8", "ignore")
+""",
+        ),
+        (
+            "the end index taken for a length",
+            """def read_slice(value, start_index, length):
+    if length < 0:
+        raise ValueError("length must be >= 0")
+    start = max(len(value) + start_index, 0) if start_index < 0 else start_index
+    return value[start:length]
+""",
+        ),
+    ],
+    ("04", 4): [
+        (
+            "lines split on LF only (CR kept, a trailing empty line)",
+            """def grep(value, pattern, window):
+    import re
+    lines = value.split("\\n")
+    ranges = []
+    for i, line in enumerate(lines):
+        if re.search(pattern, line):
+            start, end = max(0, i - window), min(len(lines) - 1, i + window)
+            if ranges and start <= ranges[-1][1] + 1:
+                ranges[-1][1] = max(ranges[-1][1], end)
+            else:
+                ranges.append([start, end])
+    if not ranges:
+        return "No matches found."
+    return "\\n\\n".join(f"Lines {s + 1}-{e + 1}:\\n" + "\\n".join(f"{n + 1}: {lines[n]}"
+                        for n in range(s, e + 1)) for s, e in ranges)
+""",
+        ),
+        (
+            "case-insensitive matching",
+            """def grep(value, pattern, window):
+    import re
+    lines = value.splitlines()
+    ranges = []
+    for i, line in enumerate(lines):
+        if re.search(pattern, line, re.IGNORECASE):
+            start, end = max(0, i - window), min(len(lines) - 1, i + window)
+            if ranges and start <= ranges[-1][1] + 1:
+                ranges[-1][1] = max(ranges[-1][1], end)
+            else:
+                ranges.append([start, end])
+    if not ranges:
+        return "No matches found."
+    return "\\n\\n".join(f"Lines {s + 1}-{e + 1}:\\n" + "\\n".join(f"{n + 1}: {lines[n]}"
+                        for n in range(s, e + 1)) for s, e in ranges)
+""",
+        ),
+    ],
+    ("06", 1): [
+        (
+            "every internal_resource_ tool a query (a prefix, not the table)",
+            """def categorize(tool_name):
+    if tool_name in {"get_page", "yt_transcribe", "internal_resource_read", "fetch_tool_output"}:
+        return "read"
+    if tool_name == "google_drive_write_file":
+        return "write"
+    if tool_name == "run_sql" or tool_name.startswith("internal_resource_"):
+        return "query"
+    return "execution"
+""",
+        ),
+        (
+            "names matched case-insensitively",
+            """def categorize(tool_name):
+    name = tool_name.lower()
+    table = {"get_page": "read", "yt_transcribe": "read", "internal_resource_read": "read",
+             "fetch_tool_output": "read", "google_drive_write_file": "write", "run_sql": "query",
+             "internal_resource_grep": "query", "internal_resource_read_slice": "query",
+             "internal_resource_read_lines": "query", "internal_resource_length": "query"}
+    return table.get(name, "execution")
+""",
+        ),
+        (
+            "the table off by one tool (read_lines left out)",
+            """def categorize(tool_name):
+    table = {"get_page": "read", "yt_transcribe": "read", "internal_resource_read": "read",
+             "fetch_tool_output": "read", "google_drive_write_file": "write", "run_sql": "query",
+             "internal_resource_grep": "query", "internal_resource_read_slice": "query",
+             "internal_resource_length": "query"}
+    return table.get(tool_name, "execution")
+""",
+        ),
+    ],
+    ("06", 2): [
+        (
+            "always 'files', even for one",
+            """def summarize_writes(writes):
+    ok = [e for e in writes if e.error is None]
+    lines = [f"- Wrote {len(ok)} files:"]
+    for e in writes:
+        name = e.arguments.get("file_name", "?")
+        if e.error:
+            lines.append(f"  - {quoted(name)}: FAILED: {quoted(e.error)}")
+        else:
+            lines.append(f"  - {quoted(name)}: {quoted(e.result)}")
+    return "\\n".join(lines)
+""",
+        ),
+    ],
+    ("06", 3): [
+        (
+            "keep_last counted in messages, not calls",
+            """def fold_indices(messages, keep_last):
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    owners = [i for i, m in enumerate(messages) if m.get("tool_calls")]
+    protected = owners[len(owners) - keep_last:] if keep_last else []
+    return set(range(users[0] + 1, min([users[-1], *protected])))
+""",
+        ),
+        (
+            "a system message assumed at index 0",
+            """def fold_indices(messages, keep_last):
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
+    protected = owners[len(owners) - keep_last:] if keep_last else []
+    return set(range(2, min([last_user, *protected])))
+""",
+        ),
+    ],
+    ("07", 1): [
+        (
+            "MODES.get(mode): an unknown mode offers every tool (fails open)",
+            """def schemas_for_mode(registry, mode):
+    allowed = MODES.get(mode)
+    return [tool.schema() for tool in registry if allowed is None or tool.name in allowed]
+""",
+        ),
+        (
+            "the mode's case folded",
+            """def schemas_for_mode(registry, mode):
+    allowed = MODES[mode.strip().lower()]
+    return [tool.schema() for tool in registry if allowed is None or tool.name in allowed]
+""",
+        ),
+        (
+            "the whitelist's order, not the registry's",
+            """def schemas_for_mode(registry, mode):
+    allowed = MODES[mode]
+    if allowed is None:
+        return [tool.schema() for tool in registry]
+    return [registry.get(name).schema() for name in sorted(allowed) if name in registry]
+""",
+        ),
+    ],
+    ("07", 2): [
+        (
+            "MODES.get(mode): an unknown mode runs everything (fails open)",
+            """def guarded_call(registry, mode, name, arguments):
+    allowed = MODES.get(mode)
+    if allowed is not None and name not in allowed:
+        return json.dumps({"error": f"tool {name!r} is not available in mode {mode!r}"})
+    return registry.get(name).call(arguments)
+""",
+        ),
+        (
+            "a blacklist of the one write tool",
+            """def guarded_call(registry, mode, name, arguments):
+    if mode != "operate" and name == "google_drive_write_file":
+        return json.dumps({"error": f"tool {name!r} is not available in mode {mode!r}"})
+    return registry.get(name).call(arguments)
+""",
+        ),
+        (
+            "the mode's case folded",
+            """def guarded_call(registry, mode, name, arguments):
+    allowed = MODES[mode.lower()]
+    if allowed is not None and name not in allowed:
+        return json.dumps({"error": f"tool {name!r} is not available in mode {mode!r}"})
+    return registry.get(name).call(arguments)
+""",
+        ),
+    ],
+    ("07", 3): [
+        (
+            "no cap on the content parts",
+            """def summarize(result, max_chars=300):
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("content"), list):
+        lines = []
+        for part in data["content"]:
+            if part.get("type") == "text":
+                lines.append(part["text"])
+            else:
+                size = len(base64.b64decode(part.get("data", "")))
+                lines.append(f"[{part.get('mimeType', part.get('type'))}, {size} bytes]")
+        return "\\n".join(lines)
+    if isinstance(data, dict):
+        def short(v):
+            return f"[{len(v)} items]" if isinstance(v, list) else str(v)[:40]
+        return ("Result: " + ", ".join(f"{k}={short(v)}" for k, v in list(data.items())[:4]))[:max_chars]
+    return result[:max_chars]
+""",
+        ),
+        (
+            "the base64 length taken for the size",
+            """def summarize(result, max_chars=300):
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("content"), list):
+        lines = []
+        for part in data["content"]:
+            if part.get("type") == "text":
+                lines.append(part["text"])
+            else:
+                lines.append(f"[{part.get('mimeType', part.get('type'))}, {len(part.get('data', ''))} bytes]")
+        return "\\n".join(lines)[:max_chars]
+    if isinstance(data, dict):
+        def short(v):
+            return f"[{len(v)} items]" if isinstance(v, list) else str(v)[:40]
+        return ("Result: " + ", ".join(f"{k}={short(v)}" for k, v in list(data.items())[:4]))[:max_chars]
+    return result[:max_chars]
+""",
+        ),
+        (
+            "a JSON list summarised as an object",
+            """def summarize(result, max_chars=300):
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return result[:max_chars]
+    if isinstance(data, dict) and isinstance(data.get("content"), list):
+        lines = []
+        for part in data["content"]:
+            if part.get("type") == "text":
+                lines.append(part["text"])
+            else:
+                size = len(base64.b64decode(part.get("data", "")))
+                lines.append(f"[{part.get('mimeType', part.get('type'))}, {size} bytes]")
+        return "\\n".join(lines)[:max_chars]
+    if isinstance(data, list):
+        return f"Result: [{len(data)} items]"[:max_chars]
+    if isinstance(data, dict):
+        def short(v):
+            return f"[{len(v)} items]" if isinstance(v, list) else str(v)[:40]
+        return ("Result: " + ", ".join(f"{k}={short(v)}" for k, v in list(data.items())[:4]))[:max_chars]
+    return result[:max_chars]
+""",
+        ),
+    ],
+}
+for _key, _answers in _MORE.items():
+    WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers

@@ -211,27 +211,28 @@ def compile_grep_pattern(pattern: str) -> Any:
     return regex
 
 
-def internal_resource_grep(
-    ctx: ToolContext, opaque_reference: str, pattern: str, window: int
-) -> str:
-    """Search the value behind an opaque reference, line by line, with a regular expression.
+def grep_text(value: str, pattern: str, window: int) -> str:
+    """What :func:`internal_resource_grep` answers for ``value``: its lines (``str.splitlines``:
+    LF, CRLF and the other Unicode line ends) matched one by one against ``pattern``, each
+    match shown with ``window`` lines before and after, ranges that overlap or touch merged, lines
+    numbered from 1.
 
     Args:
-        opaque_reference: an opaque reference such as 'internal://<id>'.
-        pattern: a regular expression (RE2 syntax: like Python's, without backreferences or
-            lookaround) matched against each line.
-        window: lines of context to show before and after each matching line (0-50).
+        value: the text to search.
+        pattern: a regular expression (RE2 syntax), see :func:`compile_grep_pattern`.
+        window: lines of context each side of a match, 0-50.
 
     Returns:
-        Blocks headed 'Lines A-B:' with each line numbered from 1 ('12: text'); overlapping
-        blocks are merged. 'No matches found.' when nothing matches. Line N here is
-        start_line N-1 for internal_resource_read_lines. Output stops after 500 lines, 50000
-        characters or 10 s, with a note saying so.
+        Blocks ``Lines A-B:`` then ``N: text`` lines, separated by a blank line, or
+        ``No matches found.``; bounded as :func:`internal_resource_grep` says.
+
+    Raises:
+        ValueError: a window out of range, or a pattern :func:`compile_grep_pattern` refuses.
     """
     if not 0 <= window <= MAX_GREP_WINDOW:
         raise ValueError(f"window must be between 0 and {MAX_GREP_WINDOW} lines, got {window}")
     regex = compile_grep_pattern(pattern)
-    lines = _value(ctx, opaque_reference).splitlines()
+    lines = value.splitlines()
     merged: list[list[int]] = []
     shown = 0
     stopped = ""
@@ -280,6 +281,26 @@ def internal_resource_grep(
     if stopped:
         blocks.append(f"[grep {stopped}]")
     return "\n\n".join(blocks)
+
+
+def internal_resource_grep(
+    ctx: ToolContext, opaque_reference: str, pattern: str, window: int
+) -> str:
+    """Search the value behind an opaque reference, line by line, with a regular expression.
+
+    Args:
+        opaque_reference: an opaque reference such as 'internal://<id>'.
+        pattern: a regular expression (RE2 syntax: like Python's, without backreferences or
+            lookaround) matched against each line.
+        window: lines of context to show before and after each matching line (0-50).
+
+    Returns:
+        Blocks headed 'Lines A-B:' with each line numbered from 1 ('12: text'); overlapping
+        blocks are merged. 'No matches found.' when nothing matches. Line N here is
+        start_line N-1 for internal_resource_read_lines. Output stops after 500 lines, 50000
+        characters or 10 s, with a note saying so.
+    """
+    return grep_text(_value(ctx, opaque_reference), pattern, window)
 
 
 def internal_resource_read(ctx: ToolContext, opaque_reference: str) -> str:

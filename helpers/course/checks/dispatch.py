@@ -1,0 +1,204 @@
+"""Notebook 01's checkpoint: the dispatch tail of the agent turn.
+
+The rules come from the chat-completions API (an assistant message with ``tool_calls`` must be
+followed by one ``tool`` message per call, carrying its ``tool_call_id``) and from the lesson
+(a bad call is an error result, never an exception). The tools are probes that record their
+calls; the message is a real ``openai`` ``ChatCompletionMessage``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionMessage
+
+from helpers.course.checkpoint import Checkpoint, Property, attempt, expect, short
+from helpers.course.checks.inputs import texts
+from helpers.tooling.registry import ToolRegistry, tool_from_function
+
+#: Kinds of tool call: one that works, and the four ways a call goes wrong.
+GOOD = "good"
+BAD = ("malformed JSON", "unknown tool", "wrong arguments", "tool raises")
+
+
+def probe_registry() -> tuple[ToolRegistry, list[str]]:
+    """``echo(text)`` answers ``echo: <text>``; ``explode()`` raises. Returns the registry and
+    the list each run of ``echo`` appends to."""
+    ran: list[str] = []
+
+    def echo(text: str) -> str:
+        """Say the text back.
+
+        Args:
+            text: any text.
+        """
+        ran.append(text)
+        return f"echo: {text}"
+
+    def explode() -> str:
+        """Always fails."""
+        raise RuntimeError("the tool failed")
+
+    return ToolRegistry([tool_from_function(echo), tool_from_function(explode)]), ran
+
+
+@dataclass(frozen=True)
+class Call:
+    kind: str
+    text: str
+
+    def wire(self, call_id: str) -> dict[str, Any]:
+        name, arguments = {
+            GOOD: ("echo", json.dumps({"text": self.text}, ensure_ascii=False)),
+            "malformed JSON": ("echo", '{"text": "unterminated'),
+            "unknown tool": ("send_rocket", "{}"),
+            "wrong arguments": ("echo", json.dumps({"txt": self.text})),
+            "tool raises": ("explode", "{}"),
+        }[self.kind]
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+
+
+@dataclass(frozen=True)
+class DispatchCase:
+    calls: list[Call]
+    content: str | None
+
+    def message(self) -> ChatCompletionMessage:
+        return ChatCompletionMessage.model_validate(
+            {
+                "role": "assistant",
+                "content": self.content,
+                "tool_calls": [c.wire(f"call_{i}x") for i, c in enumerate(self.calls)],
+            }
+        )
+
+    def shown(self) -> str:
+        calls = ", ".join(
+            f"{c.kind}{'(' + short(c.text, 20) + ')' if c.kind == GOOD else ''}" for c in self.calls
+        )
+        return f"an assistant message (content={short(self.content, 20)}) with {len(self.calls)} tool calls: {calls}"
+
+
+def cases(kinds: tuple[str, ...]) -> Any:
+    return st.builds(
+        DispatchCase,
+        st.lists(st.builds(Call, st.sampled_from(kinds), texts(15)), min_size=1, max_size=4),
+        st.one_of(st.none(), texts(20)),
+    )
+
+
+HISTORY = [
+    {"role": "system", "content": "You are a helpful assistant that uses tools."},
+    {"role": "user", "content": "Do it."},
+]
+
+
+def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
+    """Notebook 01, TODO 1: the attendee's ``handle_tool_calls(messages, message, registry)``.
+
+    Raises:
+        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+    """
+
+    def dispatched(case: DispatchCase) -> tuple[list[dict[str, Any]], list[str]]:
+        registry, ran = probe_registry()
+        messages = copy.deepcopy(HISTORY)
+        attempt(handle_tool_calls, messages, case.message(), registry)
+        expect(
+            messages[: len(HISTORY)] == HISTORY,
+            "the messages already in the list unchanged, new ones appended after them",
+            short(messages[: len(HISTORY)], 100),
+        )
+        return messages[len(HISTORY) :], ran
+
+    def echoed(case: DispatchCase) -> None:
+        new, _ = dispatched(case)
+        want = {
+            "role": "assistant",
+            "content": case.content,
+            "tool_calls": [c.wire(f"call_{i}x") for i, c in enumerate(case.calls)],
+        }
+        got = new[0] if new else None
+        expect(isinstance(got, dict), f"first appended: {short(want, 100)}", short(got))
+        for key in ("role", "content", "tool_calls"):
+            expect(
+                got.get(key) == want[key],
+                f"{key}: {short(want[key], 110)}",
+                f"{key}: {short(got.get(key), 110)}",
+            )
+
+    def one_per_call(case: DispatchCase) -> None:
+        new, _ = dispatched(case)
+        want = [("tool", f"call_{i}x") for i in range(len(case.calls))]
+        got = [(m.get("role"), m.get("tool_call_id")) for m in new[1:] if isinstance(m, dict)]
+        expect(got == want, f"then {want}", f"{got}")
+
+    def results(case: DispatchCase) -> None:
+        new, ran = dispatched(case)
+        for i, (call, message) in enumerate(zip(case.calls, new[1:], strict=False)):
+            content = message.get("content")
+            if call.kind == GOOD:
+                expect(
+                    content == f"echo: {call.text}",
+                    f"call_{i}x: {'echo: ' + call.text!r}",
+                    short(content),
+                )
+                continue
+            try:
+                error = json.loads(content).get("error")
+            except (TypeError, ValueError, AttributeError):
+                error = None
+            expect(
+                isinstance(error, str) and bool(error),
+                f'call_{i}x ({call.kind}): a JSON object {{"error": "<what went wrong>"}}',
+                short(content),
+            )
+        good = [c.text for c in case.calls if c.kind == GOOD]
+        expect(ran == good, f"every good call runs once, in order: {short(good)}", short(ran))
+
+    return Checkpoint(
+        "01",
+        1,
+        "handle_tool_calls",
+        [
+            Property(
+                "first the assistant message, echoed whole: role, content, and every call's id, "
+                "type 'function', name and arguments as the model sent them",
+                cases((GOOD, *BAD)),
+                echoed,
+                DispatchCase.shown,
+                terms=("assistant message", "id", "type", "name", "arguments"),
+            ),
+            Property(
+                "then exactly one tool message per call, in order, with its call's tool_call_id",
+                cases((GOOD, *BAD)),
+                one_per_call,
+                DispatchCase.shown,
+                terms=("one `tool` message per call", "tool_call_id"),
+            ),
+            Property(
+                "a good call's tool message holds the tool's output unchanged; a bad call — "
+                'malformed JSON, an unknown tool, wrong arguments, a tool that raises — an {"error": "…"} '
+                "JSON object, and the other calls still run",
+                cases((GOOD, *BAD)),
+                results,
+                DispatchCase.shown,
+                terms=(
+                    "registry.get(name).call(arguments)",
+                    "malformed JSON",
+                    "json.loads",
+                    '{"error": "..."}',
+                ),
+                examples=80,
+            ),
+        ],
+    ).run()

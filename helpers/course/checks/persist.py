@@ -1,0 +1,434 @@
+"""Notebook 02's checkpoints: ``log_tool`` writes one row a reader finds whole, and ``prune``
+deletes exactly the rows its filters name.
+
+The reader is the library's :class:`~helpers.tooling.store.ToolOutputStore` on the same SQLite
+file, and ``prune`` is compared with :meth:`ToolOutputStore.prune` on the same rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import strategies as st
+from sqlalchemy import delete, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from helpers import ids
+from helpers.course.checkpoint import (
+    Broken,
+    Checkpoint,
+    Property,
+    Raised,
+    attempt,
+    expect,
+    local_time_zone,
+    short,
+)
+from helpers.course.checks.inputs import arguments, nonce, outputs, scratch_store, texts
+from helpers.tooling.store import ToolOutput, ToolOutputChunk, ToolOutputStore
+
+#: Local time zones a checkpoint runs in: a naive local time is 14 hours off in the second.
+ZONES = ("UTC", "Pacific/Kiritimati", "Etc/GMT+12", "Asia/Kathmandu")
+#: A ref_id as the library makes it: URL-safe, at least 16 characters (12 random bytes).
+REF_ID_RE = re.compile(r"[A-Za-z0-9_-]{16,}")
+#: How far ``created_at`` may be from the moment of the call.
+CLOCK_SLACK = timedelta(seconds=5)
+
+
+@dataclass(frozen=True)
+class LogCase:
+    """One dispatch to log, and the local time zone of the machine."""
+
+    thread_id: str
+    tool_call_id: str
+    tool_name: str
+    tool_args: dict[str, Any]
+    tool_output: str
+    zone: str
+
+    def shown(self) -> str:
+        return (
+            f"log_tool(engine, {short(self.thread_id, 30)}, {self.tool_call_id!r}, "
+            f"{self.tool_name!r}, {short(self.tool_args, 40)}, "
+            f"{short(self.tool_output, 40)} [{len(self.tool_output):,} chars]) in TZ={self.zone}"
+        )
+
+
+log_cases = st.builds(
+    LogCase,
+    thread_id=texts(30, min_size=1),
+    tool_call_id=st.from_regex(r"call_[A-Za-z0-9]{1,24}", fullmatch=True),
+    tool_name=st.sampled_from(["yt_transcribe", "get_page", "run_sql", "deep_check"]),
+    tool_args=arguments(),
+    tool_output=outputs(),
+    zone=st.sampled_from(ZONES),
+)
+
+
+def check_log_tool(log_tool: Callable[..., Any]) -> str:
+    """Notebook 02, TODO 1: run the checkpoint of the attendee's ``log_tool(engine, thread_id,
+    tool_call_id, tool_name, tool_args, tool_output) -> int``.
+
+    Returns:
+        The success line (printed too).
+
+    Raises:
+        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+    """
+    with scratch_store("log_tool") as store:
+
+        def logged(case: LogCase, thread: str | None = None) -> tuple[str, Any, Any]:
+            thread = thread or f"{case.thread_id}·{nonce()}"  # fresh: inputs never collide
+            with local_time_zone(case.zone):
+                row_id = attempt(
+                    log_tool,
+                    store.engine,
+                    thread,
+                    case.tool_call_id,
+                    case.tool_name,
+                    copy.deepcopy(case.tool_args),
+                    case.tool_output,
+                )
+            row = store.get(thread, case.tool_call_id, with_content=True)
+            expect(
+                row is not None,
+                "a row found by (thread_id, tool_call_id) after log_tool returns",
+                "no row: was the session committed, with this thread_id and tool_call_id?",
+            )
+            return thread, row_id, row
+
+        def read_back_whole(case: LogCase) -> None:
+            _, _, row = logged(case)
+            try:
+                args = json.loads(row.tool_args)
+            except ValueError:
+                args = None
+            for field, want, got in (
+                ("tool_name", case.tool_name, row.tool_name),
+                ("kind", "tool_output", row.kind),
+                ("tool_args (parsed back with json.loads)", case.tool_args, args),
+                ("content (the full output)", case.tool_output, row.content),
+            ):
+                expect(want == got, f"{field} = {short(want, 60)}", f"{field} = {short(got, 60)}")
+
+        def units(case: LogCase) -> None:
+            _, _, row = logged(case)
+            data = case.tool_output.encode("utf-8")
+            for field, want, got in (
+                ("n_chars (characters)", len(case.tool_output), row.n_chars),
+                ("n_bytes (UTF-8 bytes)", len(data), row.n_bytes),
+                ("sha256 (of the UTF-8 bytes)", ids.content_sha256(case.tool_output), row.sha256),
+            ):
+                expect(want == got, f"{field} = {want!r}", f"{field} = {got!r}")
+
+        def utc_now(case: LogCase) -> None:
+            before = datetime.now(UTC)
+            _, _, row = logged(case)
+            after = datetime.now(UTC)
+            ok = before - CLOCK_SLACK <= row.created_at <= after + CLOCK_SLACK
+            expect(
+                ok,
+                f"created_at ≈ {before:%Y-%m-%d %H:%M:%S} UTC (datetime.now(UTC))",
+                f"{row.created_at:%Y-%m-%d %H:%M:%S} UTC, "
+                f"{(row.created_at - before).total_seconds() / 3600:+.1f} hours off",
+            )
+
+        def returns_id(case: LogCase) -> None:
+            _, row_id, row = logged(case)
+            expect(
+                type(row_id) is int and row_id == row.id,
+                f"the new row's id, the int {row.id}",
+                short(row_id),
+            )
+
+        def unguessable(case: LogCase) -> None:
+            _, _, first = logged(case)
+            _, _, second = logged(case)
+            for ref in (first.ref_id, second.ref_id):
+                expect(
+                    bool(REF_ID_RE.fullmatch(ref or "")),
+                    "a ref_id of at least 16 URL-safe characters (secrets.token_urlsafe(12))",
+                    short(ref),
+                )
+                expect(
+                    case.tool_call_id not in ref and ref not in first.sha256,
+                    "a random ref_id, not made from the call or its output",
+                    short(ref),
+                )
+            expect(
+                first.ref_id != second.ref_id,
+                "two different ref_ids for two calls with the same arguments and output",
+                f"{first.ref_id!r} twice",
+            )
+
+        def unique_per_thread(case: LogCase) -> None:
+            thread, _, _ = logged(case)
+            try:
+                with local_time_zone(case.zone):
+                    log_tool(store.engine, thread, case.tool_call_id, case.tool_name, {}, "again")
+            except IntegrityError:
+                pass
+            except NotImplementedError:
+                raise
+            except Exception as exc:
+                raise Raised(exc) from exc
+            else:
+                raise Broken(
+                    "IntegrityError for a tool_call_id already logged in the thread",
+                    "a second row was stored",
+                )
+            expect(store.count(thread) == 1, "1 row in the thread", store.count(thread))
+            logged(case, thread=f"{thread}·other")  # the same id in another thread: a new row
+
+        def prop(statement: str, check: Callable[[LogCase], None], *terms: str) -> Property:
+            return Property(statement, log_cases, check, LogCase.shown, terms=terms, examples=20)
+
+        return Checkpoint(
+            "02",
+            1,
+            "log_tool",
+            [
+                prop(
+                    "the row is found by (thread_id, tool_call_id) and reads back whole: "
+                    "tool_name, kind 'tool_output', the arguments as JSON text, the full output",
+                    read_back_whole,
+                    "JSON text",
+                    "kind",
+                    "commit",
+                ),
+                prop(
+                    "n_chars counts characters; n_bytes and sha256 are about the UTF-8 bytes",
+                    units,
+                    "n_chars",
+                    "n_bytes",
+                    "UTF-8",
+                ),
+                prop(
+                    "created_at is the moment of the call, in UTC, whatever the local time zone",
+                    utc_now,
+                    "UTC",
+                    "time zone",
+                ),
+                prop("log_tool returns the new row's integer id", returns_id, "row's id"),
+                prop(
+                    "ref_id is unguessable: 16 or more random URL-safe characters, new each call",
+                    unguessable,
+                    "secrets.token_urlsafe",
+                ),
+                prop(
+                    "a tool_call_id is unique per thread: a second log in the same thread "
+                    "raises IntegrityError; in another thread it is a new row",
+                    unique_per_thread,
+                    "IntegrityError",
+                    "another thread",
+                ),
+            ],
+        ).run()
+
+
+# -- prune ------------------------------------------------------------------------------------
+
+THREADS = ("t0", "t1", "t2")
+AGES = (
+    timedelta(seconds=30),
+    timedelta(minutes=10),
+    timedelta(hours=5),
+    timedelta(hours=23),
+    timedelta(hours=25),
+    timedelta(days=3),
+    timedelta(days=10),
+)
+#: Cut-offs at least 30 seconds from every age, so no row sits on the edge while the check runs.
+CUTOFFS = (timedelta(minutes=1), timedelta(hours=1), timedelta(days=1), timedelta(days=7))
+
+
+def _age(age: timedelta) -> str:
+    seconds = int(age.total_seconds())
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' * (n != 1 and unit != 'min')}"
+    return f"{seconds} s"
+
+
+@dataclass(frozen=True)
+class PruneCase:
+    """Rows (thread, age) in the store, and one call of ``prune``."""
+
+    rows: tuple[tuple[str, timedelta], ...]
+    older_than: timedelta | None
+    thread_id: str | None
+    zone: str
+
+    def call(self) -> str:
+        older = "None" if self.older_than is None else f"timedelta({_age(self.older_than)})"
+        return f"prune(engine, older_than={older}, thread_id={self.thread_id!r})"
+
+    def shown(self) -> str:
+        rows = ", ".join(f"{t} {_age(a)} old" for t, a in self.rows) or "(none)"
+        return f"{self.call()} in TZ={self.zone} over rows: {rows}"
+
+    def describe(self, kept: set[int]) -> str:
+        left = [f"{t} {_age(a)} old" for i, (t, a) in enumerate(self.rows) if i in kept]
+        return ", ".join(left) or "(none)"
+
+
+def prune_cases(older: st.SearchStrategy[Any], thread: st.SearchStrategy[Any]) -> Any:
+    return st.builds(
+        PruneCase,
+        rows=st.lists(
+            st.tuples(st.sampled_from(THREADS), st.sampled_from(AGES)), min_size=1, max_size=6
+        ).map(tuple),
+        older_than=older,
+        thread_id=thread,
+        zone=st.sampled_from(ZONES),
+    )
+
+
+def _fill(store: ToolOutputStore, case: PruneCase) -> None:
+    now = datetime.now(UTC)
+    with store.engine.begin() as db:
+        db.execute(delete(ToolOutputChunk))
+        db.execute(delete(ToolOutput))
+        db.execute(
+            insert(ToolOutput),
+            [
+                {
+                    "id": i + 1,
+                    "ref_id": ids.token_urlsafe(12),
+                    "thread_id": thread,
+                    "tool_call_id": f"call_{i}",
+                    "tool_name": "run_sql",
+                    "tool_args": "{}",
+                    "content": "[]",
+                    "n_chars": 2,
+                    "n_bytes": 2,
+                    "sha256": ids.content_sha256("[]"),
+                    "kind": "tool_output",
+                    "created_at": now - age,
+                }
+                for i, (thread, age) in enumerate(case.rows)
+            ],
+        )
+
+
+def _kept(store: ToolOutputStore) -> set[int]:
+    with store.engine.connect() as db:
+        return {row_id - 1 for row_id in db.scalars(select(ToolOutput.id))}
+
+
+def check_prune(prune: Callable[..., Any]) -> str:
+    """Notebook 02, TODO 2: run the checkpoint of the attendee's ``prune(engine, older_than=None,
+    thread_id=None) -> int`` against :meth:`ToolOutputStore.prune` on the same rows.
+
+    Returns:
+        The success line (printed too).
+
+    Raises:
+        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+    """
+    with scratch_store("prune") as store:
+
+        def outcome(case: PruneCase, yours: bool) -> tuple[int | str, set[int]]:
+            _fill(store, case)
+            if yours:
+                with local_time_zone(case.zone):
+                    try:
+                        gone = prune(
+                            store.engine, older_than=case.older_than, thread_id=case.thread_id
+                        )
+                    except NotImplementedError:
+                        raise
+                    except ValueError:
+                        gone = "ValueError"
+                    except Exception as exc:
+                        raise Raised(exc) from exc
+            else:
+                try:
+                    gone = store.prune(older_than=case.older_than, thread_id=case.thread_id)
+                except ValueError:
+                    gone = "ValueError"
+            return gone, _kept(store)
+
+        def same_rows(case: PruneCase) -> None:
+            want_gone, want_kept = outcome(case, yours=False)
+            got_gone, got_kept = outcome(case, yours=True)
+            what = "raises ValueError" if want_gone == "ValueError" else f"{want_gone} deleted"
+            expect(
+                got_kept == want_kept,
+                f"{what}; left: {case.describe(want_kept)}",
+                f"{'raised ValueError' if got_gone == 'ValueError' else f'{got_gone} deleted'}; "
+                f"left: {case.describe(got_kept)}",
+            )
+
+        def returns_count(case: PruneCase) -> None:
+            want_gone, _ = outcome(case, yours=False)
+            got_gone, _ = outcome(case, yours=True)
+            expect(
+                got_gone == want_gone,
+                f"{want_gone} (the number of rows deleted)",
+                short(got_gone),
+            )
+
+        ages = st.sampled_from(CUTOFFS)
+        threads = st.sampled_from(("t0", "t1", "T0", "t9"))
+
+        def prop(statement: str, older: Any, thread: Any, check: Any, *terms: str) -> Property:
+            return Property(
+                statement,
+                prune_cases(older, thread),
+                check,
+                PruneCase.shown,
+                terms=terms,
+                examples=25,
+            )
+
+        return Checkpoint(
+            "02",
+            2,
+            "prune",
+            [
+                prop(
+                    "with no filter, prune raises ValueError and deletes nothing",
+                    st.none(),
+                    st.none(),
+                    same_rows,
+                    "ValueError",
+                ),
+                prop(
+                    "by age alone: exactly the rows older than older_than go, in any time zone",
+                    ages,
+                    st.none(),
+                    same_rows,
+                    "older than",
+                    "UTC",
+                ),
+                prop(
+                    "by thread alone: every row of that thread goes, and only those",
+                    st.none(),
+                    threads,
+                    same_rows,
+                    "thread",
+                ),
+                prop(
+                    "with both filters: only rows that are old AND in the thread go",
+                    ages,
+                    threads,
+                    same_rows,
+                    "AND",
+                ),
+                prop(
+                    "prune returns how many rows it deleted",
+                    st.one_of(st.none(), ages),
+                    threads,
+                    returns_count,
+                    "how many",
+                ),
+            ],
+        ).run()
