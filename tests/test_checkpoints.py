@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from helpers.course import checkpoint
-from helpers.course.checks import CHECKS
+from helpers.course.checks.todos import CHECKS
 from helpers.course.student_notebooks import NOTEBOOKS_DIR, checkpoint_number
 
 
