@@ -20,7 +20,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from hang import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -33,8 +32,6 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 NOTEBOOK = "05_truncation_vs_boxing.ipynb"
-#: every wait in the browser: a hang guard (tests/hang.py), never a speed goal (make bench)
-WAIT_MS = HANG_GUARD_S * 1_000
 
 
 def _free_port() -> int:
@@ -89,16 +86,16 @@ def _start_lab(workdir: Path, profile_env: dict[str, str]):
         pytest.fail("JupyterLab did not start: " + server.stderr.read().decode()[-2000:])
     yield base, token
     server.terminate()
-    server.wait(timeout=HANG_GUARD_S)
+    server.wait(timeout=30)
 
 
 def _open_notebook(playwright, base: str, token: str):
     """Chromium on the Lab's copy of notebook 05, its kernel idle: ``(browser, page)``."""
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
     page = browser.new_page(viewport={"width": 1600, "height": 1200})
-    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=WAIT_MS)
-    page.wait_for_selector(".jp-Notebook", timeout=WAIT_MS)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=WAIT_MS)
+    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
     return browser, page
 
 
@@ -134,12 +131,12 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
                 const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
                 return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
             }""",
-            timeout=WAIT_MS,
+            timeout=180_000,
         )
         page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=WAIT_MS
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
         )
-        page.wait_for_selector(".widget-dropdown select, .jupyter-widgets select", timeout=WAIT_MS)
+        page.wait_for_selector(".widget-dropdown select, .jupyter-widgets select", timeout=60_000)
         errors = page.locator(
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']"
         )
@@ -201,10 +198,10 @@ def test_a_hostile_models_text_never_runs_in_notebook_05(hostile_lab) -> None:
         _run_all_cells(page)
         page.wait_for_function(
             "() => document.body.innerText.includes('onerror=\"window.__pwned=1\"')",
-            timeout=WAIT_MS,
+            timeout=300_000,
         )
         page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=WAIT_MS
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
         )
         ran = page.evaluate("() => window.__pwned === 1")
         planted = page.evaluate(
