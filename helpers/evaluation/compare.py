@@ -839,11 +839,11 @@ def headline_html(data: dict[str, Any]) -> str:
         cells.append(
             "<div style='padding:8px 14px;border:1px solid #ddd;border-radius:8px;min-width:120px'>"
             f"<div style='font-size:14px;color:#555'>{for_html(row['strategy'])}</div>"
-            f"<div style='font-size:30px;font-weight:bold'>{_ratio(row['ratio_to_floor'])}</div>"
+            f"<div style='font-size:30px;font-weight:bold'>{for_html(_ratio(row['ratio_to_floor']))}</div>"
             "<div style='font-size:12px;color:#555'>prompt tokens of the floor</div>"
             f"<div style='font-size:12px;color:#555'>{_usd(row['usd_cached'])} cached</div>"
             f"<div style='font-size:18px;font-weight:bold;color:{colour}'>"
-            f"{row['passed']}/{row['cases']} passed</div></div>"
+            f"{for_html(str(row['passed']))}/{for_html(str(row['cases']))} passed</div></div>"
         )
     return for_notebook_html(
         "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
