@@ -39,10 +39,9 @@ class BoxCase:
     boxing: str | None
 
     def args(self) -> tuple[Any, ...]:
-        tail = [] if self.threshold is None else [self.threshold]
-        if self.boxing is not None:
-            tail = [self.threshold if self.threshold is not None else 256, self.boxing]
-        return (self.output, self.ref_id, self.tool_name, *tail)
+        """The call's arguments: the three required ones, then both options unless defaulted."""
+        options = () if self.threshold is None else (self.threshold, self.boxing)
+        return (self.output, self.ref_id, self.tool_name, *options)
 
     def shown(self) -> str:
         extra = "".join(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from helpers.context import preview as reference
 from helpers.context.resolve_tools import fetch_tool_output as library_fetch
-from helpers.course.checkpoint import Checkpoint, Property, attempt, expect, short
+from helpers.course.checkpoint import Broken, Checkpoint, Property, attempt, expect, short
 from helpers.course.checks.inputs import arguments, nonce, outputs, scratch_store, texts
 from helpers.tooling.registry import ToolContext
 
@@ -71,10 +71,11 @@ def check_make_preview(make_preview: Callable[..., str]) -> str:
             min(len(want), len(got) if isinstance(got, str) else 0),
         )
         start = max(0, at - 30)
+        cut = "…" if start else ""  # the window starts 30 characters before the first difference
         expect(
             False,
-            f"…{short(want[start : at + 50])} ({len(want)} chars)",
-            f"…{short(got[start : at + 50])} ({len(got)} chars)"
+            f"{cut}{short(want[start : at + 50])} ({len(want)} chars)",
+            f"{cut}{short(got[start : at + 50])} ({len(got)} chars)"
             if isinstance(got, str)
             else short(got),
         )
@@ -173,8 +174,7 @@ def check_fetch_tool_output(fetch_tool_output: Callable[..., str]) -> str:
             try:
                 return thread, json.loads(text)
             except (TypeError, ValueError):
-                expect(False, "JSON text (json.dumps of an object)", short(text))
-                raise AssertionError("unreachable") from None
+                raise Broken("JSON text (json.dumps of an object)", short(text)) from None
 
         def whole_output(case: FetchCase) -> None:
             thread, got = fetched(case)
