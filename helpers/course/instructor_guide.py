@@ -1,25 +1,31 @@
 """The measured parts of the instructor guide (``docs/instructor-guide.md``): ``make guide``.
 
-Three blocks, between ``<!-- guide:NAME -->`` markers, are generated; the rest of the guide is
+Five blocks, between ``<!-- guide:NAME -->`` markers, are generated; the rest of the guide is
 written by hand:
 
 - ``minutes``: per notebook section, the words to read, the lines of code to write (the solution
-  code of its TODOs), the seconds its cells run (nbclient, offline), and the minutes these make:
-  words / 180 per minute, plus a minute a line of code and 3 minutes a TODO, plus the run time,
-  rounded up; a section takes at least one minute;
+  code of its TODOs), the seconds its cells run (nbclient, offline, on the machine named in the
+  block), and the attendee minutes these make (:func:`section_minutes`, an estimate whose basis
+  the block states); each notebook's total is also written into the ``time`` block at the top of
+  the notebook itself, so the page and the guide say the same;
+- ``schedules``: a half day and a full day built from those minutes, slot by slot, with the
+  breaks; the slots add up to the day by construction;
+- ``notebooks``: each notebook's goals and stretch exercise, read from the notebook;
 - ``tokens``: per notebook, the model calls and tokens its turns use (every answer of the offline
   model logs its ``usage``: o200k_base, the tokenizer of OpenAI's current models), and what a
   room pays for them at a stated price;
 - ``mistakes``: per TODO, each plausible wrong answer of ``tests/wrong_answers.py`` and the
-  message its checkpoint answers with (run in a kernel, as the checkpoint test does).
+  property its checkpoint reports as failed (run in a kernel, as the checkpoint test does).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import platform
 import re
 import sys
 import tempfile
@@ -41,12 +47,32 @@ from helpers.course.student_notebooks import (
     make_student,
     todo_number,
 )
+from helpers.course.student_notebooks import main as write_student_notebooks
 from helpers.paths import PROJECT_ROOT
 
 GUIDE = PROJECT_ROOT / "docs" / "instructor-guide.md"
+#: The estimate's inputs, each with its basis (stated in the guide's minutes block).
+#: Reading: 180 words a minute, below the 238 a minute that Brysbaert (2019, "How many words do
+#: we read per minute?", Journal of Memory and Language 109) found for English non-fiction, because
+#: this text is technical and full of code.
 WORDS_PER_MINUTE = 180
-MINUTES_PER_LINE = 1
-MINUTES_PER_TODO = 3
+#: A TODO: five minutes to read its contract, run its checkpoint and read one failure, plus a
+#: minute for every two lines of the solution's code. No room has been timed yet: calibrate these
+#: after you teach (the schedules below move with them).
+MINUTES_PER_TODO = 5
+LINES_PER_MINUTE = 2
+#: The recap questions' discussion, per notebook.
+RECAP_MINUTES = 5
+#: The days the schedules fill: (name, start, its blocks of teaching minutes between breaks, the
+#: breaks' names and minutes).
+DAYS: dict[str, dict[str, Any]] = {
+    "half day": {"start": "09:00", "blocks": [100, 100], "breaks": [("break", 15)]},
+    "full day": {
+        "start": "09:00",
+        "blocks": [105, 105, 90, 90],
+        "breaks": [("break", 15), ("lunch", 60), ("break", 15)],
+    },
+}
 #: The stated price for the cost figures (USD per million tokens) and the room it is for.
 PRICE = {
     "model": "gpt-4o-mini",
@@ -55,6 +81,36 @@ PRICE = {
     "source": "OpenAI's API pricing page (list price of gpt-4o-mini); check it before you teach",
 }
 ROOM = 20
+
+
+def section_minutes(words: int, lines: int, todos: int, seconds: float) -> int:
+    """An attendee's minutes for a notebook section: reading ``words`` at
+    :data:`WORDS_PER_MINUTE`, each of ``todos`` TODOs at :data:`MINUTES_PER_TODO` plus ``lines``
+    of solution code at :data:`LINES_PER_MINUTE`, and ``seconds`` of its cells' run time;
+    rounded up, at least one minute. An estimate, not a measurement of a room."""
+    return max(
+        1,
+        math.ceil(
+            words / WORDS_PER_MINUTE
+            + todos * MINUTES_PER_TODO
+            + lines / LINES_PER_MINUTE
+            + seconds / 60
+        ),
+    )
+
+
+def machine() -> str:
+    """This machine, for the run times: CPU model, cores, Python, and the date."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
 
 
 def _words(markdown: str) -> int:
@@ -76,7 +132,9 @@ def _run(notebook: nbformat.NotebookNode, usage_log: Path) -> list[float]:
         resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
     )
     seconds = []
+    started = time.perf_counter()
     with client.setup_kernel():
+        seconds.append(time.perf_counter() - started)  # the kernel's start, first
         for index, cell in enumerate(notebook.cells):
             started = time.perf_counter()
             if cell.cell_type == "code":
@@ -93,7 +151,9 @@ def measure() -> dict[str, Any]:
         for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
             notebook = nbformat.read(path, as_version=4)
             log = Path(folder) / f"{path.stem}.jsonl"
-            seconds = _run(notebook, log)
+            started = time.perf_counter()
+            kernel_start, *seconds = _run(notebook, log)
+            wall = time.perf_counter() - started
             calls = (
                 [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
             )
@@ -120,18 +180,17 @@ def measure() -> dict[str, Any]:
                     section["lines"] += _solution_lines(cell.source)
                 section["seconds"] += spent
             for section in sections:
-                section["minutes"] = max(
-                    1,
-                    math.ceil(
-                        section["words"] / WORDS_PER_MINUTE
-                        + section["lines"] * MINUTES_PER_LINE
-                        + section["todos"] * MINUTES_PER_TODO
-                        + section["seconds"] / 60
-                    ),
+                section["minutes"] = section_minutes(
+                    section["words"], section["lines"], section["todos"], section["seconds"]
                 )
             paid = any("make_client(" in c.source for c in notebook.cells if c.cell_type == "code")
             notebooks[path.stem] = {
                 "sections": sections,
+                "minutes": sum(s["minutes"] for s in sections) + RECAP_MINUTES,
+                "wall_seconds": wall,
+                "kernel_seconds": kernel_start,
+                "goals": _goals(notebook),
+                "stretch": _stretch(notebook),
                 "paid": paid,
                 "model_calls": len(calls),
                 "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
@@ -175,26 +234,175 @@ def mistakes() -> dict[tuple[str, int], list[tuple[str, str]]]:
                     error = next(
                         (o for o in cells[-1].outputs if o.get("output_type") == "error"), {}
                     )
-                    message = " ".join(str(error.get("evalue", "(no message)")).split())
+                    message = str(error.get("evalue", "(no message)"))
                     said.setdefault((path.name[:2], n), []).append((label, message))
     return said
 
 
-def _minutes_block(measured: dict[str, Any]) -> str:
+def _goals(notebook: nbformat.NotebookNode) -> list[str]:
+    """The bullet list under "In this notebook you will" in the notebook's first cell."""
+    text = notebook.cells[0].source.split("**In this notebook you will**", 1)
+    if len(text) < 2:
+        return []
+    listed = text[1].split("**Time**", 1)[0]
+    return [m[1].strip() for m in re.finditer(r"^- (.+(?:\n  .+)*)", listed, flags=re.M)]
+
+
+def _stretch(notebook: nbformat.NotebookNode) -> str:
+    """The last paragraph of the notebook's "## Stretch" section (the exercise; any paragraph
+    before it sets the scene), or "" when it has none."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## Stretch"):
+            body = cell.source.split("\n", 1)[1].strip()
+            return " ".join(body.split("\n\n")[-1].split())
+    return ""
+
+
+def _time_text(data: dict[str, Any]) -> str:
+    todos = sum(s["todos"] for s in data["sections"])
+    work = f"{todos} TODO{'s' if todos != 1 else ''}" if todos else "no TODO"
+    return (
+        f"about {data['minutes']} minutes: reading, {work}, the cells' run time and "
+        f"{RECAP_MINUTES} minutes for the recap (an estimate; the instructor guide gives its basis)"
+    )
+
+
+def _minutes_block(measured: dict[str, Any], measured_load: tuple[float, ...]) -> str:
     lines = [
+        f"Run times measured on {machine()}, offline; the load average was "
+        f"{measured_load[0]:.1f} when the runs began (the machine's cores: {os.cpu_count()}).",
+        "",
         "| notebook | section | words | lines to write | run (s) | minutes |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for name, data in measured.items():
-        total = 0
         for section in data["sections"]:
-            total += section["minutes"]
             lines.append(
                 f"| {name} | {section['title']} | {section['words']} | {section['lines'] or ''} | "
                 f"{section['seconds']:.1f} | {section['minutes']} |"
             )
-        lines.append(f"| **{name}** | **in all** | | | | **{total}** |")
+        lines.append(f"| {name} | recap discussion | | | | {RECAP_MINUTES} |")
+        lines.append(f"| **{name}** | **in all** | | | | **{data['minutes']}** |")
+    wall = sum(d["wall_seconds"] for d in measured.values())
+    lines += [
+        "",
+        "| notebook | kernel start (s) | cells (s) | top to bottom (s) |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {d['kernel_seconds']:.1f} | "
+            f"{sum(s['seconds'] for s in d['sections']):.1f} | {d['wall_seconds']:.1f} |"
+            for name, d in measured.items()
+        ),
+        f"| **all** | | | **{wall:.0f}** |",
+        "",
+        f"All notebooks, top to bottom: {wall:.0f} s ({wall / 60:.1f} minutes; the goal is under 3).",
+        "",
+        f"The minutes are an estimate, not a timed room: reading at {WORDS_PER_MINUTE} words a "
+        "minute (below the 238 that Brysbaert 2019 found for English non-fiction, because this "
+        f"text is technical); each TODO {MINUTES_PER_TODO} minutes to read its contract and run "
+        f"its checkpoint, plus a minute per {LINES_PER_MINUTE} lines of its solution's code; the "
+        f"cells' run time; {RECAP_MINUTES} minutes per recap. Calibrate them after you teach: "
+        "`WORDS_PER_MINUTE`, `MINUTES_PER_TODO` and `LINES_PER_MINUTE` in "
+        "`helpers/course/instructor_guide.py`, then `make guide`.",
+    ]
     return "\n".join(lines)
+
+
+def _clock(start: str, minutes: int) -> str:
+    hours, mins = map(int, start.split(":"))
+    total = hours * 60 + mins + minutes
+    return f"{total // 60:02d}:{total % 60:02d}"
+
+
+def schedule(measured: dict[str, Any], day: dict[str, Any]) -> list[tuple[str, int]]:
+    """The slots of one day, in order: ``(what, minutes)``.
+
+    The notebooks go in order, back to back; a break falls where a block of the day ends, in the
+    middle of a notebook if need be (the rest of it is a slot "… (continued)"). The spare minutes
+    of the last block go to the stretch exercises; a notebook that does not fit whole is left out
+    (:func:`_schedules_block` names it). Every slot's minutes come from ``measured`` or ``day``,
+    so the slots add up to the day.
+    """
+    slots: list[tuple[str, int]] = []
+    blocks = list(day["blocks"])
+    left = blocks.pop(0)
+    breaks = list(day["breaks"])
+    for name, data in measured.items():
+        need = data["minutes"]
+        if need > left + sum(blocks):
+            break  # it cannot finish today
+        label = name
+        while need:
+            if not left:
+                slots.append(breaks.pop(0))
+                left = blocks.pop(0)
+            taken = min(need, left)
+            slots.append((label, taken))
+            need, left, label = need - taken, left - taken, f"{name} (continued)"
+    if left:
+        slots.append(("stretch exercises, questions", left))
+    for block in blocks:  # whole blocks left over
+        slots += [breaks.pop(0), ("stretch exercises, questions", block)]
+    return slots
+
+
+def _schedules_block(measured: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for name, day in DAYS.items():
+        slots = schedule(measured, day)
+        placed = {what.removesuffix(" (continued)") for what, _ in slots}
+        left_out = [n for n in measured if n not in placed]
+        total = sum(minutes for _, minutes in slots)
+        lines += [
+            f"**{name}** ({total} minutes, {_clock(day['start'], 0)}–"
+            f"{_clock(day['start'], total)}):",
+            "",
+            "| from | to | slot | minutes |",
+            "|---|---|---|---:|",
+        ]
+        at = 0
+        for what, minutes in slots:
+            lines.append(
+                f"| {_clock(day['start'], at)} | {_clock(day['start'], at + minutes)} | {what} | "
+                f"{minutes} |"
+            )
+            at += minutes
+        lines.append(f"| | | **in all** | **{at}** |")
+        lines.append("")
+        lines.append(
+            "Left for another session: " + ", ".join(left_out) + "."
+            if left_out
+            else "Every notebook fits."
+        )
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _notebooks_block(measured: dict[str, Any]) -> str:
+    lines = []
+    for name, data in measured.items():
+        lines.append(f"**{name}** ({data['minutes']} minutes)")
+        lines.append("")
+        lines += [f"- {goal}" for goal in data["goals"]]
+        if data["stretch"]:
+            lines.append(f"- *Stretch*: {data['stretch']}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def write_times(measured: dict[str, Any]) -> list[Path]:
+    """Write each notebook's estimated minutes into the ``time`` block of its first cell (the
+    solution, then the attendee copy made from it); returns the solution paths written."""
+    written = []
+    for name, data in measured.items():
+        path = SOLUTIONS_DIR / f"{name}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        updated = update(notebook.cells[0].source, {"time": _time_text(data)}, prefix="guide")
+        if updated != notebook.cells[0].source:
+            notebook.cells[0].source = updated
+            nbformat.write(notebook, path)
+            written.append(path)
+    return written
 
 
 def _tokens_block(measured: dict[str, Any]) -> str:
@@ -228,21 +436,37 @@ def _tokens_block(measured: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def failed_property(report: str) -> str:
+    """The property a checkpoint's report says failed: its first line, without the
+    ``❌ TODO n · name:`` in front (the report's other lines are the input, expected and got)."""
+    first = report.strip().splitlines()[0] if report.strip() else "(no message)"
+    return re.sub(r"^❌ TODO \d+ · [\w.]+: ", "", first)
+
+
 def _mistakes_block(said: dict[tuple[str, int], list[tuple[str, str]]]) -> str:
-    lines = ["| notebook | TODO | the mistake | what the checkpoint says |", "|---|---:|---|---|"]
+    lines = [
+        "| notebook | TODO | the mistake | the property that stops it |",
+        "|---|---:|---|---|",
+    ]
     for (notebook, todo), entries in sorted(said.items()):
         for label, message in entries:
-            shown = message if len(message) <= 220 else message[:217] + "…"
-            lines.append(f"| {notebook} | {todo} | {label} | {shown.replace('|', '/')} |")
+            lines.append(
+                f"| {notebook} | {todo} | {label} | {failed_property(message).replace('|', '/')} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure and write the instructor guide's blocks.")
     parser.parse_args(argv)
+    load = os.getloadavg()
     measured = measure()
+    write_times(measured)
+    write_student_notebooks([])  # the attendee copies carry the same time
     blocks = {
-        "minutes": _minutes_block(measured),
+        "minutes": _minutes_block(measured, load),
+        "schedules": _schedules_block(measured),
+        "notebooks": _notebooks_block(measured),
         "tokens": _tokens_block(measured),
         "mistakes": _mistakes_block(mistakes()),
     }

@@ -238,7 +238,7 @@ def scaling_markdown(data: dict[str, Any]) -> list[str]:
     sizes = data["sizes_bytes"]
     lines = [
         "",
-        "## How cost grows with one result (1 KB to 10 MB)",
+        f"## How cost grows with one result ({_size(min(sizes))} to {_size(max(sizes))})",
         "",
         f"Task: route the whole result to a tool byte-exact and quote its last line. Context "
         f"window {data['context_window_tokens']:,} tokens; dollars at {data['price_model']} "

@@ -172,6 +172,19 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
             page.wait_for_selector(
                 ".widget-dropdown select, .jupyter-widgets select", timeout=WAIT_MS
             )
+            # the diagram: JupyterLab draws a Mermaid block of a Markdown cell as an SVG
+            page.wait_for_selector(".jp-RenderedMermaid svg", timeout=WAIT_MS)
+            diagrams = page.locator(".jp-RenderedMermaid svg").count()
+            # the long cells' progress bars ran to their end (a finished bar turns "success")
+            bars = page.locator(".widget-hprogress .progress-bar-success").count()
+            progress_labels = page.evaluate(
+                "() => [...document.querySelectorAll('.widget-html-content')]"
+                ".map(e => e.textContent).filter(t => / runs in [\\d.]+ s$/.test(t))"
+            )
+            # the charts are drawn for a room: 1280 pixels wide
+            chart_widths = page.evaluate(
+                "() => [...document.querySelectorAll('.jp-OutputArea img')].map(i => i.naturalWidth)"
+            )
             errors = page.locator(
                 ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']"
             )
@@ -196,6 +209,9 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     assert tables >= 2, "the comparison table and the side-by-side view did not render"
     assert not tex, f"dollar amounts were typeset as TeX math: {tex}"
     assert dollars >= 10, f"only {dollars} dollar amounts shown as text"
+    assert diagrams >= 1, "the Mermaid diagram did not render"
+    assert bars >= 2 and len(progress_labels) >= 2, f"progress bars: {progress_labels}"
+    assert chart_widths and all(w == 1280 for w in chart_widths), chart_widths
 
 
 # -- a hostile model: its text is shown, never run ---------------------------------------------

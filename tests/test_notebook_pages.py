@@ -1,0 +1,140 @@
+"""The notebooks as pages a room reads: goals and time at the top, a diagram of the mechanism, a
+stretch exercise and a recap; no measured figure typed into the prose; the cited sources linked;
+and the instructor guide's schedules adding up to the notebooks' own minutes."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.context import anchors, compaction, policies
+from helpers.course.instructor_guide import GUIDE
+from helpers.course.student_notebooks import SOLUTIONS_DIR
+from helpers.tooling import store
+
+SOLUTIONS = sorted(SOLUTIONS_DIR.glob("*.ipynb"))
+
+#: The numbers notebook prose may state without a code cell of the same notebook setting them:
+#: the library's parameters, each checked against the constants the prose states it for.
+PARAMETERS: dict[int, tuple[int, ...]] = {
+    16_384: (store.CHUNK_CHARS,),
+    256: (policies.DEFAULT_BOX_THRESHOLD_CHARS,),
+    10_000: (anchors.CODEX_TOOL_OUTPUT_TOKENS,),
+    20_000: (anchors.DEEPAGENTS_EVICT_TOKENS,),
+    30_000: (anchors.CLAUDE_CODE_MAX_OUTPUT_CHARS,),
+    200: (anchors.AGENTS_SDK_PREVIEW_CHARS, compaction.MAX_SUMMARY_ITEM_CHARS),
+}
+#: Names that carry a number that is not a figure: a standard, an RFC, an HTTP status.
+NAMED_NUMBER = re.compile(r"(ISO|RFC|HTTP) \d+|\d{4}-\d\d-\d\d")
+NUMBER = re.compile(r"(?<![\w.:/-])(\d{1,3}(?:,\d{3})+|\d{3,})(?!\w)")
+#: Sources the notebooks cite, and the address each must link to where it is named.
+SOURCES = {
+    "tool-context-relay": "https://github.com/grzegorz-aniol/tool-context-relay",
+    "tool-bridge.ts": "https://github.com/ritovision/ritoswap-mirror/blob/",
+    "Oracle AI Developer Hub": "https://github.com/oracle-devrel/oracle-ai-developer-hub",
+    "Codex CLI": "https://github.com/openai/codex",
+    "deepagents": "https://github.com/langchain-ai/deepagents",
+}
+
+
+def _cells(path: Path) -> list[nbformat.NotebookNode]:
+    return nbformat.read(path, as_version=4).cells
+
+
+def _prose(markdown: str) -> str:
+    """Markdown without code (fenced or inline), comments and link targets."""
+    for pattern in (r"```.*?```", r"<!--.*?-->", r"`[^`]*`", r"\]\([^)]*\)"):
+        markdown = re.sub(pattern, " ", markdown, flags=re.S)
+    return NAMED_NUMBER.sub(" ", markdown)
+
+
+def test_the_parameters_prose_may_state_are_the_librarys() -> None:
+    for number, constants in PARAMETERS.items():
+        for constant in constants:
+            assert number == constant, (
+                f"prose says {number:,}; the library's constant is {constant:,}"
+            )
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
+def test_each_notebook_opens_with_goals_and_time_and_shows_its_mechanism(path: Path) -> None:
+    cells = _cells(path)
+    top = cells[0].source
+    assert "**In this notebook you will**" in top, f"{path.name}: no goals at the top"
+    time = re.search(r"<!-- guide:time -->\n(.+)\n<!-- /guide:time -->", top)
+    assert time and re.match(r"about \d+ minutes", time[1]), f"{path.name}: no time (make guide)"
+    markdown = [c.source for c in cells if c.cell_type == "markdown"]
+    assert any("```mermaid" in m for m in markdown), f"{path.name}: no diagram"
+    assert cells[-1].source.startswith("## Recap") and "<details>" in cells[-1].source
+    if not path.name.startswith("00"):
+        assert any(m.startswith("## Stretch") for m in markdown), f"{path.name}: no stretch"
+    guide = GUIDE.read_text(encoding="utf-8")
+    minutes = re.search(r"about (\d+) minutes", time[1])[1]
+    assert f"| **{path.stem}** | **in all** | | | | **{minutes}** |" in guide, (
+        f"{path.name} says {minutes} minutes and the guide does not: run `make guide`"
+    )
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
+def test_no_figure_is_typed_into_the_prose(path: Path) -> None:
+    """A number of three digits or more in a Markdown cell is a parameter the notebook sets in a
+    code cell, or one of the library's :data:`PARAMETERS`; a measured figure is printed by code."""
+    cells = _cells(path)
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
+    set_in_code = {int(n.replace("_", "")) for n in re.findall(r"\d[\d_]*", code)}
+    typed = [
+        (m[1], _prose(c.source)[max(0, m.start() - 50) : m.end() + 10].replace("\n", " "))
+        for c in cells
+        if c.cell_type == "markdown"
+        for m in NUMBER.finditer(_prose(c.source))
+        if int(m[1].replace(",", "")) not in set_in_code | set(PARAMETERS)
+    ]
+    assert not typed, f"{path.name}: figures typed into the prose (print them from code): {typed}"
+
+
+def test_the_cited_sources_are_linked_where_they_are_named() -> None:
+    for path in SOLUTIONS:
+        text = "\n".join(c.source for c in _cells(path) if c.cell_type == "markdown")
+        for name, address in SOURCES.items():
+            if name in text:
+                assert address in text, f"{path.name} names {name} without a link to {address}"
+
+
+def _tables(block: str) -> list[list[list[str]]]:
+    tables, rows = [], []
+    for line in [*block.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif rows:
+            tables.append(rows)
+            rows = []
+    return tables
+
+
+def test_the_guides_schedules_add_up() -> None:
+    guide = GUIDE.read_text(encoding="utf-8")
+    block = guide.split("<!-- guide:schedules -->")[1].split("<!-- /guide:schedules -->")[0]
+    days = _tables(block)
+    assert len(days) == 2, "a half day and a full day"
+    minutes_of = {
+        m[1]: int(m[2])
+        for m in re.finditer(r"\| \*\*(\d\d_\w+)\*\* \| \*\*in all\*\* .*?(\d+)\*\* \|", guide)
+    }
+    for rows in days:
+        slots, total = rows[2:-1], int(rows[-1][3].strip("*"))
+        assert sum(int(r[3]) for r in slots) == total
+        for before, after in itertools.pairwise(slots):
+            assert before[1] == after[0], f"a gap or an overlap between {before} and {after}"
+        placed: dict[str, int] = {}
+        for _start, _end, what, minutes in slots:
+            name = what.removesuffix(" (continued)")
+            placed[name] = placed.get(name, 0) + int(minutes)
+        for name, minutes in placed.items():
+            if name in minutes_of:
+                assert minutes == minutes_of[name], (
+                    f"{name}: {minutes} scheduled, {minutes_of[name]} estimated"
+                )
