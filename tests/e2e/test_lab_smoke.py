@@ -37,6 +37,11 @@ NOTEBOOK = "05_truncation_vs_boxing.ipynb"
 #: whole of notebook 05 runs in about 50 s and each wait is a few seconds; 10 minutes is over ten
 #: times that, for a slow or busy CI machine, and still fails a hang long before CI's limit.
 WAIT_MS = 600_000
+#: A Mermaid diagram JupyterLab drew (an SVG, inline or as an image); a syntax error is drawn as
+#: a warning (``jp-mod-warning``) instead.
+DRAWN_DIAGRAM = (
+    ".jp-RenderedMermaid:not(.jp-mod-warning) img, .jp-RenderedMermaid:not(.jp-mod-warning) svg"
+)
 #: How long a stopped JupyterLab may take to exit before it is killed.
 STOP_S = 120
 
@@ -47,13 +52,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_lab(workdir: Path, profile_env: dict[str, str]):
-    """JupyterLab on a free loopback port serving a copy of notebook 05, its kernels run with
-    ``profile_env``; yields ``(base URL, token)`` and stops the server after."""
+def _start_lab(
+    workdir: Path, profile_env: dict[str, str], notebooks: tuple[str, ...] = (NOTEBOOK,)
+):
+    """JupyterLab on a free loopback port serving a copy of ``notebooks`` (attendee notebooks'
+    file names; notebook 05 unless told), its kernels run with ``profile_env``; yields
+    ``(base URL, token)`` and stops the server after."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make e2e does it)")
     port, token = _free_port(), secrets.token_hex(16)
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, workdir / NOTEBOOK)  # leave the committed one clean
+    for name in notebooks:  # copies: leave the committed ones clean
+        shutil.copy(ROOT / "notebooks" / name, workdir / name)
     # every cell in the page (JupyterLab 4 renders only the cells in view by default), so the
     # checks read the whole notebook's outputs, far down it too
     settings = workdir / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
@@ -121,11 +130,14 @@ def _evidence(page, name: str):
         raise
 
 
-def _open_notebook(playwright, base: str, token: str):
-    """Chromium on the Lab's copy of notebook 05, its kernel idle: ``(browser, page)``."""
+def _open_notebook(playwright, base: str, token: str, name: str = NOTEBOOK):
+    """Chromium on the Lab's copy of notebook ``name`` (05 unless told), its kernel idle:
+    ``(browser, page)``. Each notebook opens in a workspace of its own, so the Lab does not
+    restore the notebooks opened before it beside it."""
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
     page = browser.new_page(viewport={"width": 1600, "height": 1200})
-    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=WAIT_MS)
+    workspace = "nb-" + re.sub(r"\W", "-", name)
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?token={token}", timeout=WAIT_MS)
     page.wait_for_selector(".jp-Notebook", timeout=WAIT_MS)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=WAIT_MS)
     return browser, page
@@ -172,9 +184,9 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
             page.wait_for_selector(
                 ".widget-dropdown select, .jupyter-widgets select", timeout=WAIT_MS
             )
-            # the diagram: JupyterLab draws a Mermaid block of a Markdown cell as an SVG
-            page.wait_for_selector(".jp-RenderedMermaid svg", timeout=WAIT_MS)
-            diagrams = page.locator(".jp-RenderedMermaid svg").count()
+            # the diagram: JupyterLab draws a Mermaid block of a Markdown cell as an SVG image
+            page.wait_for_selector(DRAWN_DIAGRAM, timeout=WAIT_MS)
+            diagrams = page.locator(DRAWN_DIAGRAM).count()
             # the long cells' progress bars ran to their end (a finished bar turns "success")
             bars = page.locator(".widget-hprogress .progress-bar-success").count()
             progress_labels = page.evaluate(
@@ -212,6 +224,40 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     assert diagrams >= 1, "the Mermaid diagram did not render"
     assert bars >= 2 and len(progress_labels) >= 2, f"progress bars: {progress_labels}"
     assert chart_widths and all(w == 1280 for w in chart_widths), chart_widths
+
+
+# -- every notebook's diagram -----------------------------------------------------------------
+
+ALL_NOTEBOOKS = tuple(sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")))
+
+
+@pytest.fixture(scope="module")
+def every_notebook_lab(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("every-notebook-lab")
+    yield from _start_lab(workdir, {"WORKBOOK_PROFILE": "offline"}, ALL_NOTEBOOKS)
+
+
+def test_every_notebooks_diagram_is_drawn(every_notebook_lab) -> None:
+    """Each notebook's Mermaid block is drawn when the notebook opens (no cell run): a syntax
+    error would show Mermaid's warning instead of the diagram."""
+    from playwright.sync_api import sync_playwright
+
+    base, token = every_notebook_lab
+    drawn: dict[str, tuple[int, int]] = {}
+    with sync_playwright() as p:
+        for name in ALL_NOTEBOOKS:
+            browser, page = _open_notebook(p, base, token, name)
+            with _evidence(page, f"diagram-{name[:2]}"):
+                page.wait_for_selector(
+                    f"{DRAWN_DIAGRAM}, .jp-RenderedMermaid.jp-mod-warning", timeout=WAIT_MS
+                )
+                drawn[name] = (
+                    page.locator(DRAWN_DIAGRAM).count(),
+                    page.locator(".jp-RenderedMermaid.jp-mod-warning").count(),
+                )
+            browser.close()
+    broken = {name: counts for name, counts in drawn.items() if counts[0] < 1 or counts[1]}
+    assert not broken, f"(diagrams drawn, diagrams failed) per notebook: {broken}"
 
 
 # -- a hostile model: its text is shown, never run ---------------------------------------------
