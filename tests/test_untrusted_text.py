@@ -450,3 +450,17 @@ def test_notebook_views_show_model_text_as_data() -> None:
         assert_html_inert(page, where)
         assert_hidden_from_mathjax(page, where)
     assert "$" in HOSTILE and "\\" in HOSTILE  # so the check above has something to find
+
+
+def test_the_headline_cards_escape_every_field_even_of_a_hand_edited_report() -> None:
+    """notebook 05's cards, from a ``compare.json`` whose every field is hostile text."""
+    hostile = "<img src=x onerror=alert(1)> $\\href{https://evil}{x}$"
+    row = dict.fromkeys(
+        ("ratio_to_inline", "ratio_to_floor", "usd_cached", "passed", "cases", "prompt_tokens"),
+        hostile,
+    )
+    data = {"totals": {hostile: row, "floor": {"prompt_tokens": 1}}}
+    html = headline_html(data)
+    assert_html_inert(html, "headline_html of a hand-edited compare.json")
+    assert_hidden_from_mathjax(html, "headline_html of a hand-edited compare.json")
+    assert "&lt;img" in html

@@ -830,8 +830,19 @@ def _ratio(value: float | None) -> str:
     return "–" if value is None else f"{value}×"
 
 
+def _usd_text(value: object) -> str:
+    """:func:`_usd` of a number; anything else (a ``compare.json`` edited by hand) as its text."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return _usd(value)  # type: ignore[arg-type]
+    return str(value)
+
+
 def headline_html(data: dict[str, Any]) -> str:
-    """The headline numbers, large, for a notebook: a failing strategy in red however cheap."""
+    """The headline numbers, large, for a notebook: a failing strategy in red however cheap.
+
+    Every field read from ``data`` (a comparison's JSON, possibly loaded from a ``compare.json``
+    on disk) reaches the HTML through :func:`helpers.escaping.for_html`, and the whole through
+    :func:`helpers.escaping.for_notebook_html` (out of MathJax's reach)."""
     cells = []
     for row in headline(data):
         ok = row["passed"] == row["cases"]
@@ -841,7 +852,8 @@ def headline_html(data: dict[str, Any]) -> str:
             f"<div style='font-size:14px;color:#555'>{for_html(row['strategy'])}</div>"
             f"<div style='font-size:30px;font-weight:bold'>{for_html(_ratio(row['ratio_to_floor']))}</div>"
             "<div style='font-size:12px;color:#555'>prompt tokens of the floor</div>"
-            f"<div style='font-size:12px;color:#555'>{_usd(row['usd_cached'])} cached</div>"
+            f"<div style='font-size:12px;color:#555'>{for_html(_usd_text(row['usd_cached']))}"
+            " cached</div>"
             f"<div style='font-size:18px;font-weight:bold;color:{colour}'>"
             f"{for_html(str(row['passed']))}/{for_html(str(row['cases']))} passed</div></div>"
         )
