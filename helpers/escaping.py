@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
 from helpers.replies import valid_text
@@ -105,7 +106,8 @@ def _notation(char: str) -> str:
 
 
 def _is_pictograph(char: str) -> bool:
-    return bool(char) and ord(char) >= 0x2190 and not char.isalnum()
+    """An arrow, a symbol or an emoji (a symbol from U+2190 on), never an invisible character."""
+    return bool(char) and ord(char) >= 0x2190 and unicodedata.category(char).startswith("S")
 
 
 def visible(text: str, *, keep_newlines: bool = True) -> str:

@@ -54,20 +54,29 @@ from helpers.loop.agent import TurnRecord
 from helpers.tooling.store import ToolOutputStore
 
 SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
-_EMOJI_ZWJ = re.compile("(?<=[\u2190-\U0010ffff])\u200d(?=[\u2190-\U0010ffff])")
+
+
+def _symbol(char: str) -> bool:
+    """An arrow, a symbol or an emoji (Unicode category S*, from U+2190 on)."""
+    return bool(char) and ord(char) >= 0x2190 and unicodedata.category(char)[0] == "S"
+
+
+def _shows(text: str, i: int) -> bool:
+    """Whether the character at ``text[i]`` may reach a display raw: anything visible, tab and
+    newline, a zero-width joiner between two symbols (an emoji sequence) and a text or emoji
+    presentation selector after a symbol or a keycap base 0-9, # and * ("0\ufe0e", "\u2764\ufe0f";
+    Unicode's emoji-variation-sequences.txt)."""
+    char, before, after = text[i], text[i - 1 : i], text[i + 1 : i + 2]
+    if char == "\u200d":
+        return _symbol(before) and _symbol(after)
+    if char in "\ufe0e\ufe0f":
+        return _symbol(before) or (before != "" and before in "0123456789#*")
+    return char in "\n\t" or not any(a <= ord(char) <= b for a, b in INVISIBLE_RANGES)
 
 
 def _raw_invisible(text: str) -> list[str]:
-    """Characters of ``text`` that act on a display instead of showing (tab, newline and an
-    emoji's zero-width joiner excepted)."""
-    text = _EMOJI_ZWJ.sub("", text)
-    return sorted(
-        {
-            f"U+{ord(c):04X}"
-            for c in text
-            if c not in "\n\t" and any(a <= ord(c) <= b for a, b in INVISIBLE_RANGES)
-        }
-    )
+    """Characters of ``text`` that act on a display instead of showing."""
+    return sorted({f"U+{ord(c):04X}" for i, c in enumerate(text) if not _shows(text, i)})
 
 
 def assert_terminal_safe(text: str, where: str) -> None:
@@ -250,6 +259,9 @@ def test_canaries_in_every_sink_function() -> None:
     assert for_terminal("a\u202eb") == "a\\u202eb" and for_terminal("\x1b[2J") == "\\x1b[2J"
     assert for_terminal("👩\u200d💻 ok") == "👩\u200d💻 ok"  # an emoji sequence stays whole
     assert for_terminal("❤\ufe0f 1\ufe0f\u20e3") == "❤\ufe0f 1\ufe0f\u20e3"  # presentation kept
+    # a selector or joiner after an invisible character is shown, not taken for an emoji's
+    assert for_terminal("\u202e\ufe0e\ufe0e") == "\\u202e\\ufe0e\\ufe0e"
+    assert for_terminal("\ufeff\u200d\ufeff") == "\\ufeff\\u200d\\ufeff"
     # bytes hidden in variation selectors after an emoji (emoji smuggling) are shown
     smuggled = "😀" + "".join(chr(0xE0100 + b - 16) for b in b"rm -rf ~")
     assert for_terminal(smuggled) == "😀" + "".join(
