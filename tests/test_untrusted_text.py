@@ -19,10 +19,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
+from hang import HANG_GUARD_S
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from nbclient import NotebookClient
 from provider import (
     CANARIES,
     HOSTILE,
@@ -36,6 +39,7 @@ from rich.markup import render
 
 import helpers
 from helpers.course.cli import main
+from helpers.course.student_notebooks import SOLUTIONS_DIR
 from helpers.course.views import answer_html, markdown_view, messages_html, side_by_side
 from helpers.escaping import (
     INVISIBLE_RANGES,
@@ -476,3 +480,60 @@ def test_the_headline_cards_escape_every_field_even_of_a_hand_edited_report() ->
     assert_html_inert(html, "headline_html of a hand-edited compare.json")
     assert_hidden_from_mathjax(html, "headline_html of a hand-edited compare.json")
     assert "&lt;img" in html
+
+
+# -- every notebook that prints a model's text, against a hostile model -------------------------
+
+
+def _hostile_model(request: dict[str, Any]) -> Any:
+    """A tool call whose name, arguments and output (``run_sql`` echoes the query's text) are
+    hostile, then a hostile answer once a tool result has come back."""
+    if request["messages"][-1]["role"] == "tool":
+        return ANSWER
+    quoted = HOSTILE.replace("'", "''")  # an SQL string literal: the output is the text itself
+    return completion(tool_calls=[tool_call("run_sql", {"query": f"SELECT '{quoted}' AS x"})])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "00_setup",
+        "01_inline_tool_results",
+        "03_truncated_preview",
+        "04_opaque_reference_boxing",
+        "07_modes_and_dual_stream",
+    ],
+)
+def test_a_notebook_shows_a_hostile_models_text_as_data(name, hostile_env, monkeypatch) -> None:
+    """The solution notebook runs against a model whose every answer and tool call is hostile;
+    every stream and display output it prints (its lessons' asserts fail, as they should) holds
+    the hostile text only as escapes, and no HTML output runs anything."""
+    notebook = nbformat.read(SOLUTIONS_DIR / f"{name}.ipynb", as_version=4)
+    with ScriptedProvider([_hostile_model]) as provider:
+        monkeypatch.setenv("WORKBOOK_DB_URL", hostile_env(provider))
+        NotebookClient(
+            notebook,
+            timeout=HANG_GUARD_S,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(SOLUTIONS_DIR)}},
+        ).execute()
+        asked = len(provider.requests)
+    assert asked, f"{name} never asked the hostile model"
+    shown = 0
+    for number, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            where = f"{name} cell {number} ({output.output_type})"
+            if output.output_type == "stream":
+                texts = [output.text]
+            elif output.output_type in ("display_data", "execute_result"):
+                texts = [output.data.get("text/plain", "")]
+                if "text/html" in output.data:
+                    assert_html_inert(output.data["text/html"], where)
+            else:  # an error: the lesson's assert, its message a repr()
+                texts = [output.evalue]
+            for text in texts:
+                assert_terminal_safe(text, where)
+                shown += "window.__pwned=1" in text
+    assert SECRET not in nbformat.writes(notebook)
+    assert shown, f"{name} printed none of the hostile model's text"
