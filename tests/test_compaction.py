@@ -96,7 +96,10 @@ def test_no_orphans_ever_and_the_current_turn_is_untouched(turns, keep_last) -> 
     assert result.messages[0] == messages[0] and result.messages[1] == messages[1]
     kept_ids = [c["id"] for m in result.messages for c in m.get("tool_calls") or []]
     all_ids = [c["id"] for m in messages for c in m.get("tool_calls") or []]
-    assert set(all_ids[len(all_ids) - keep_last :] if keep_last else []) <= set(kept_ids)
+    # the last keep_last calls stay (all of them when there are fewer); more never folds more
+    assert set(all_ids[-keep_last:] if keep_last else []) <= set(kept_ids)
+    more = compact(messages, keep_last=keep_last + 1, force=True)
+    assert set(kept_ids) <= {c["id"] for m in more.messages for c in m.get("tool_calls") or []}
     if result.compacted:  # every error and every file written is still named
         for exchange in result.folded:
             if exchange.error:

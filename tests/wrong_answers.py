@@ -460,11 +460,20 @@ def grep(value, pattern, window):
     ("06", 3): [
         ("fold nothing", "def fold_indices(messages, keep_last):\n    return set()\n"),
         (
-            "the first request folded too",
+            "fewer calls than keep_last: a negative slice start protects only some of them",
             """def fold_indices(messages, keep_last):
     users = [i for i, m in enumerate(messages) if m["role"] == "user"]
     owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
     protected = owners[len(owners) - keep_last :] if keep_last else []
+    return set(range(users[0] + 1, min([users[-1], *protected])))
+""",
+        ),
+        (
+            "the first request folded too",
+            """def fold_indices(messages, keep_last):
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
+    protected = owners[-keep_last:] if keep_last else []
     return set(range(users[0], min([users[-1], *protected])))
 """,
         ),
@@ -906,7 +915,7 @@ _MORE: dict[tuple[str, int], list[tuple[str, str]]] = {
             """def fold_indices(messages, keep_last):
     users = [i for i, m in enumerate(messages) if m["role"] == "user"]
     owners = [i for i, m in enumerate(messages) if m.get("tool_calls")]
-    protected = owners[len(owners) - keep_last:] if keep_last else []
+    protected = owners[-keep_last:] if keep_last else []
     return set(range(users[0] + 1, min([users[-1], *protected])))
 """,
         ),
@@ -915,7 +924,7 @@ _MORE: dict[tuple[str, int], list[tuple[str, str]]] = {
             """def fold_indices(messages, keep_last):
     last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
     owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
-    protected = owners[len(owners) - keep_last:] if keep_last else []
+    protected = owners[-keep_last:] if keep_last else []
     return set(range(2, min([last_user, *protected])))
 """,
         ),
@@ -1047,4 +1056,77 @@ _MORE: dict[tuple[str, int], list[tuple[str, str]]] = {
     ],
 }
 for _key, _answers in _MORE.items():
+    WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers
+
+#: Found by a second fresh pair of eyes (a reviewer who had not read this file).
+_FRESH: dict[tuple[str, int], list[tuple[str, str]]] = {
+    ("03", 1): [
+        (
+            "CRLF line ends normalised to LF first",
+            """def make_preview(output, tool_call_id, limit=600):
+    output = output.replace("\\r\\n", "\\n")
+    if len(output) <= limit:
+        return output
+    return output[:limit] + (f" ...[+{len(output) - limit} chars. full output: "
+                             f"fetch_tool_output(tool_call_id='{tool_call_id}')]")
+""",
+        ),
+    ],
+    ("04", 1): [
+        (
+            "the resource link named after the tool alone",
+            """def box_result(output, ref_id, tool_name, threshold=256, boxing="opaque"):
+    if len(output) <= threshold:
+        return output
+    if boxing == "opaque":
+        return make_reference(ref_id)
+    return json.dumps({"type": "resource_link", "uri": make_reference(ref_id),
+                       "name": tool_name, "mimeType": guess_mime_type(output),
+                       "size": len(output.encode("utf-8"))})
+""",
+        ),
+    ],
+    ("06", 1): [
+        (
+            "the name stripped of spaces before the lookup",
+            """def categorize(tool_name):
+    table = {"get_page": "read", "yt_transcribe": "read", "internal_resource_read": "read",
+             "fetch_tool_output": "read", "google_drive_write_file": "write", "run_sql": "query",
+             "internal_resource_grep": "query", "internal_resource_read_slice": "query",
+             "internal_resource_read_lines": "query", "internal_resource_length": "query"}
+    return table.get(tool_name.strip(), "execution")
+""",
+        ),
+        (
+            "any name with 'write' in it a write",
+            """def categorize(tool_name):
+    if "write" in tool_name:
+        return "write"
+    table = {"get_page": "read", "yt_transcribe": "read", "internal_resource_read": "read",
+             "fetch_tool_output": "read", "run_sql": "query",
+             "internal_resource_grep": "query", "internal_resource_read_slice": "query",
+             "internal_resource_read_lines": "query", "internal_resource_length": "query"}
+    return table.get(tool_name, "execution")
+""",
+        ),
+    ],
+    ("06", 2): [
+        (
+            "a failure found by the text '{\"error\"' instead of e.error",
+            """def summarize_writes(writes):
+    bad = [e for e in writes if e.result.startswith('{"error"')]
+    ok = len(writes) - len(bad)
+    lines = [f"- Wrote {ok} file{'s' * (ok != 1)}:"]
+    for e in writes:
+        name = e.arguments.get("file_name", "?")
+        if e in bad:
+            lines.append(f"  - {quoted(name)}: FAILED: {quoted(e.error)}")
+        else:
+            lines.append(f"  - {quoted(name)}: {quoted(e.result)}")
+    return "\\n".join(lines)
+""",
+        ),
+    ],
+}
+for _key, _answers in _FRESH.items():
     WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers

@@ -406,7 +406,8 @@ def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]
 
     The range starts after the first user message (tier 1 stays) and ends where the protected
     tail begins: the earlier of the current turn (the last user message) and the exchange
-    holding the ``keep_last``-th last tool call. A ``tool`` message always directly follows its
+    holding the ``keep_last``-th last tool call (every call is protected when there are fewer
+    than ``keep_last``; none when it is 0). A ``tool`` message always directly follows its
     call's assistant message, so such a range holds whole exchanges only: no ``tool`` message is
     ever left without its call, or a call without its result.
     """
@@ -415,7 +416,8 @@ def pairing_safe_cut(messages: list[dict[str, Any]], keep_last: int) -> set[int]
         return set()
     first_user, last_user = users[0], users[-1]
     owners = [i for i, m in enumerate(messages) for _ in m.get("tool_calls") or []]
-    protected = owners[len(owners) - keep_last :] if keep_last > 0 else []
+    # the last keep_last calls, or every call when there are fewer (never a negative start)
+    protected = owners[max(0, len(owners) - keep_last) :] if keep_last > 0 else []
     tail_start = min([last_user, *protected])
     return set(range(first_user + 1, tail_start))
 

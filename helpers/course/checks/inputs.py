@@ -24,6 +24,12 @@ def texts(max_size: int = 40, min_size: int = 0) -> st.SearchStrategy[str]:
     return st.text(chars, min_size=min_size, max_size=max_size)
 
 
+def lined_texts(length: int) -> st.SearchStrategy[str]:
+    """Text of exactly ``length`` characters made of CRLF-ended lines ("ab\\r\\nab\\r\\n…"): code
+    that normalises line ends, or splits and re-joins lines, changes it."""
+    return st.builds(lambda line: ((line + "\r\n") * (length + 1))[:length], texts(6))
+
+
 def long_texts() -> st.SearchStrategy[str]:
     """Text longer than the store's chunk (:data:`CHUNK_CHARS` characters): a head, then a
     repeated unit; such an output lives in chunks, not in ``ToolOutput.content``."""

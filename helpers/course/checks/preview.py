@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 from helpers.context import preview as reference
 from helpers.context.resolve_tools import fetch_tool_output as library_fetch
 from helpers.course.checkpoint import Broken, Checkpoint, Property, attempt, expect, short
-from helpers.course.checks.inputs import arguments, nonce, outputs, scratch_store, texts
+from helpers.course.checks.inputs import (
+    arguments,
+    lined_texts,
+    nonce,
+    outputs,
+    scratch_store,
+    texts,
+)
 from helpers.tooling.registry import ToolContext
 
 call_ids = st.from_regex(r"call_[A-Za-z0-9_-]{1,20}", fullmatch=True)
@@ -42,7 +49,7 @@ class PreviewCase:
 def _around_the_limit(draw: Any) -> PreviewCase:
     limit = draw(st.integers(0, 40))
     length = draw(st.integers(max(0, limit - 2), limit + 3))
-    output = draw(texts(length, min_size=length))
+    output = draw(st.one_of(texts(length, min_size=length), lined_texts(length)))
     return PreviewCase(output, draw(call_ids), limit)
 
 
