@@ -58,6 +58,30 @@ def test_json_boxing_and_thresholds() -> None:
     assert not huge["tool_calls"][0]["result"].startswith("internal://")
 
 
+@pytest.mark.parametrize(
+    ("strategy", "flags", "boxing"),
+    [
+        ("box-tcr", ["--boxing", "json"], "json"),
+        ("box-tcr", [], "opaque"),
+        ("box-json", [], "json"),
+        ("box", ["--boxing", "json"], "json"),
+    ],
+)
+def test_boxing_means_the_same_in_ask_and_cases(tmp_path, strategy, flags, boxing) -> None:
+    asked = ask_json(CASE1, "--strategy", strategy, *flags)
+    assert asked["boxing"] == boxing
+    first = asked["tool_calls"][0]["result"]
+    if boxing == "json":
+        assert json.loads(first)["type"] == "resource_link", first
+    else:
+        assert first.startswith("internal://"), first
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    done = workbook("cases", "data/cases/case1.md", "-s", strategy, *flags, "--db", db, "-j")
+    assert done.returncode == 0, done.stderr
+    [run] = json.loads(done.stdout)["runs"]
+    assert (run["boxing"], run["passed"]) == (boxing, True)
+
+
 def test_short_video_is_never_boxed() -> None:
     for strategy in ("box", "truncate", "inline"):
         run = ask_json(CASE1.replace("'123'", "'999'"), "--strategy", strategy)

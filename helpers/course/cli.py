@@ -257,7 +257,11 @@ def _strategy_options(*, with_all: bool = False) -> argparse.ArgumentParser:
         + ("; all = inline, truncate and box)" if with_all else ")"),
     )
     options.add_argument(
-        "--boxing", choices=("opaque", "json"), default="opaque", help="box: reference form"
+        "--boxing",
+        choices=("opaque", "json"),
+        default=None,
+        help="a box strategy's reference form: internal://<id> (opaque, the default except "
+        "for box-json) or an MCP resource link (json)",
     )
     options.add_argument(
         "--few-shot",
@@ -661,6 +665,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 threshold=args.threshold,
                 limit=args.limit,
                 few_shot=args.few_shot,
+                boxing=args.boxing,
                 temperature=config.temperature,
                 registry=for_mode(default_registry(), args.mode),
                 compaction=_compaction(args),
@@ -727,6 +732,7 @@ def _run_json(config: ModelConfig, run: CaseRun, few_shot: bool) -> dict[str, An
         "model": config.model,
         "case": run.case.id,
         "strategy": run.strategy,
+        "boxing": run.record.boxing,
         "few_shot": few_shot,
         "passed": run.passed,
         "reasons": run.validation.reasons,

@@ -150,16 +150,21 @@ def run_case(
     threshold: int | None = None,
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
     few_shot: bool = True,
+    boxing: str | None = None,
     temperature: float | None = None,
     compaction: CompactionSettings | None = None,
 ) -> CaseRun:
-    """Run ``case.prompt`` once under ``strategy`` in a fresh thread, and validate it."""
+    """Run ``case.prompt`` once under ``strategy`` in a fresh thread, and validate it.
+
+    ``threshold``, ``limit`` and ``boxing`` (``opaque`` or ``json``: a box strategy's reference
+    form, ``None`` for the strategy's own) go to :func:`policy_for`, the rest to ``run_turn``.
+    """
     started = time.perf_counter()
     record = run_turn(
         case.prompt,
         client=client,
         model=model,
-        policy=policy_for(strategy, threshold=threshold, limit=limit),
+        policy=policy_for(strategy, threshold=threshold, limit=limit, boxing=boxing),
         registry=registry or default_registry(),
         store=store,
         few_shot=few_shot,
