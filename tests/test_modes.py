@@ -12,10 +12,15 @@ import pytest
 from hang import HANG_GUARD_S
 from scripted import scripted_client, tool_calls
 
+from helpers import resolve_model
+from helpers.cases import load_cases
 from helpers.context.modes import for_mode
 from helpers.context.policies import make_policy
+from helpers.evaluation.runs import STRATEGIES, client_for_cases, run_cases
 from helpers.loop.agent import run_turn
 from helpers.paths import outbox_dir
+from helpers.tooling.registry import UnknownToolError
+from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 
@@ -106,3 +111,54 @@ def test_cli_mode_flag() -> None:
         timeout=HANG_GUARD_S,
     )
     assert cases.returncode == 1 and json.loads(cases.stdout)["failed"] == 1
+
+
+def test_a_new_tool_is_offered_in_explore_by_its_read_only_property() -> None:
+    registry = default_registry()
+
+    @registry.register(read_only=True)
+    def count_words(text: str) -> str:
+        """Count the words of a text.
+
+        Args:
+            text: any text.
+        """
+        return str(len(text.split()))
+
+    @registry.register
+    def send_email(to: str) -> str:
+        """Send an email.
+
+        Args:
+            to: the address.
+        """
+        return "sent"
+
+    explore = for_mode(registry, "explore")
+    assert "count_words" in explore.names() and "send_email" not in explore.names()
+    assert explore.get("count_words").call({"text": "a b c"}) == "3"
+    with pytest.raises(UnknownToolError, match="not available in mode 'explore'"):
+        explore.get("send_email")
+    assert {"count_words", "send_email"} <= set(for_mode(registry, "operate").names())
+
+
+def test_every_strategy_passes_in_explore_each_case_that_needs_no_write(tmp_path) -> None:
+    """A strategy's model-only tools (the box design's one internal_resource tool, the anchors'
+    read_file and grep) are offered in every mode: a case that only reads passes in explore
+    exactly when it passes with every tool."""
+    full = default_registry()
+    explore = for_mode(full, "explore")
+    writes = {t.name for t in full if t.name not in explore}  # the strategies' tools aside
+    cases = [c for c in load_cases() if not writes & {t["tool_name"] for t in c.tool_calls}]
+    assert {"web1", "web2", "case1"} <= {c.id for c in cases}
+    store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    common = {"client": client_for_cases(resolve_model("offline"), cases), "store": store}
+    for strategy in STRATEGIES:
+        everything = run_cases(cases, [strategy], model="offline-reference", **common)
+        read_only = run_cases(
+            cases, [strategy], model="offline-reference", registry=explore, **common
+        )
+        assert [(r.case.id, r.passed) for r in read_only] == [
+            (r.case.id, r.passed) for r in everything
+        ], strategy
+    store.close()

@@ -8,49 +8,83 @@ injection speaking through it) can name a tool it was never given. :class:`ModeR
 both: it lists only the whitelisted tools, and looking up any other tool fails with a reason, so
 the agent turns the call into an error result and the tool never runs.
 
-Modes here:
+Modes here (:data:`MODE_RULES`):
 
-- ``explore``: read-only. Transcripts, pages, SQL reads, deep checks, and the model-only tools.
+- ``explore``: read-only. Every tool registered ``read_only=True`` (transcripts, pages, SQL
+  reads, deep checks) and the model-only tools.
 - ``operate``: everything, including ``google_drive_write_file``.
+
+Which tools a mode admits follows from the tools' own properties (:attr:`Tool.read_only`,
+:attr:`Tool.internal`), so a new read-only tool is offered in ``explore`` without a change
+here, and every strategy's model-only tools (resolve tools, ``fetch_tool_output``, the anchors'
+``read_file`` and ``grep``) work in every mode: they read this thread's store and act on
+nothing. :data:`MODES` is the same rule as name lists, for the workbook's own tools (notebook 07
+builds its guard from it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from helpers.context.resolve_tools import fetch_tools, resolve_tools
+from helpers.tooling import tools
 from helpers.tooling.registry import Tool, ToolRegistry, UnknownToolError
 
-READ_ONLY_TOOLS = frozenset({"yt_transcribe", "deep_check", "get_page", "run_sql"})
+#: The workbook's tools registered ``read_only=True``.
+READ_ONLY_TOOLS = frozenset(t.name for t in tools.registry if t.read_only)
+#: The model-only tools of the truncate and box strategies (both forms of the resolve tools).
 MODEL_ONLY_TOOLS = frozenset(
-    {
-        "fetch_tool_output",
-        "internal_resource_length",
-        "internal_resource_read_slice",
-        "internal_resource_read_lines",
-        "internal_resource_grep",
-        "internal_resource_read",
-    }
+    t.name for t in [*fetch_tools(), *resolve_tools("five"), *resolve_tools("one")]
 )
-MODES: dict[str, frozenset[str] | None] = {
-    "explore": READ_ONLY_TOOLS | MODEL_ONLY_TOOLS,
-    "operate": None,  # every tool
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A mode: the tools it offers the model and lets run.
+
+    Attributes:
+        name: the mode's name (``--mode``, messages).
+        tools: the tool names it admits; ``None`` admits every tool.
+        read_only: it also admits any tool registered ``read_only=True``.
+    """
+
+    name: str
+    tools: frozenset[str] | None
+    read_only: bool = False
+
+    def admits(self, tool: Tool) -> bool:
+        """Whether ``tool`` may be offered and run: every tool when :attr:`tools` is ``None``;
+        else a tool it names, a model-only (``internal``) tool, or, in a read-only mode, a
+        read-only tool."""
+        if self.tools is None or tool.internal or tool.name in self.tools:
+            return True
+        return self.read_only and tool.read_only
+
+
+#: Every mode, by name.
+MODE_RULES: dict[str, Mode] = {
+    "explore": Mode("explore", READ_ONLY_TOOLS | MODEL_ONLY_TOOLS, read_only=True),
+    "operate": Mode("operate", None),
 }
+#: Each mode's whitelist as tool names (``None``: every tool): :data:`MODE_RULES` for the
+#: workbook's own tools.
+MODES: dict[str, frozenset[str] | None] = {name: m.tools for name, m in MODE_RULES.items()}
 
 
 class ModeRegistry(ToolRegistry):
-    """The tools of one mode; every other tool of ``full`` is refused by name.
+    """The tools of ``full`` that ``mode`` admits; every other tool of ``full`` is refused by
+    name.
 
     Args:
         full: all registered tools.
-        mode: the mode's name (for messages).
-        allowed: the whitelist; ``None`` allows every tool.
+        mode: the mode (:class:`Mode`).
     """
 
-    def __init__(self, full: ToolRegistry, mode: str, allowed: Iterable[str] | None):
+    def __init__(self, full: ToolRegistry, mode: Mode):
         self.mode = mode
         self.full = full
-        self.allowed = None if allowed is None else frozenset(allowed)
-        super().__init__(t for t in full if self.allowed is None or t.name in self.allowed)
+        super().__init__(t for t in full if mode.admits(t))
 
     def get(self, name: str) -> Tool:
         """The tool, if this mode allows it.
@@ -61,14 +95,14 @@ class ModeRegistry(ToolRegistry):
         """
         if name in self.full and name not in self:
             raise UnknownToolError(
-                f"tool {name!r} is not available in mode {self.mode!r}; "
+                f"tool {name!r} is not available in mode {self.mode.name!r}; "
                 f"available: {', '.join(self.names())}"
             )
         return super().get(name)
 
     def merged(self, extra: Iterable[Tool]) -> ModeRegistry:
         """The same mode over ``full`` plus ``extra`` (the policy's model-only tools)."""
-        return ModeRegistry(self.full.merged(extra), self.mode, self.allowed)
+        return ModeRegistry(self.full.merged(extra), self.mode)
 
 
 def for_mode(registry: ToolRegistry, mode: str | None) -> ToolRegistry:
@@ -79,6 +113,6 @@ def for_mode(registry: ToolRegistry, mode: str | None) -> ToolRegistry:
     """
     if mode is None:
         return registry
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return ModeRegistry(registry, mode, MODES[mode])
+    if mode not in MODE_RULES:
+        raise ValueError(f"mode must be one of {', '.join(MODE_RULES)}, got {mode!r}")
+    return ModeRegistry(registry, MODE_RULES[mode])

@@ -153,6 +153,9 @@ class Tool:
         internal: a tool for the model only (resolve tools, ``fetch_tool_output``): it reads
             the store itself, so its arguments are not unboxed and its result is never boxed
             or truncated.
+        read_only: the tool changes nothing outside the agent (it reads a page, a video, a
+            database): a read-only mode such as ``explore`` offers it
+            (:mod:`helpers.context.modes`).
     """
 
     name: str
@@ -161,6 +164,7 @@ class Tool:
     fn: Callable[..., Any]
     takes_context: bool = False
     internal: bool = False
+    read_only: bool = False
     hints: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def schema(self) -> dict[str, Any]:
@@ -215,9 +219,14 @@ class Tool:
 
 
 def tool_from_function(
-    fn: Callable[..., Any], *, name: str | None = None, internal: bool = False
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    internal: bool = False,
+    read_only: bool = False,
 ) -> Tool:
-    """Build a :class:`Tool` from a function's signature, type hints and docstring.
+    """Build a :class:`Tool` from a function's signature, type hints and docstring;
+    ``internal`` and ``read_only`` are the :class:`Tool`'s properties.
 
     Raises:
         TypeError: a parameter (other than a leading ``ToolContext``) has no type hint, or is
@@ -260,6 +269,7 @@ def tool_from_function(
         fn=fn,
         takes_context=takes_context,
         internal=internal,
+        read_only=read_only,
         hints=arg_hints,
     )
 
@@ -277,10 +287,18 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
-    def register(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator: register ``fn`` as a tool named after it; returns ``fn`` unchanged."""
-        self.add(tool_from_function(fn))
-        return fn
+    def register(self, fn: Callable[..., Any] | None = None, *, read_only: bool = False) -> Any:
+        """Decorator: register ``fn`` as a tool named after it; returns ``fn`` unchanged.
+
+        ``@registry.register`` registers a tool that may act on the world;
+        ``@registry.register(read_only=True)`` one that only reads (:attr:`Tool.read_only`).
+        """
+
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add(tool_from_function(fn, read_only=read_only))
+            return fn
+
+        return add if fn is None else add(fn)
 
     def merged(self, extra: Iterable[Tool]) -> ToolRegistry:
         """A new registry with these tools and ``extra`` (``extra`` wins on a name clash)."""

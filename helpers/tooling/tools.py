@@ -59,7 +59,7 @@ def _lecture_topics(video_id: str) -> list[str]:
     return chosen
 
 
-@registry.register
+@registry.register(read_only=True)
 def yt_transcribe(video_id: str) -> str:
     """Generate the transcript of a YouTube video.
 
@@ -97,7 +97,7 @@ def yt_transcribe(video_id: str) -> str:
 # -- deep_check ---------------------------------------------------------------------------------
 
 
-@registry.register
+@registry.register(read_only=True)
 def deep_check(text: str) -> str:
     """Run a deep analysis of a text and report what was received.
 
@@ -167,7 +167,7 @@ def _idle_manual() -> str:
     return path.read_text(encoding="utf-8")
 
 
-@registry.register
+@registry.register(read_only=True)
 def get_page(url: str) -> str:
     """Fetch a web page and return its HTML.
 
@@ -202,7 +202,7 @@ def get_page(url: str) -> str:
 # -- run_sql ------------------------------------------------------------------------------------
 
 
-@registry.register
+@registry.register(read_only=True)
 def run_sql(query: str, max_rows: int = 50) -> str:
     """Run one read-only SQL query (SQLite) on the ISO reference database.
 
