@@ -14,6 +14,7 @@ from helpers.context.compaction import (
     SUMMARY_HEADER,
     SUMMARY_ROLE,
     categorize,
+    categorizer,
     compact,
     find_exchanges,
     is_summary,
@@ -351,3 +352,51 @@ def test_merged_summaries_stay_bounded(errors, rounds) -> None:
         assert len(details) <= MAX_SUMMARY_DETAIL_LINES
     total = rounds * len(errors)
     assert f"- Ran {total} execution" in summary["content"]  # the counts still cover every call
+
+
+def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
+    """A new tool carries its compaction category: the agent's compaction files its calls as
+    writes (every file named), where an unknown tool would be 'execution'."""
+    from scripted import scripted_client, tool_calls
+
+    from helpers.context.policies import make_policy
+    from helpers.loop.agent import CompactionSettings, run_turn
+    from helpers.tooling.tools import default_registry
+
+    registry = default_registry()
+
+    @registry.register(category="write")
+    def save_note(title: str, body: str) -> str:
+        """Save a note.
+
+        Args:
+            title: the note's title.
+            body: its text.
+        """
+        return f"saved {title}"
+
+    history: list[dict] = [{"role": "user", "content": "save three notes"}]
+    for i in range(3):
+        args = json.dumps({"title": f"n{i}.txt", "body": "x"})
+        history += [
+            tool_calls((f"call_{i}", "save_note", args)),
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": f"saved n{i}.txt"},
+        ]
+    history.append({"role": "assistant", "content": "saved"})
+    client, requests = scripted_client([{"role": "assistant", "content": "done"}])
+    record = run_turn(
+        "which notes did you save?",
+        client=client,
+        model="m",
+        policy=make_policy("inline"),
+        registry=registry,
+        store=store,
+        history=history,
+        compaction=CompactionSettings(threshold_tokens=1, keep_last=1),
+    )
+    assert record.ok and record.compactions, record.error
+    summary = next(
+        m["content"] for m in requests[-1]["messages"] if SUMMARY_HEADER in str(m["content"])
+    )
+    assert "- Wrote 2 files:" in summary and "n0.txt" in summary and "n1.txt" in summary
+    assert categorizer(registry)("save_note") == "write" and categorize("save_note") == "execution"

@@ -33,7 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.context.boxing import make_reference, presented_reference_id
+from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.tokens import count_chat_tokens
+from helpers.tooling import tools
+from helpers.tooling.registry import ToolRegistry
 
 DEFAULT_KEEP_LAST_CALLS = 6
 DEFAULT_THRESHOLD_TOKENS = 10_000
@@ -55,19 +58,12 @@ MAX_SUMMARY_CHARS = 6_000
 #: Tool names shown as they are; any other name (a model may invent any text) is quoted.
 _PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
-CATEGORY_OF: dict[str, str] = {
-    "get_page": "read",
-    "yt_transcribe": "read",
-    "internal_resource_read": "read",
-    "fetch_tool_output": "read",
-    "google_drive_write_file": "write",
-    "deep_check": "execution",
-    "run_sql": "query",
-    "internal_resource_grep": "query",
-    "internal_resource_read_slice": "query",
-    "internal_resource_read_lines": "query",
-    "internal_resource_length": "query",
-}
+#: The compaction category of each of the workbook's tools and of the strategies' model-only
+#: tools, from the tools' own property (:attr:`helpers.tooling.registry.Tool.category`); the
+#: agent adds the categories of any other tool it was given (:func:`categorizer`).
+CATEGORY_OF: dict[str, str] = ToolRegistry(
+    [*tools.registry, *fetch_tools(), *resolve_tools("five")]
+).categories()
 CATEGORY_ORDER = ("read", "write", "execution", "query")
 
 
@@ -75,6 +71,13 @@ def categorize(tool_name: str) -> str:
     """``read``, ``write``, ``execution`` or ``query``; a tool we do not know is ``execution``
     (its errors are then kept verbatim, the cautious choice)."""
     return CATEGORY_OF.get(tool_name, "execution")
+
+
+def categorizer(registry: ToolRegistry) -> Callable[[str], str]:
+    """:func:`categorize` that also knows the categories of ``registry``'s tools (a tool you
+    registered with ``category="write"`` is filed as a write)."""
+    known = {**CATEGORY_OF, **registry.categories()}
+    return lambda tool_name: known.get(tool_name, "execution")
 
 
 @dataclass

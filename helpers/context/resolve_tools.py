@@ -402,11 +402,14 @@ RESOLVE_TOOL_FUNCTIONS = (
     internal_resource_grep,
     internal_resource_read,
 )
+#: Each resolve tool's compaction category: reading the whole value is a read, measuring or
+#: searching it a query.
+_RESOLVE_CATEGORY = {internal_resource_read: "read"}
 
 
 def fetch_tools() -> list[Tool]:
     """The truncate strategy's internal tool: ``fetch_tool_output``."""
-    return [tool_from_function(fetch_tool_output, internal=True)]
+    return [tool_from_function(fetch_tool_output, internal=True, category="read")]
 
 
 def resolve_tools(form: str = "five") -> list[Tool]:
@@ -419,7 +422,10 @@ def resolve_tools(form: str = "five") -> list[Tool]:
         ValueError: an unknown form.
     """
     if form == "five":
-        return [tool_from_function(fn, internal=True) for fn in RESOLVE_TOOL_FUNCTIONS]
+        return [
+            tool_from_function(fn, internal=True, category=_RESOLVE_CATEGORY.get(fn, "query"))
+            for fn in RESOLVE_TOOL_FUNCTIONS
+        ]
     if form == "one":
         return [tool_from_function(internal_resource, internal=True)]
     raise ValueError(f"form must be 'five' or 'one', got {form!r}")

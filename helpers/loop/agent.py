@@ -54,7 +54,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import openai
@@ -66,6 +66,7 @@ from helpers.context.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
     DEFAULT_THRESHOLD_TOKENS,
     CompactionRules,
+    categorizer,
     compact,
     model_summarizer,
 )
@@ -507,10 +508,15 @@ class _Turn:
 
     def compact_if_due(self, schemas: list[dict[str, Any]], index: int) -> None:
         if self.compaction is not None:
+            settings = self.compaction
+            if settings.rules is None:  # the library's rules, knowing this registry's categories
+                tools = self.registry.merged(self.policy.internal_tools())
+                rules = CompactionRules(categorize=categorizer(tools))
+                settings = replace(settings, rules=rules)
             _maybe_compact(
                 self.messages,
                 schemas,
-                self.compaction,
+                settings,
                 self.client,
                 self.model,
                 index,

@@ -156,6 +156,9 @@ class Tool:
         read_only: the tool changes nothing outside the agent (it reads a page, a video, a
             database): a read-only mode such as ``explore`` offers it
             (:mod:`helpers.context.modes`).
+        category: what compaction files its calls under when it folds them (``read``,
+            ``write``, ``execution`` or ``query``; ``None``: ``execution``, the cautious
+            choice that keeps errors verbatim; :mod:`helpers.context.compaction`).
     """
 
     name: str
@@ -165,6 +168,7 @@ class Tool:
     takes_context: bool = False
     internal: bool = False
     read_only: bool = False
+    category: str | None = None
     hints: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def schema(self) -> dict[str, Any]:
@@ -224,9 +228,10 @@ def tool_from_function(
     name: str | None = None,
     internal: bool = False,
     read_only: bool = False,
+    category: str | None = None,
 ) -> Tool:
     """Build a :class:`Tool` from a function's signature, type hints and docstring;
-    ``internal`` and ``read_only`` are the :class:`Tool`'s properties.
+    ``internal``, ``read_only`` and ``category`` are the :class:`Tool`'s properties.
 
     Raises:
         TypeError: a parameter (other than a leading ``ToolContext``) has no type hint, or is
@@ -270,6 +275,7 @@ def tool_from_function(
         takes_context=takes_context,
         internal=internal,
         read_only=read_only,
+        category=category,
         hints=arg_hints,
     )
 
@@ -287,18 +293,30 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
-    def register(self, fn: Callable[..., Any] | None = None, *, read_only: bool = False) -> Any:
+    def register(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        read_only: bool = False,
+        category: str | None = None,
+    ) -> Any:
         """Decorator: register ``fn`` as a tool named after it; returns ``fn`` unchanged.
 
         ``@registry.register`` registers a tool that may act on the world;
-        ``@registry.register(read_only=True)`` one that only reads (:attr:`Tool.read_only`).
+        ``@registry.register(read_only=True, category="read")`` one that only reads
+        (:attr:`Tool.read_only`), filed under ``read`` when compaction folds its calls
+        (:attr:`Tool.category`).
         """
 
         def add(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self.add(tool_from_function(fn, read_only=read_only))
+            self.add(tool_from_function(fn, read_only=read_only, category=category))
             return fn
 
         return add if fn is None else add(fn)
+
+    def categories(self) -> dict[str, str]:
+        """Each tool's compaction category, by name (tools without one left out)."""
+        return {t.name: t.category for t in self if t.category is not None}
 
     def merged(self, extra: Iterable[Tool]) -> ToolRegistry:
         """A new registry with these tools and ``extra`` (``extra`` wins on a name clash)."""

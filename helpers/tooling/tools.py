@@ -59,7 +59,7 @@ def _lecture_topics(video_id: str) -> list[str]:
     return chosen
 
 
-@registry.register(read_only=True)
+@registry.register(read_only=True, category="read")
 def yt_transcribe(video_id: str) -> str:
     """Generate the transcript of a YouTube video.
 
@@ -97,7 +97,7 @@ def yt_transcribe(video_id: str) -> str:
 # -- deep_check ---------------------------------------------------------------------------------
 
 
-@registry.register(read_only=True)
+@registry.register(read_only=True, category="execution")
 def deep_check(text: str) -> str:
     """Run a deep analysis of a text and report what was received.
 
@@ -125,7 +125,7 @@ def deep_check(text: str) -> str:
 # -- google_drive_write_file --------------------------------------------------------------------
 
 
-@registry.register
+@registry.register(category="write")
 def google_drive_write_file(file_name: str, file_content: str) -> str:
     """Write a file to Google Drive (here: the workbook's outbox folder, var/outbox).
 
@@ -167,7 +167,7 @@ def _idle_manual() -> str:
     return path.read_text(encoding="utf-8")
 
 
-@registry.register(read_only=True)
+@registry.register(read_only=True, category="read")
 def get_page(url: str) -> str:
     """Fetch a web page and return its HTML.
 
@@ -202,7 +202,7 @@ def get_page(url: str) -> str:
 # -- run_sql ------------------------------------------------------------------------------------
 
 
-@registry.register(read_only=True)
+@registry.register(read_only=True, category="query")
 def run_sql(query: str, max_rows: int = 50) -> str:
     """Run one read-only SQL query (SQLite) on the ISO reference database.
 
