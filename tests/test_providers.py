@@ -211,6 +211,26 @@ def test_a_provider_error_is_reported_with_the_key_redacted(ask, status, message
     assert expected in run.data["error"] and "[redacted]" in run.data["error"]
 
 
+@pytest.mark.parametrize(
+    ("code", "requests"),
+    [("insufficient_quota", 1), ("rate_limit_exceeded", 3)],
+    ids=["quota: never retried", "rate limit: retried"],
+)
+def test_a_quota_error_is_not_retried_as_a_rate_limit_is(ask, code, requests) -> None:
+    """OpenAI answers both with a 429 (https://platform.openai.com/docs/guides/error-codes);
+    only the rate limit passes with time."""
+    error = Answer(
+        {"error": {"message": f"{code} for this key", "type": code, "code": code}},
+        status=429,
+        headers={"retry-after": "0.1"},
+    )
+    with ScriptedProvider([lambda r: error]) as provider:
+        run = ask(provider, "--max-retries", "2")
+        sent = len(provider.requests)
+    assert run.code == EXIT_FAILED and "HTTP 429" in run.data["error"] and code in run.data["error"]
+    assert sent == requests
+
+
 def test_a_base_url_without_v1_gets_a_hint(ask) -> None:
     with ScriptedProvider([answer()]) as provider:
         root = provider.base_url.removesuffix("/v1")

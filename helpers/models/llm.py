@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx2
 import openai
 from dotenv import load_dotenv
 
@@ -238,6 +239,27 @@ def resolve_model(
     return config
 
 
+#: The error codes of an HTTP 429 that no wait will cure, so the client does not retry them:
+#: OpenAI's ``insufficient_quota`` ("You exceeded your current quota, please check your plan and
+#: billing details"; https://platform.openai.com/docs/guides/error-codes) is a 429 like a rate
+#: limit, but retrying it only spends the attendee's time.
+PERMANENT_429_CODES = frozenset({"insufficient_quota"})
+
+
+def _no_retry_when_permanent(response: httpx2.Response) -> None:
+    """A response hook: a 429 whose error code is in :data:`PERMANENT_429_CODES` gets the
+    ``x-should-retry: false`` header, which the ``openai`` SDK obeys (``_should_retry``)."""
+    if response.status_code != 429:
+        return
+    response.read()
+    try:
+        error = response.json().get("error") or {}
+    except (ValueError, AttributeError):
+        return
+    if isinstance(error, dict) and {error.get("code"), error.get("type")} & PERMANENT_429_CODES:
+        response.headers["x-should-retry"] = "false"
+
+
 def make_client(
     config: ModelConfig,
     *,
@@ -250,7 +272,8 @@ def make_client(
     Args:
         config: from :func:`resolve_model`.
         max_retries: the SDK's own retry count for connection errors, 408/409/429 and 5xx
-            responses (with its backoff, honouring ``Retry-After``); 0 disables retries.
+            responses (with its backoff, honouring ``Retry-After``); 0 disables retries. A
+            429 that waiting cannot cure (:data:`PERMANENT_429_CODES`) is never retried.
         timeout_s: seconds to wait for one response; default ``config.timeout_s``.
         offline_model: the offline model to answer (default: one with every case's plan).
 
@@ -279,6 +302,7 @@ def make_client(
         max_retries=max_retries,
         timeout=timeout_s if timeout_s is not None else config.timeout_s,
         default_headers=headers or None,
+        http_client=openai.DefaultHttpxClient(event_hooks={"response": [_no_retry_when_permanent]}),
     )
     if not config.is_openai_endpoint:
         client.organization = client.project = None
