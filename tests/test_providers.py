@@ -239,6 +239,14 @@ def test_a_base_url_without_v1_gets_a_hint(ask) -> None:
     assert "lacks /v1" in run.data["error"] and f"{root}/v1" in run.data["error"]
 
 
+def test_a_base_url_with_the_endpoint_path_gets_a_hint(ask) -> None:
+    with ScriptedProvider([answer()]) as provider:
+        pasted = f"{provider.base_url}/chat/completions"
+        run = ask(provider, env={"LOCAL_BASE_URL": pasted})
+    assert run.code == EXIT_FAILED and "HTTP 404" in run.data["error"]
+    assert f"set the base URL to {provider.base_url})" in run.data["error"]
+
+
 def test_timeout_from_the_flag_and_from_the_profile(ask) -> None:
     slow = [lambda r: Answer(completion("late"), delay_s=1.5)]
     with ScriptedProvider(slow) as provider:

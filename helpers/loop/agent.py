@@ -718,7 +718,13 @@ def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> st
     if status == 404:
         path = base_url.rstrip("/")
         hint = f"check the model name {model!r} and the base URL {base_url}"
-        if not path.endswith("/v1") and "/v1/" not in path + "/":
+        if path.endswith("/chat/completions"):  # the endpoint's address pasted whole
+            root = path.removesuffix("/chat/completions")
+            hint = (
+                f"the base URL {base_url} names the endpoint itself: the client adds "
+                f"/chat/completions (set the base URL to {root})"
+            )
+        elif not path.endswith("/v1") and "/v1/" not in path + "/":
             hint = (
                 f"the base URL {base_url} lacks /v1: OpenAI-compatible servers serve "
                 f"{path}/v1/chat/completions (set the base URL to {path}/v1)"
