@@ -31,6 +31,8 @@ GUARDS: dict[str, str] = {
     "refused_over_limit": "a tool call past a cap of the turn (tool calls per reply or per "
     "turn, bytes stored per turn or per thread: helpers.limits.TurnLimits) gets an error result "
     "saying which; it is not run, or its output is not kept",
+    "refused_repeated_calls": "the same tool calls (names and arguments) as the model's "
+    "previous replies, max_identical_replies times in a row: not run, and the turn stops",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
     "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details sent back with "

@@ -25,6 +25,11 @@ MAX_TOOL_CALLS_PER_TURN = 64
 MAX_STORED_BYTES_PER_TURN = 64_000_000
 #: UTF-8 bytes of tool output one thread may hold in the store, over all its turns.
 MAX_STORED_BYTES_PER_THREAD = 256_000_000
+#: Model replies in a row that make exactly the same tool calls (names and arguments): the last
+#: one's calls are not run and the turn stops. A model that repeats a call is not using its
+#: result (a local server whose chat template drops tool results, a model in a loop); waiting
+#: for max_iterations only spends time and tokens.
+MAX_IDENTICAL_REPLIES = 3
 
 
 @dataclass(frozen=True)
@@ -40,12 +45,16 @@ class TurnLimits:
         max_stored_bytes_per_thread: UTF-8 bytes of tool-call arguments and tool output a thread
             may hold in the store (its quota, checked in the same transaction as the write:
             :meth:`helpers.tooling.store.ToolOutputStore.log_tool`).
+        max_identical_replies: model replies in a row with the same tool calls (names and
+            arguments, key order aside); the last one's calls get an error result, unrun, and
+            the turn ends ``max_iterations`` saying so.
     """
 
     max_tool_calls_per_reply: int | None = MAX_TOOL_CALLS_PER_REPLY
     max_tool_calls_per_turn: int | None = MAX_TOOL_CALLS_PER_TURN
     max_stored_bytes_per_turn: int | None = MAX_STORED_BYTES_PER_TURN
     max_stored_bytes_per_thread: int | None = MAX_STORED_BYTES_PER_THREAD
+    max_identical_replies: int | None = MAX_IDENTICAL_REPLIES
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():

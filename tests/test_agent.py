@@ -11,6 +11,7 @@ from scripted import scripted_client, tool_calls
 
 from helpers.cases import load_cases
 from helpers.context.policies import make_policy
+from helpers.limits import TurnLimits
 from helpers.loop.agent import run_turn
 from helpers.tooling.outbox import read_outbox
 from helpers.tooling.tools import yt_transcribe
@@ -140,6 +141,7 @@ def test_max_iterations_stops_a_looping_model(registry, store) -> None:
         registry=registry,
         store=store,
         max_iterations=3,
+        limits=TurnLimits(max_identical_replies=None),  # max_iterations alone stops it
     )
     assert rec.status == "max_iterations" and rec.answer is None and len(rec.model_calls) == 3
     assert all(t.ran and t.result_kind == "inline" for t in rec.tool_calls)

@@ -73,7 +73,8 @@ def test_320_calls_in_one_reply_run_16_and_the_rest_are_told_why(store) -> None:
 def test_calls_per_turn_are_capped_over_all_replies(store) -> None:
     steps = [calls(10)] * 5 + [say(completion("done"))]
     with ScriptedProvider(steps) as provider:
-        record = turn(provider, store, limits=TurnLimits(max_tool_calls_per_turn=25))
+        limits = TurnLimits(max_tool_calls_per_turn=25, max_identical_replies=None)
+        record = turn(provider, store, limits=limits)
     assert record.status == "ok"
     assert sum(c.ran for c in record.tool_calls) == 25 and store.count(record.thread_id) == 25
     last = json.loads(record.tool_calls[-1].result)["error"]
@@ -159,3 +160,36 @@ def test_a_1_mb_argument_costs_about_ten_times_a_100_kb_one(strategy, store) -> 
         small = _seconds(strategy, hostile_argument(name, 99_000), store)
         large = _seconds(strategy, hostile_argument(name, 990_000), store)
         assert large < max(small, 0.002) * 30, f"{name}: {small:.4f} s → {large:.4f} s"
+
+
+def test_a_model_repeating_the_same_calls_is_stopped_early_and_told_why(store) -> None:
+    """The same call three replies in a row (key order aside): the third is answered with an
+    error, unrun, and the turn ends max_iterations saying so, long before max_iterations."""
+    same = [
+        say(completion(tool_calls=[tool_call("yt_transcribe", {"video_id": "999"}, "p1")])),
+        say(completion(tool_calls=[tool_call("yt_transcribe", '{"video_id":"999"}', "p2")])),
+        say(completion(tool_calls=[tool_call("yt_transcribe", '{ "video_id": "999" }', "p3")])),
+        say(completion("never asked")),
+    ]
+    with ScriptedProvider(same) as provider:
+        record = turn(provider, store, max_iterations=20)
+        asked = len(provider.requests)
+    assert record.status == "max_iterations" and asked == 3
+    assert "same tool calls (yt_transcribe) 3 replies in a row" in record.error
+    ran, refused = record.tool_calls[:2], record.tool_calls[2]
+    assert all(not c.guards for c in ran) and refused.guards == ["refused_repeated_calls"]
+    assert "Use it, or answer with what you have" in refused.result
+    # every call has its result: the thread can go on
+    answered = {m["tool_call_id"] for m in record.messages if m["role"] == "tool"}
+    assert answered == {c.id for c in record.tool_calls}
+
+
+def test_calls_that_change_are_not_repeats(store) -> None:
+    steps = [calls(1, {"video_id": str(i)}) for i in range(5)] + [say(completion("done"))]
+    with ScriptedProvider(steps) as provider:
+        record = turn(provider, store, max_iterations=20)
+    assert record.ok and len(record.tool_calls) == 5
+    lifted = [calls(1)] * 4 + [say(completion("done"))]
+    with ScriptedProvider(lifted) as provider:
+        record = turn(provider, store, limits=TurnLimits(max_identical_replies=None))
+    assert record.ok and len(record.tool_calls) == 4

@@ -40,7 +40,8 @@ sent them and the result as the model saw it, the answer, and a ``status``:
 ``incomplete``      the final message came back cut (``finish_reason`` ``length``), filtered
                     (``content_filter``), refused, empty, or with the answer only in its
                     reasoning; ``answer`` and ``reasoning`` hold what did come back
-``max_iterations``  no final answer within ``max_iterations`` model calls
+``max_iterations``  no final answer within ``max_iterations`` model calls, or the model made
+                    the same tool calls ``TurnLimits.max_identical_replies`` replies in a row
 ``context_exceeded`` a request was longer than the model's context window (HTTP 400
                     ``context_length_exceeded``, or a provider's message saying so)
 ``error``           the endpoint failed (after the SDK's retries) or sent something that is not
@@ -282,7 +283,7 @@ _NO_KEY = ("", "not-needed", "offline-no-key-needed", "none")
 
 
 class _TurnFailed(Exception):
-    """The model call failed; the message is for the user (the turn ends with ``status``)."""
+    """The turn cannot go on; the message is for the user (the turn ends with ``status``)."""
 
     def __init__(self, message: str, status: str = "error"):
         super().__init__(message)
@@ -417,6 +418,8 @@ class _Turn:
     used_ids: set[str] = field(default_factory=set)
     provider_ids_seen: set[str] = field(default_factory=set)
     calls_run: int = 0  # tool calls dispatched in this turn (for TurnLimits)
+    last_calls: tuple[tuple[str, str], ...] = ()  # the previous reply's calls, canonical
+    identical_replies: int = 0  # replies in a row with exactly those calls
 
     @classmethod
     def start(
@@ -543,12 +546,52 @@ class _Turn:
         self.append(_assistant_message(reply, calls, self.record))
         return reply, calls
 
+    def repeated(self, calls: list[_ToolCall]) -> str | None:
+        """Why ``calls`` must not run because the model keeps making exactly these calls
+        (:attr:`helpers.limits.TurnLimits.max_identical_replies` replies in a row), or ``None``."""
+        signature = tuple((c.name, _canonical_arguments(c.arguments)) for c in calls)
+        same = signature == self.last_calls
+        self.identical_replies = self.identical_replies + 1 if same else 1
+        self.last_calls = signature
+        cap = self.ctx.limits.max_identical_replies
+        if cap is None or self.identical_replies < cap:
+            return None
+        names = ", ".join(dict.fromkeys(c.name for c in calls))
+        return (
+            f"not run: {names} with the same arguments, {self.identical_replies} replies in a "
+            "row; its result is above in the conversation. Use it, or answer with what you have."
+        )
+
     def run_tool_calls(self, calls: list[_ToolCall]) -> str | None:
         """Dispatch each call and add its result; returns why the turn must stop, if it must.
 
+        Raises:
+            _TurnFailed: (``max_iterations``) the model repeats its calls, as below.
+
         A call past a cap of :class:`helpers.limits.TurnLimits` (per reply, per turn) is not
-        run: its result is an error saying which cap, so the model can go on with fewer."""
+        run: its result is an error saying which cap, so the model can go on with fewer. The
+        calls of a reply that repeats the previous ones too often are not run either, each
+        answered with an error (so no call is left without its result), and the turn stops."""
         limits = self.ctx.limits
+        repeated = self.repeated(calls)
+        if repeated is not None:
+            for call in calls:
+                ctx, guards = self.ctx, len(self.ctx.guards)
+                tool_record = _Call(
+                    call.id, call.name, call.arguments, call.provider_id, ctx, guards
+                ).refuse(repeated, guard="refused_repeated_calls")
+                self.record.tool_calls.append(tool_record)
+                self.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": tool_record.result}
+                )
+                self.emit("tool_call", tool_record)
+            raise _TurnFailed(
+                f"the turn stopped: the model made the same tool calls "
+                f"({', '.join(n for n, _ in self.last_calls)}) {self.identical_replies} replies "
+                "in a row without using their results (a local server whose chat template "
+                "drops tool results does this)",
+                "max_iterations",
+            )
         for index, call in enumerate(calls):
             over = _over_call_limit(limits, index, len(calls), self.calls_run)
             if over is not None:
@@ -593,6 +636,14 @@ class _Turn:
 
 
 # -- the phases of a turn -------------------------------------------------------------------
+
+
+def _canonical_arguments(arguments: str) -> str:
+    """A call's arguments text with key order and spacing aside (the text itself if not JSON)."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except ValueError:
+        return arguments
 
 
 def _over_call_limit(limits: TurnLimits, index: int, in_reply: int, run: int) -> str | None:
