@@ -33,6 +33,10 @@ GUARDS: dict[str, str] = {
     "saying which; it is not run, or its output is not kept",
     "refused_repeated_calls": "the same tool calls (names and arguments) as the model's "
     "previous replies, max_identical_replies times in a row: not run, and the turn stops",
+    "tool_name_unprefixed": "a tool named functions.<tool> (gpt-oss's Harmony recipient, passed "
+    "through by some servers) is run as <tool> when no tool has the whole name",
+    "arguments_double_encoded": "arguments sent as a JSON string holding the JSON object "
+    "(double-encoded) are read as that object",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
     "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details sent back with "

@@ -259,6 +259,63 @@ def test_timeout_from_the_flag_and_from_the_profile(ask) -> None:
     assert patient.code == EXIT_OK and patient.data["answer"] == "late"
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "guard"),
+    [
+        (
+            tool_call("functions.yt_transcribe", {"video_id": "123"}),
+            lambda ref: tool_call("functions.deep_check", {"text": ref}, "call_p2"),
+            "tool_name_unprefixed",
+        ),
+        (
+            tool_call("yt_transcribe", json.dumps(json.dumps({"video_id": "123"}))),
+            lambda ref: tool_call("deep_check", json.dumps(json.dumps({"text": ref})), "call_p2"),
+            "arguments_double_encoded",
+        ),
+    ],
+    ids=["functions-prefix", "double-encoded"],
+)
+def test_harmony_names_and_double_encoded_arguments_route_byte_exact(
+    ask, first, second, guard
+) -> None:
+    """gpt-oss's ``functions.<tool>`` names and arguments sent as a JSON string of the object
+    are what the model meant: each call runs its tool with the real value, the guard noted."""
+    steps = [
+        lambda r: completion(tool_calls=[first]),
+        lambda r: completion(tool_calls=[second(last_tool(r))]),
+        answer(),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_OK, run.data
+    routed_exactly(run)
+    assert all(guard in c["guards"] for c in run.calls)
+
+
+def test_a_prefixed_name_gets_no_more_than_its_bare_name(ask) -> None:
+    """In explore, functions.google_drive_write_file is refused as the bare name is, and a
+    string that is not an object inside stays a refusal."""
+    steps = [
+        lambda r: completion(
+            tool_calls=[
+                tool_call(
+                    "functions.google_drive_write_file", {"file_name": "a", "file_content": "b"}
+                ),
+                tool_call("functions.nosuch", {}, "call_p2"),
+                tool_call("deep_check", json.dumps(json.dumps("just text")), "call_p3"),
+            ]
+        ),
+        answer(),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider, "--mode", "explore")
+    assert run.code == EXIT_OK
+    write, unknown, text = run.calls
+    assert not write["ran"] and "not available in mode 'explore'" in write["result"]
+    assert not unknown["ran"] and "'functions.nosuch' as 'nosuch'" in unknown["result"]
+    assert not text["ran"] and "takes a JSON object of arguments, got str" in text["result"]
+
+
 # -- 2. tool-call ids the client can trust ----------------------------------------------------
 
 

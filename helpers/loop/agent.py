@@ -84,7 +84,13 @@ from helpers.replies import (
     valid_text,
 )
 from helpers.tokens import count_chat_tokens, count_tokens
-from helpers.tooling.registry import ToolArgumentError, ToolContext, ToolRegistry, UnknownToolError
+from helpers.tooling.registry import (
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolRegistry,
+    UnknownToolError,
+)
 from helpers.tooling.store import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
 
 DEFAULT_MAX_ITERATIONS = 8
@@ -1014,6 +1020,49 @@ def _depth(value: Any, limit: int) -> int:
     return 1 + max((_depth(v, limit - 1) for v in items), default=0)
 
 
+#: What a server that passes the Harmony format of gpt-oss through puts before a tool's name
+#: (its recipient ``functions.<name>``; cubist38/mlx-openai-server pull request 51).
+HARMONY_TOOL_PREFIX = "functions."
+
+
+def _named_tool(tools: ToolRegistry, name: str, ctx: ToolContext) -> Tool:
+    """The tool ``name`` names; ``functions.<tool>`` names ``<tool>`` when no tool has the
+    whole name (guard ``tool_name_unprefixed``).
+
+    Raises:
+        UnknownToolError: no such tool (or not in this mode), with the model's name in it.
+    """
+    try:
+        return tools.get(name)
+    except UnknownToolError:
+        bare = name.removeprefix(HARMONY_TOOL_PREFIX)
+        if bare == name:
+            raise
+        try:
+            tool = tools.get(bare)
+        except UnknownToolError as exc:
+            raise UnknownToolError(f"{exc} (read {name!r} as {bare!r})") from None
+        ctx.guards.append("tool_name_unprefixed")
+        return tool
+
+
+def _unwrapped_arguments(arguments: Any, ctx: ToolContext) -> Any:
+    """``arguments``, or the object inside when they came as a JSON string holding a JSON
+    object (double-encoded, as Qwen2.5-7B-Instruct sends them: FoundationAgents/OpenManus pull
+    request 989; guard ``arguments_double_encoded``). Only the whole arguments: a string value
+    inside them stays a string."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        inner = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments
+    if not isinstance(inner, dict):
+        return arguments
+    ctx.guards.append("arguments_double_encoded")
+    return inner
+
+
 def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCallRecord:
     ctx, name, refuse = call.ctx, call.name, call.refuse
     raw_arguments = call.raw_arguments
@@ -1036,9 +1085,11 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
     except RecursionError:
         return refuse(f"arguments for {name} are nested too deeply to read")
     try:
-        tool = tools.get(name)
+        tool = _named_tool(tools, name, ctx)
     except UnknownToolError as exc:
         return refuse(str(exc))
+    name = tool.name
+    arguments = _unwrapped_arguments(arguments, ctx)
     if not isinstance(arguments, dict):
         return refuse(f"{name} takes a JSON object of arguments, got {type(arguments).__name__}")
     if _depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
