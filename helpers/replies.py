@@ -194,8 +194,15 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
             f"the endpoint answered with JSON that is not an object: {_snippet(body)!r}"
         )
     choices = data.get("choices")
-    error = data.get("error")
-    if error and not choices:
+    first = choices[0] if isinstance(choices, list) and choices else None
+    # an error after the model started is a 200 whose body (or first choice) holds the error,
+    # next to choices that end with finish_reason "error" (OpenRouter's API reference, "Errors
+    # and Debugging": "any error occurred while the LLM is producing the output will be emitted
+    # in the response body")
+    error = data.get("error") or (first.get("error") if isinstance(first, dict) else None)
+    if not error and isinstance(first, dict) and first.get("finish_reason") == "error":
+        error = "the response ended with finish_reason 'error' and no message"
+    if error:
         if isinstance(error, dict):
             message = error.get("message") or json.dumps(error, ensure_ascii=False)
             code = error.get("code") or error.get("type")

@@ -114,6 +114,47 @@ def answer(text: str = "Deep Check is done.") -> Any:
         ('{"id": "x", "choices": [', "application/json", "malformed JSON"),
         ({"choices": [{"index": 0}]}, "application/json", "no message"),
         ([1, 2, 3], "application/json", "not an object"),
+        (  # OpenRouter: the model failed after it started; choices end with "error"
+            {
+                "error": {"message": "Provider returned error", "code": 502},
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": ""},
+                        "finish_reason": "error",
+                    }
+                ],
+            },
+            "application/json",
+            "Provider returned error",
+        ),
+        (
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": ""},
+                        "finish_reason": "error",
+                        "error": {"message": "overloaded upstream", "code": 503},
+                    }
+                ]
+            },
+            "application/json",
+            "overloaded upstream",
+        ),
+        (
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": ""},
+                        "finish_reason": "error",
+                    }
+                ]
+            },
+            "application/json",
+            "finish_reason 'error'",
+        ),
     ],
     ids=[
         "choices-empty",
@@ -123,6 +164,9 @@ def answer(text: str = "Deep Check is done.") -> Any:
         "truncated-json",
         "no-message",
         "array",
+        "error-with-choices",
+        "error-in-the-choice",
+        "finish-reason-error",
     ],
 )
 def test_a_broken_response_is_an_error_verdict(ask, body, content_type, expected) -> None:
