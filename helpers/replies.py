@@ -26,6 +26,57 @@ from typing import Any
 PROVIDER_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
 
 
+#: What providers say when a request is longer than the model's context window, lower-cased:
+#: OpenAI's ``context_length_exceeded`` code and "maximum context length" message; Anthropic's
+#: "prompt is too long"; llama.cpp's server, 400 "request (N tokens) exceeds the available
+#: context size" (its error type ``exceed_context_size_error``) and 500 "Context size has been
+#: exceeded" when generation runs out of room (ggml-org/llama.cpp, tools/server); Gemini's 400
+#: "The input token count (N) exceeds the maximum number of tokens allowed (M)".
+CONTEXT_OVERFLOW_PHRASES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "context size has been exceeded",
+    "exceeds the maximum number of tokens",
+)
+#: HTTP statuses a context overflow comes with: 400 and 413 (request too large) from most
+#: servers, 500 from llama.cpp's server when the context fills during generation.
+CONTEXT_OVERFLOW_STATUSES = (400, 413, 500)
+
+
+def is_context_overflow(status: int, text: str) -> bool:
+    """Whether an HTTP error (``status``, and its code and message as ``text``) says that the
+    request did not fit the model's context window (:data:`CONTEXT_OVERFLOW_PHRASES`)."""
+    if status not in CONTEXT_OVERFLOW_STATUSES:
+        return False
+    lowered = text.lower()
+    return any(phrase in lowered for phrase in CONTEXT_OVERFLOW_PHRASES)
+
+
+def error_message(body: Any) -> str:
+    """The provider's own message in an error body, on one line: ``{"error": {"message"}}``,
+    ``{"detail"}``, a list of such objects (Gemini's OpenAI-compatible endpoint sends
+    ``[{"error": {...}}]``), or the body as text; at most 500 characters."""
+    if isinstance(body, list) and body and isinstance(body[0], dict):
+        body = body[0]
+    detail = ""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            found = error.get("message") or error.get("detail") or body.get("detail")
+            detail = found if isinstance(found, str) else json.dumps(found or error)
+        else:
+            detail = str(error)
+    elif body is not None:
+        detail = str(body)
+    return " ".join(detail.split())[:500]
+
+
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 

@@ -275,6 +275,64 @@ def test_a_quota_error_is_not_retried_as_a_rate_limit_is(ask, code, requests) ->
     assert sent == requests
 
 
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (  # OpenAI
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens. However, "
+                    "your messages resulted in 9100 tokens.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        (  # llama.cpp's server, before generation
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "request (9100 tokens) exceeds the available context size "
+                    "(4096 tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                }
+            },
+        ),
+        (  # llama.cpp's server, during generation
+            500,
+            {"error": {"code": 500, "message": "Context size has been exceeded.", "type": "x"}},
+        ),
+        (  # Gemini's OpenAI-compatible endpoint: a list of error objects
+            400,
+            [
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "The input token count (1200000) exceeds the maximum number "
+                        "of tokens allowed (1048576).",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                }
+            ],
+        ),
+    ],
+    ids=["openai", "llama.cpp-400", "llama.cpp-500", "gemini"],
+)
+def test_each_providers_context_overflow_is_context_exceeded(ask, status, body) -> None:
+    """Not an ``error``: ``cases`` and ``compare`` count overflows from this status. A 500 that
+    says so is not retried (the SDK would send it twice more)."""
+    with ScriptedProvider([lambda r: Answer(body, status=status)]) as provider:
+        run = ask(provider, "--max-retries", "2")
+        sent = len(provider.requests)
+    assert run.data["status"] == "context_exceeded", run.data["error"]
+    assert "longer than the model's context window" in run.data["error"]
+    message = (body[0] if isinstance(body, list) else body)["error"]["message"]
+    assert message in run.data["error"]  # the provider's own words, not a repr of its body
+    assert sent == 1
+
+
 def test_a_base_url_without_v1_gets_a_hint(ask) -> None:
     with ScriptedProvider([answer()]) as provider:
         root = provider.base_url.removesuffix("/v1")

@@ -78,7 +78,9 @@ from helpers.redaction import configured_secrets, redact
 from helpers.replies import (
     ProviderError,
     Reply,
+    error_message,
     has_unpaired_surrogate,
+    is_context_overflow,
     map_strings,
     parse_reply,
     valid_text,
@@ -294,16 +296,6 @@ class _TurnFailed(Exception):
     def __init__(self, message: str, status: str = "error"):
         super().__init__(message)
         self.status = status
-
-
-_CONTEXT_PHRASES = (
-    "context_length_exceeded",
-    "maximum context length",
-    "context length",
-    "context window",
-    "prompt is too long",
-    "too many tokens",
-)
 
 
 @dataclass
@@ -746,26 +738,12 @@ def _ask_model(
 
 def _detail(exc: openai.APIStatusError) -> str:
     """The provider's own message of an HTTP error, on one line."""
-    body = exc.body
-    detail = ""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            found = error.get("message") or error.get("detail") or body.get("detail")
-            detail = found if isinstance(found, str) else json.dumps(found or error)
-        else:
-            detail = str(error)
-    elif body is not None:
-        detail = str(body)
-    return " ".join(detail.split())[:500] or exc.message
+    return error_message(exc.body) or exc.message
 
 
 def _is_context_overflow(exc: openai.APIStatusError) -> bool:
-    if exc.status_code not in (400, 413):
-        return False
     code = getattr(exc, "code", None)
-    text = f"{code} {_detail(exc)}".lower()
-    return any(phrase in text for phrase in _CONTEXT_PHRASES)
+    return is_context_overflow(exc.status_code, f"{code} {_detail(exc)}")
 
 
 def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:

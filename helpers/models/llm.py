@@ -42,6 +42,7 @@ from dotenv import load_dotenv
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
 from helpers.paths import PROJECT_ROOT
 from helpers.redaction import warn_if_env_file_shared
+from helpers.replies import error_message, is_context_overflow
 
 PROVIDERS = ("openai", "openrouter", "local", "offline")
 OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -247,16 +248,25 @@ PERMANENT_429_CODES = frozenset({"insufficient_quota"})
 
 
 def _no_retry_when_permanent(response: httpx2.Response) -> None:
-    """A response hook: a 429 whose error code is in :data:`PERMANENT_429_CODES` gets the
-    ``x-should-retry: false`` header, which the ``openai`` SDK obeys (``_should_retry``)."""
-    if response.status_code != 429:
+    """A response hook: an error no wait will cure gets the ``x-should-retry: false`` header,
+    which the ``openai`` SDK obeys (``_should_retry``): a 429 whose error code is in
+    :data:`PERMANENT_429_CODES`, and a 500 that says the context is full (llama.cpp's server:
+    :func:`helpers.replies.is_context_overflow`), which the SDK would otherwise send twice more."""
+    if response.status_code not in (429, 500):
         return
     response.read()
     try:
-        error = response.json().get("error") or {}
-    except (ValueError, AttributeError):
+        body = response.json()
+    except ValueError:
         return
-    if isinstance(error, dict) and {error.get("code"), error.get("type")} & PERMANENT_429_CODES:
+    error = body.get("error") if isinstance(body, dict) else None
+    codes = {error.get("code"), error.get("type")} if isinstance(error, dict) else set()
+    permanent = (
+        codes & PERMANENT_429_CODES
+        if response.status_code == 429
+        else is_context_overflow(500, f"{codes} {error_message(body)}")
+    )
+    if permanent:
         response.headers["x-should-retry"] = "false"
 
 
