@@ -39,8 +39,9 @@ GUARDS: dict[str, str] = {
     "(double-encoded) are read as that object",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
-    "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details sent back with "
-    "the assistant message, as thinking-mode providers require",
+    "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details, and a tool "
+    "call's extra_content (Gemini's thought signature), sent back to the provider that sent "
+    "them, as it requires, and to no other (helpers.replies.for_endpoint)",
 }
 
 

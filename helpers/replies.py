@@ -24,6 +24,14 @@ from typing import Any
 
 #: Assistant-message fields a provider may send that must be sent back unchanged.
 PROVIDER_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
+#: Fields of one tool call a provider sends and needs back: Gemini's ``extra_content``, whose
+#: ``google.thought_signature`` must come back with the call, or Gemini 3 answers HTTP 400
+#: "Function call is missing a thought_signature" (Gemini API docs, "Thought signatures",
+#: OpenAI compatibility).
+TOOL_CALL_PROVIDER_FIELDS = ("extra_content",)
+#: The key an assistant message carrying provider fields is marked with: the endpoint (base
+#: URL) that sent them. It is never sent to any provider (:func:`for_endpoint`).
+FIELDS_FROM = "_provider_fields_from"
 
 
 #: What providers say when a request is longer than the model's context window, lower-cased:
@@ -112,12 +120,14 @@ class ReplyToolCall:
 
     ``provider_id`` is the provider's id (``None`` when missing or not a string); ``name`` is
     ``""`` when missing; ``arguments`` is the JSON text of the arguments (``""`` when ``null``;
-    an arguments *object*, as some local servers send, is turned into its JSON text).
+    an arguments *object*, as some local servers send, is turned into its JSON text);
+    ``provider_fields`` holds :data:`TOOL_CALL_PROVIDER_FIELDS` as sent, to send back as is.
     """
 
     provider_id: str | None
     name: str
     arguments: str
+    provider_fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def valid_arguments(self) -> str:
@@ -149,7 +159,7 @@ class Reply:
 
     def map_text(self, change: Any) -> Reply:
         """A copy with ``change`` applied to the content, the refusal, the provider fields and
-        each tool call's provider id, name and arguments (e.g. to redact a secret the model or the
+        each tool call's provider id, name, arguments and provider fields (e.g. to redact a secret the model or the
         provider echoed: an id is provider text like any other)."""
         return replace(
             self,
@@ -161,6 +171,7 @@ class Reply:
                     None if c.provider_id is None else change(c.provider_id),
                     change(c.name),
                     change(c.arguments),
+                    map_strings(c.provider_fields, change),
                 )
                 for c in self.tool_calls
             ],
@@ -217,7 +228,8 @@ def _tool_call(raw: Any) -> ReplyToolCall:
         text = arguments
     else:  # an object (or another JSON value) instead of JSON text
         text = json.dumps(arguments, ensure_ascii=False)
-    return ReplyToolCall(provider_id, name, text)
+    fields = {k: raw[k] for k in TOOL_CALL_PROVIDER_FIELDS if isinstance(raw.get(k), dict)}
+    return ReplyToolCall(provider_id, name, text, fields)
 
 
 def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
@@ -299,3 +311,32 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
         ),
         refusal=valid_text(refusal) if isinstance(refusal, str) and refusal else None,
     )
+
+
+def for_endpoint(messages: list[dict[str, Any]], endpoint: str) -> list[dict[str, Any]]:
+    """``messages`` as they may be sent to ``endpoint`` (a base URL): provider fields
+    (:data:`PROVIDER_FIELDS` on a message, :data:`TOOL_CALL_PROVIDER_FIELDS` on its tool calls)
+    go back only to the endpoint that sent them (the :data:`FIELDS_FROM` mark), never to
+    another: after a DeepSeek turn Groq answers 400 "property 'reasoning_content' is
+    unsupported" and Mistral 422 ``extra_forbidden``. The mark itself is never sent. A message
+    without a mark (written by hand, or stored before marks) is sent as it is. The list and
+    its messages are not changed; changed messages are copies.
+    """
+    sent = []
+    for message in messages:
+        if FIELDS_FROM not in message:
+            sent.append(message)
+            continue
+        copy = {k: v for k, v in message.items() if k != FIELDS_FROM}
+        if str(message[FIELDS_FROM]).rstrip("/") != endpoint.rstrip("/"):
+            for key in PROVIDER_FIELDS:
+                copy.pop(key, None)
+            if isinstance(copy.get("tool_calls"), list):
+                copy["tool_calls"] = [
+                    {k: v for k, v in c.items() if k not in TOOL_CALL_PROVIDER_FIELDS}
+                    if isinstance(c, dict)
+                    else c
+                    for c in copy["tool_calls"]
+                ]
+        sent.append(copy)
+    return sent

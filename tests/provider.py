@@ -31,6 +31,17 @@ DEEPSEEK_MISSING = (
 )
 
 
+#: Gemini 3's answer when a tool call comes back without its thought signature (Gemini API
+#: docs, "Thought signatures").
+GEMINI_MISSING = (
+    "Function call is missing a thought_signature in functionCall parts. This is required for "
+    "tools to work correctly."
+)
+#: The fields a strict server (Mistral) accepts on a message and on a tool call.
+MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "prefix"})
+TOOL_CALL_FIELDS = frozenset({"id", "type", "function", "index"})
+
+
 @dataclass
 class Answer:
     """One HTTP response: status, body (bytes, text or a JSON value), content type, delay."""
@@ -128,6 +139,11 @@ class ScriptedProvider:
         zero_ids: every tool-call id in a response becomes ``"0"``.
         thinking: behave like DeepSeek's thinking mode (see the module docstring).
         reasoning_details: add OpenRouter's ``reasoning_details`` to every message.
+        thought_signatures: behave like Gemini 3: every tool call carries
+            ``extra_content.google.thought_signature``, and a request whose assistant tool
+            call lacks it gets HTTP 400 (:data:`GEMINI_MISSING`).
+        strict: behave like Mistral (and Groq): a message or tool-call field outside the
+            chat-completions schema gets HTTP 422 ``extra_forbidden``.
     """
 
     def __init__(
@@ -138,12 +154,16 @@ class ScriptedProvider:
         zero_ids: bool = False,
         thinking: bool = False,
         reasoning_details: bool = False,
+        thought_signatures: bool = False,
+        strict: bool = False,
     ):
         self.steps = steps
         self.prefix = prefix
         self.zero_ids = zero_ids
         self.thinking = thinking
         self.reasoning_details = reasoning_details
+        self.thought_signatures = thought_signatures
+        self.strict = strict
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         outer = self
@@ -206,12 +226,36 @@ class ScriptedProvider:
                     ):
                         error = {"message": DEEPSEEK_MISSING.format(index=index)}
                         return Answer({"error": error}, status=400)
+            refused = self._refusal(body)
+            if refused is not None:
+                return refused
             step = self.steps[min(len(self.chat_requests), len(self.steps)) - 1]
         result = step(body)
         answer = result if isinstance(result, Answer) else Answer(result)
         if isinstance(answer.body, dict):
             self._habits(answer.body)
         return answer
+
+    def _refusal(self, body: dict[str, Any]) -> Answer | None:
+        """The 400 or 422 a Gemini-like or strict server answers this request with, if any."""
+        for index, message in enumerate(body.get("messages", [])):
+            calls = message.get("tool_calls") or []
+            if self.strict:
+                extra = sorted(set(message) - MESSAGE_FIELDS) + sorted(
+                    {k for c in calls for k in c} - TOOL_CALL_FIELDS
+                )
+                if extra:
+                    detail = {
+                        "type": "extra_forbidden",
+                        "loc": ["body", "messages", index, extra[0]],
+                    }
+                    return Answer({"object": "error", "message": {"detail": [detail]}}, 422)
+            if self.thought_signatures and any(
+                not (c.get("extra_content") or {}).get("google", {}).get("thought_signature")
+                for c in calls
+            ):
+                return Answer({"error": {"code": 400, "message": GEMINI_MISSING}}, 400)
+        return None
 
     def _habits(self, body: dict[str, Any]) -> None:
         for choice in body.get("choices") or []:
@@ -221,6 +265,10 @@ class ScriptedProvider:
             if self.zero_ids:
                 for call in message.get("tool_calls") or []:
                     call["id"] = "0"
+            if self.thought_signatures:
+                for n, call in enumerate(message.get("tool_calls") or []):
+                    signature = {"google": {"thought_signature": f"c2lnLTE{n}"}}
+                    call.setdefault("extra_content", signature)
             if self.thinking:
                 message.setdefault("reasoning_content", "Thinking about the next step.")
             if self.reasoning_details:

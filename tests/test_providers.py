@@ -14,9 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from provider import Answer, ScriptedProvider, completion, last_tool, tool_call, tool_messages
+from provider import (
+    MESSAGE_FIELDS,
+    Answer,
+    ScriptedProvider,
+    completion,
+    last_tool,
+    tool_call,
+    tool_messages,
+)
 
 from helpers.course.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from helpers.replies import FIELDS_FROM
 from helpers.tooling.store import ToolOutputStore
 
 SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
@@ -510,6 +519,47 @@ def test_openrouter_reasoning_details_are_sent_back(ask) -> None:
     assert run.code == EXIT_OK
     echoed = next(m for m in second if m["role"] == "assistant")
     assert echoed["reasoning_details"][0]["signature"] == "sig-1"
+
+
+def test_gemini_thought_signatures_go_back_with_each_call(ask) -> None:
+    """Gemini 3 answers 400 when a tool call comes back without its thought signature."""
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps, thought_signatures=True) as provider:
+        run = ask(provider)
+        last = provider.chat_requests[-1]["messages"]
+    assert run.code == EXIT_OK, run.data.get("error")
+    routed_exactly(run)
+    sent = [c for m in last if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert [c["extra_content"]["google"]["thought_signature"] for c in sent] == ["c2lnLTE0"] * 2
+    assert all(FIELDS_FROM not in m for m in last)
+
+
+@pytest.mark.parametrize(
+    "first_provider",
+    [{"thinking": True}, {"thought_signatures": True}, {"reasoning_details": True}],
+    ids=["deepseek", "gemini", "openrouter"],
+)
+def test_a_thread_continues_on_another_provider_without_the_first_ones_fields(
+    ask, first_provider
+) -> None:
+    """Provider fields go back to the endpoint that sent them and to no other: a strict server
+    (Mistral's 422 extra_forbidden, Groq's 400) continues a thread another provider began; the
+    first provider, asked again, still gets its own fields."""
+    with ScriptedProvider([lambda r: TRANSCRIBE, answer("Done.")], **first_provider) as provider:
+        first = ask(provider, "--thread", "moved", "--new-thread")
+        origin = provider.base_url
+        ref = first.calls[0]["result"].split("\n", 1)[0]
+        with ScriptedProvider([pass_on(lambda _ref: ref), answer()], strict=True) as strict:
+            second = ask(strict, "--thread", "moved", prompt="Now Deep Check it.")
+            sent = strict.chat_requests[0]["messages"]
+        assert second.code == EXIT_OK, second.data.get("error")
+        assert all(set(m) <= MESSAGE_FIELDS for m in sent)
+    # the thread keeps the first provider's fields, marked as its own, for when it is asked again
+    store = ToolOutputStore(first.db)
+    kept = next(m for m in store.thread_messages("moved") if m.get("tool_calls"))
+    store.close()
+    assert kept[FIELDS_FROM] == origin
+    assert set(kept) | set(kept["tool_calls"][0]) - MESSAGE_FIELDS - {"id", "type", "function"}
 
 
 # -- 4. references as models really write them ------------------------------------------------

@@ -76,9 +76,11 @@ from helpers.guards import GuardRefusal
 from helpers.limits import TurnLimits
 from helpers.redaction import configured_secrets, redact
 from helpers.replies import (
+    FIELDS_FROM,
     ProviderError,
     Reply,
     error_message,
+    for_endpoint,
     has_unpaired_surrogate,
     is_context_overflow,
     map_strings,
@@ -306,6 +308,7 @@ class _ToolCall:
     provider_id: str | None
     name: str
     arguments: str
+    provider_fields: dict[str, Any] = field(default_factory=dict)
 
 
 def run_turn(
@@ -541,7 +544,8 @@ class _Turn:
         call_record = _model_call_record(reply, calls, sent, schemas, index, started)
         self.record.model_calls.append(call_record)
         self.emit("model_call", call_record)
-        self.append(_assistant_message(reply, calls, self.record))
+        endpoint = str(getattr(self.client, "base_url", "") or "").rstrip("/")
+        self.append(_assistant_message(reply, calls, self.record, endpoint))
         return reply, calls
 
     def repeated(self, calls: list[_ToolCall]) -> str | None:
@@ -708,7 +712,7 @@ def _ask_model(
     base_url = str(getattr(client, "base_url", "") or "")
     try:
         raw = client.chat.completions.with_raw_response.create(
-            model=model, messages=messages, tools=schemas, **extra
+            model=model, messages=for_endpoint(messages, base_url), tools=schemas, **extra
         )
         response = raw.http_response
         return parse_reply(response.text, content_type=response.headers.get("content-type", ""))
@@ -807,7 +811,7 @@ def _name_tool_calls(
         if provider_id:
             in_reply.add(provider_id)
             provider_ids_seen.add(provider_id)
-        calls.append(_ToolCall(call_id, provider_id, raw.name, raw.arguments))
+        calls.append(_ToolCall(call_id, provider_id, raw.name, raw.arguments, raw.provider_fields))
     return calls
 
 
@@ -842,22 +846,29 @@ def _model_call_record(
     )
 
 
-def _assistant_message(reply: Reply, calls: list[_ToolCall], record: TurnRecord) -> dict[str, Any]:
+def _assistant_message(
+    reply: Reply, calls: list[_ToolCall], record: TurnRecord, endpoint: str
+) -> dict[str, Any]:
     """The assistant message as it goes back to the model: the client's ids, and the provider's
-    reasoning fields unchanged (DeepSeek's thinking mode answers 400 without them)."""
+    fields unchanged (DeepSeek's thinking mode answers 400 without its reasoning, Gemini 3
+    without each call's thought signature), marked with the ``endpoint`` that sent them so they
+    go back to it and to no other (:func:`helpers.replies.for_endpoint`)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.provider_fields:
         message.update(reply.provider_fields)
-        record.guard_events.append("provider_fields_echoed")
     if calls:
         message["tool_calls"] = [
             {
                 "id": c.id,
                 "type": "function",
                 "function": {"name": c.name, "arguments": valid_text(c.arguments)},
+                **c.provider_fields,
             }
             for c in calls
         ]
+    if reply.provider_fields or any(c.provider_fields for c in calls):
+        message[FIELDS_FROM] = endpoint
+        record.guard_events.append("provider_fields_echoed")
     return message
 
 
