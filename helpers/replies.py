@@ -66,6 +66,31 @@ def is_context_overflow(status: int, text: str) -> bool:
     return any(phrase in lowered for phrase in CONTEXT_OVERFLOW_PHRASES)
 
 
+#: How a model writes a tool call in its text when the server does not turn it into
+#: ``tool_calls`` (no tool-aware chat template, no tool parser): Hermes and Qwen's
+#: ``<tool_call>``, Phi's ``<|tool_call|>``, Mistral's ``[TOOL_CALLS]``, Llama 3.1's
+#: ``<|python_tag|>`` and ``<function=…>``.
+TOOL_CALL_TEXT_MARKERS = (
+    "<tool_call>",
+    "<|tool_call|>",
+    "[TOOL_CALLS]",
+    "<|python_tag|>",
+    "<function=",
+)
+_CALL_JSON_RE = re.compile(r'^\s*\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(arguments|parameters)"\s*:')
+
+
+def tool_call_as_text(content: str) -> bool:
+    """Whether a final message's text is a tool call the server left unparsed: a marker of
+    :data:`TOOL_CALL_TEXT_MARKERS`, or a whole JSON object ``{"name": …, "arguments": …}``.
+    vLLM parses tool calls only when started with ``--enable-auto-tool-choice
+    --tool-call-parser <parser>`` (its "Tool Calling" docs); llama.cpp's server only with
+    ``--jinja`` (its docs/function-calling.md)."""
+    return any(marker in content for marker in TOOL_CALL_TEXT_MARKERS) or bool(
+        _CALL_JSON_RE.match(content)
+    )
+
+
 def error_message(body: Any) -> str:
     """The provider's own message in an error body, on one line: ``{"error": {"message"}}``,
     ``{"detail"}``, a list of such objects (Gemini's OpenAI-compatible endpoint sends

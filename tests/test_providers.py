@@ -229,8 +229,28 @@ def test_arguments_as_an_object_and_content_as_parts(ask) -> None:
         (completion(None), "empty"),
         (completion("   "), "empty"),
         (completion(None, message_extra={"refusal": "I cannot help with that."}), "refused"),
+        (
+            completion(
+                '<tool_call>\n{"name": "yt_transcribe", "arguments": {"video_id": "123"}}\n</tool_call>'
+            ),
+            "--tool-call-parser",
+        ),
+        (completion('{"name": "yt_transcribe", "parameters": {"video_id": "123"}}'), "--jinja"),
+        (
+            completion('[TOOL_CALLS][{"name": "yt_transcribe", "arguments": {}}]'),
+            "tool call as text",
+        ),
     ],
-    ids=["length", "content-filter", "null-content", "blank", "refusal"],
+    ids=[
+        "length",
+        "content-filter",
+        "null-content",
+        "blank",
+        "refusal",
+        "hermes-tag-as-text",
+        "json-call-as-text",
+        "mistral-tag-as-text",
+    ],
 )
 def test_a_cut_or_empty_answer_is_incomplete(ask, final, reason) -> None:
     with ScriptedProvider([lambda r: final]) as provider:

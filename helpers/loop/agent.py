@@ -85,6 +85,7 @@ from helpers.replies import (
     is_context_overflow,
     map_strings,
     parse_reply,
+    tool_call_as_text,
     valid_text,
 )
 from helpers.tokens import count_chat_tokens, count_tokens
@@ -896,6 +897,12 @@ def _verdict(record: TurnRecord, reply: Reply, *, unrun_calls: int = 0) -> None:
         )
     elif not text.strip():
         problem = "the model's final message is empty"
+    elif tool_call_as_text(text):
+        problem = (
+            "the model wrote a tool call as text, which the server did not parse into "
+            "tool_calls: serve the model with a tool-aware chat template and tool parser "
+            "(llama.cpp: --jinja; vLLM: --enable-auto-tool-choice --tool-call-parser <parser>)"
+        )
     record.status = "ok" if problem is None else "incomplete"
     record.error = problem
 
