@@ -39,6 +39,9 @@ GUARDS: dict[str, str] = {
     "(double-encoded) are read as that object",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
+    "prompt_cut_by_server": "the server reported far fewer prompt tokens than it was sent (over "
+    "12 characters a token): it cut the prompt to its window without an error, as Ollama does "
+    "past num_ctx; raise the server's context size",
     "provider_fields_echoed": "reasoning_content / reasoning / reasoning_details, and a tool "
     "call's extra_content (Gemini's thought signature), sent back to the provider that sent "
     "them, as it requires, and to no other (helpers.replies.for_endpoint)",

@@ -362,6 +362,20 @@ def test_each_providers_context_overflow_is_context_exceeded(ask, status, body) 
     assert sent == 1
 
 
+@pytest.mark.parametrize(("prompt_tokens", "flagged"), [(500, True), (3_000, False)])
+def test_a_prompt_the_server_cut_silently_is_flagged(ask, prompt_tokens, flagged) -> None:
+    """Ollama past num_ctx: the turn goes on, but the usage shows far fewer tokens than were
+    sent (the 10,244-character transcript inline is about 2,400 tokens)."""
+    steps = [
+        lambda r: TRANSCRIBE,
+        lambda r: completion("Done.", usage=(prompt_tokens, 5)),
+    ]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider, "--strategy", "inline")
+    assert run.code == EXIT_OK
+    assert ("prompt_cut_by_server" in run.data["guards"]) == flagged
+
+
 def test_a_base_url_without_v1_gets_a_hint(ask) -> None:
     with ScriptedProvider([answer()]) as provider:
         root = provider.base_url.removesuffix("/v1")

@@ -543,6 +543,8 @@ class _Turn:
             reply = reply.map_text(lambda text: redact(text, self.secrets))
         calls = _name_tool_calls(reply, self.used_ids, self.provider_ids_seen, self.record)
         call_record = _model_call_record(reply, calls, sent, schemas, index, started)
+        if reply.prompt_tokens is not None and _prompt_cut(reply.prompt_tokens, sent, schemas):
+            self.record.guard_events.append("prompt_cut_by_server")
         self.record.model_calls.append(call_record)
         self.emit("model_call", call_record)
         endpoint = str(getattr(self.client, "base_url", "") or "").rstrip("/")
@@ -814,6 +816,26 @@ def _name_tool_calls(
             provider_ids_seen.add(provider_id)
         calls.append(_ToolCall(call_id, provider_id, raw.name, raw.arguments, raw.provider_fields))
     return calls
+
+
+#: A prompt shorter than this, in characters of message text and tool schemas, is never
+#: called cut: the ratio below is noise on a few hundred characters.
+PROMPT_CUT_MIN_CHARS = 8_000
+#: More characters per reported prompt token than this means the server counted far fewer
+#: tokens than it was sent: o200k_base averages about 4 characters a token in English and
+#: fewer in code or JSON, so 12 leaves a wide margin.
+PROMPT_CUT_CHARS_PER_TOKEN = 12
+
+
+def _prompt_cut(prompt_tokens: int, messages: list[dict[str, Any]], schemas: list[Any]) -> bool:
+    """Whether the server reports far fewer prompt tokens than it was sent: it cut the prompt
+    to its window without an error, as Ollama does past ``num_ctx`` (ollama/ollama issue 8099,
+    "ollama run silently truncating prompt"; its FAQ, "How can I specify the context window
+    size?"). Measured in characters, so no tokenizer runs on every call."""
+    sent_chars = sum(len(str(m.get("content") or "")) for m in messages) + len(json.dumps(schemas))
+    return sent_chars >= PROMPT_CUT_MIN_CHARS and (
+        prompt_tokens * PROMPT_CUT_CHARS_PER_TOKEN < sent_chars
+    )
 
 
 def _model_call_record(
