@@ -84,6 +84,24 @@ def attempt(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise Raised(exc) from exc
 
 
+def attempt_or(
+    allowed: type[Exception] | tuple[type[Exception], ...],
+    fn: Callable[..., T],
+    *args: Any,
+    **kwargs: Any,
+) -> T | Exception:
+    """:func:`attempt`, except that an exception of the ``allowed`` types (one the TODO's
+    contract asks for, such as ``ValueError``) is returned, for the property to judge."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except allowed as exc:
+        return exc
+    except Exception as exc:
+        raise Raised(exc) from exc
+
+
 def expect(holds: bool, expected: str, got: Any) -> None:
     """Raise :class:`Broken` unless ``holds``; ``got`` is shown with :func:`short`."""
     if not holds:

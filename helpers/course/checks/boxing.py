@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from helpers.context.boxing import ReferenceRefused, make_reference, render_reference
 from helpers.context.policies import guess_mime_type
 from helpers.context.resolve_tools import grep_text, internal_resource_read_slice
-from helpers.course.checkpoint import Checkpoint, Property, Raised, attempt, expect, short
+from helpers.course.checkpoint import Checkpoint, Property, attempt, attempt_or, expect, short
 from helpers.course.checks.inputs import json_values, nonce, outputs, scratch_store, texts
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
@@ -295,15 +295,11 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
         def run(case: UnboxCase) -> tuple[_Refs, Any, Any]:
             refs = _Refs(store, case.value)
             arguments = refs.concrete(case.arguments)
-            try:
-                got = unbox(arguments, store, refs.thread)
-            except NotImplementedError:
-                raise
-            except ReferenceRefused as exc:
-                got = exc
-            except Exception as exc:
-                raise Raised(exc) from exc
-            return refs, arguments, got
+            return (
+                refs,
+                arguments,
+                attempt_or(ReferenceRefused, unbox, arguments, store, refs.thread),
+            )
 
         def resolves(case: UnboxCase) -> None:
             refs, _, got = run(case)
@@ -415,15 +411,12 @@ def check_read_slice(read_slice: Callable[[str, int, int], str]) -> str:
             expect(got == want, short(want), short(got))
 
         def negative_length(case: SliceCase) -> None:
-            try:
-                got = read_slice(case.value, case.start_index, -case.length - 1)
-            except NotImplementedError:
-                raise
-            except ValueError:
-                return
-            except Exception as exc:
-                raise Raised(exc) from exc
-            expect(False, "ValueError for a negative length", f"returned {short(got)}")
+            got = attempt_or(ValueError, read_slice, case.value, case.start_index, -case.length - 1)
+            expect(
+                isinstance(got, ValueError),
+                "ValueError for a negative length",
+                f"returned {short(got)}",
+            )
 
         return Checkpoint(
             "04",

@@ -17,7 +17,15 @@ from typing import Any
 from hypothesis import strategies as st
 
 from helpers.context.modes import MODES, for_mode
-from helpers.course.checkpoint import Checkpoint, Property, Raised, attempt, expect, short
+from helpers.course.checkpoint import (
+    Checkpoint,
+    Property,
+    Raised,
+    attempt,
+    attempt_or,
+    expect,
+    short,
+)
 from helpers.course.checks.inputs import json_values, texts
 from helpers.tooling.registry import ToolRegistry, tool_from_function
 
@@ -91,11 +99,8 @@ def check_schemas_for_mode(schemas_for_mode: Callable[[ToolRegistry, str], Any])
 
     def unknown(case: ModeCase) -> None:
         registry = SpyRegistry(case.names)
-        try:
-            got = schemas_for_mode(registry, case.mode)
-        except NotImplementedError:
-            raise
-        except Exception:
+        got = attempt_or(Exception, schemas_for_mode, registry, case.mode)
+        if isinstance(got, Exception):
             return  # refused: nothing offered
         names = [s.get("function", {}).get("name") if isinstance(s, dict) else s for s in got or []]
         expect(not got, "no tools (return [] or raise): an unknown mode fails closed", f"{names}")
@@ -164,12 +169,10 @@ def check_guarded_call(guarded_call: Callable[..., str]) -> str:
 
     def run(case: GuardCase) -> tuple[SpyRegistry, Any]:
         registry = SpyRegistry(case.names)
-        try:
-            return registry, guarded_call(registry, case.mode, case.name, {"text": case.text})
-        except NotImplementedError:
-            raise
-        except Exception as exc:
-            return registry, exc
+        arguments = {"text": case.text}
+        return registry, attempt_or(
+            Exception, guarded_call, registry, case.mode, case.name, arguments
+        )
 
     def runs_allowed(case: GuardCase) -> None:
         registry, got = run(case)

@@ -24,8 +24,8 @@ from helpers.course.checkpoint import (
     Broken,
     Checkpoint,
     Property,
-    Raised,
     attempt,
+    attempt_or,
     expect,
     local_time_zone,
     short,
@@ -169,16 +169,18 @@ def check_log_tool(log_tool: Callable[..., Any]) -> str:
 
         def unique_per_thread(case: LogCase) -> None:
             thread, _, _ = logged(case)
-            try:
-                with local_time_zone(case.zone):
-                    log_tool(store.engine, thread, case.tool_call_id, case.tool_name, {}, "again")
-            except IntegrityError:
-                pass
-            except NotImplementedError:
-                raise
-            except Exception as exc:
-                raise Raised(exc) from exc
-            else:
+            with local_time_zone(case.zone):
+                again = attempt_or(
+                    IntegrityError,
+                    log_tool,
+                    store.engine,
+                    thread,
+                    case.tool_call_id,
+                    case.tool_name,
+                    {},
+                    "again",
+                )
+            if not isinstance(again, IntegrityError):
                 raise Broken(
                     "IntegrityError for a tool_call_id already logged in the thread",
                     "a second row was stored",
@@ -339,16 +341,14 @@ def check_prune(prune: Callable[..., Any]) -> str:
             _fill(store, case)
             if yours:
                 with local_time_zone(case.zone):
-                    try:
-                        gone = prune(
-                            store.engine, older_than=case.older_than, thread_id=case.thread_id
-                        )
-                    except NotImplementedError:
-                        raise
-                    except ValueError:
-                        gone = "ValueError"
-                    except Exception as exc:
-                        raise Raised(exc) from exc
+                    got = attempt_or(
+                        ValueError,
+                        prune,
+                        store.engine,
+                        older_than=case.older_than,
+                        thread_id=case.thread_id,
+                    )
+                gone = "ValueError" if isinstance(got, ValueError) else got
             else:
                 try:
                     gone = store.prune(older_than=case.older_than, thread_id=case.thread_id)
