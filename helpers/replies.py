@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -338,14 +339,18 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
     )
 
 
-def for_endpoint(messages: list[dict[str, Any]], endpoint: str) -> list[dict[str, Any]]:
+def for_endpoint(
+    messages: list[dict[str, Any]], endpoint: str, *, keep: Collection[str] | None = None
+) -> list[dict[str, Any]]:
     """``messages`` as they may be sent to ``endpoint`` (a base URL): provider fields
     (:data:`PROVIDER_FIELDS` on a message, :data:`TOOL_CALL_PROVIDER_FIELDS` on its tool calls)
     go back only to the endpoint that sent them (the :data:`FIELDS_FROM` mark), never to
     another: after a DeepSeek turn Groq answers 400 "property 'reasoning_content' is
-    unsupported" and Mistral 422 ``extra_forbidden``. The mark itself is never sent. A message
-    without a mark (written by hand, or stored before marks) is sent as it is. The list and
-    its messages are not changed; changed messages are copies.
+    unsupported" and Mistral 422 ``extra_forbidden``. Of the fields that endpoint sent, only
+    those named in ``keep`` go back (its provider profile's ``fields_back``; ``None``: all).
+    The mark itself is never sent. A message without a mark (written by hand, or stored before
+    marks) is sent as it is. The list and its messages are not changed; changed messages are
+    copies.
     """
     sent = []
     for message in messages:
@@ -353,15 +358,18 @@ def for_endpoint(messages: list[dict[str, Any]], endpoint: str) -> list[dict[str
             sent.append(message)
             continue
         copy = {k: v for k, v in message.items() if k != FIELDS_FROM}
-        if str(message[FIELDS_FROM]).rstrip("/") != endpoint.rstrip("/"):
-            for key in PROVIDER_FIELDS:
-                copy.pop(key, None)
-            if isinstance(copy.get("tool_calls"), list):
-                copy["tool_calls"] = [
-                    {k: v for k, v in c.items() if k not in TOOL_CALL_PROVIDER_FIELDS}
-                    if isinstance(c, dict)
-                    else c
-                    for c in copy["tool_calls"]
-                ]
+        own = str(message[FIELDS_FROM]).rstrip("/") == endpoint.rstrip("/")
+        dropped = {
+            f
+            for f in (*PROVIDER_FIELDS, *TOOL_CALL_PROVIDER_FIELDS)
+            if not own or (keep is not None and f not in keep)
+        }
+        for key in dropped:
+            copy.pop(key, None)
+        if dropped and isinstance(copy.get("tool_calls"), list):
+            copy["tool_calls"] = [
+                {k: v for k, v in c.items() if k not in dropped} if isinstance(c, dict) else c
+                for c in copy["tool_calls"]
+            ]
         sent.append(copy)
     return sent

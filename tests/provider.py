@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +38,11 @@ GEMINI_MISSING = (
     "Function call is missing a thought_signature in functionCall parts. This is required for "
     "tools to work correctly."
 )
+#: Mistral's answer to a tool-call id that is not 9 characters [a-zA-Z0-9] (quoted in
+#: langchain-ai/langchain#24668).
+MISTRAL_BAD_ID = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."
+_MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
+
 #: The fields a strict server (Mistral) accepts on a message and on a tool call.
 MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "prefix"})
 TOOL_CALL_FIELDS = frozenset({"id", "type", "function", "index"})
@@ -144,6 +150,9 @@ class ScriptedProvider:
             call lacks it gets HTTP 400 (:data:`GEMINI_MISSING`).
         strict: behave like Mistral (and Groq): a message or tool-call field outside the
             chat-completions schema gets HTTP 422 ``extra_forbidden``.
+        mistral_ids: behave like Mistral: its own tool-call ids are 9 characters
+            ``[a-zA-Z0-9]``, and a request holding any other id gets HTTP 400
+            (:data:`MISTRAL_BAD_ID`).
     """
 
     def __init__(
@@ -156,6 +165,7 @@ class ScriptedProvider:
         reasoning_details: bool = False,
         thought_signatures: bool = False,
         strict: bool = False,
+        mistral_ids: bool = False,
     ):
         self.steps = steps
         self.prefix = prefix
@@ -164,6 +174,8 @@ class ScriptedProvider:
         self.reasoning_details = reasoning_details
         self.thought_signatures = thought_signatures
         self.strict = strict
+        self.mistral_ids = mistral_ids
+        self._mistral_count = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         outer = self
@@ -250,6 +262,14 @@ class ScriptedProvider:
                         "loc": ["body", "messages", index, extra[0]],
                     }
                     return Answer({"object": "error", "message": {"detail": [detail]}}, 422)
+            if self.mistral_ids:
+                ids = [c.get("id") for c in calls] + [message.get("tool_call_id")] * (
+                    message.get("role") == "tool"
+                )
+                bad = next((i for i in ids if not _MISTRAL_ID.fullmatch(str(i))), None)
+                if bad is not None:
+                    error = {"object": "error", "message": MISTRAL_BAD_ID.format(id=bad)}
+                    return Answer({**error, "type": "invalid_request_error"}, 400)
             if self.thought_signatures and any(
                 not (c.get("extra_content") or {}).get("google", {}).get("thought_signature")
                 for c in calls
@@ -265,6 +285,9 @@ class ScriptedProvider:
             if self.zero_ids:
                 for call in message.get("tool_calls") or []:
                     call["id"] = "0"
+            if self.mistral_ids:
+                for call in message.get("tool_calls") or []:
+                    call["id"] = f"Ms{next(self._mistral_count):07d}"
             if self.thought_signatures:
                 for n, call in enumerate(message.get("tool_calls") or []):
                     signature = {"google": {"thought_signature": f"c2lnLTE{n}"}}

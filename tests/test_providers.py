@@ -10,6 +10,7 @@ against the stored row).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from provider import (
 )
 
 from helpers.course.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from helpers.providers import PROFILES
 from helpers.replies import FIELDS_FROM
 from helpers.tooling.store import ToolOutputStore
 
@@ -527,6 +529,84 @@ def test_truncation_marker_names_the_clients_id_under_a_zero_id_server(ask) -> N
     assert run.code == EXIT_OK
     assert json.loads(run.calls[1]["arguments"])["tool_call_id"] == run.calls[0]["id"]
     routed_exactly(run)
+
+
+MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"LOCAL_PROVIDER_PROFILE": "mistral"},
+        {"LOCAL_PROVIDER_PROFILE": "openrouter", "LOCAL_MODEL": "mistralai/mistral-small-3.2"},
+    ],
+    ids=["mistral", "mistral-through-openrouter"],
+)
+def test_mistral_gets_ids_of_its_own_form_and_the_turn_completes(ask, env) -> None:
+    """Mistral refuses any tool-call id that is not 9 characters [a-zA-Z0-9] (HTTP 400), also
+    behind OpenRouter: under its profile the client's own ids take that form."""
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps, mistral_ids=True) as provider:
+        run = ask(provider, env=env)
+        sent = provider.chat_requests[-1]["messages"]
+    assert run.code == EXIT_OK, run.data.get("error")
+    routed_exactly(run)
+    ids = [c["id"] for c in run.calls]
+    assert len(set(ids)) == 2 and all(MISTRAL_ID.fullmatch(i) for i in ids), ids
+    echoed = [c["id"] for m in sent if m.get("tool_calls") for c in m["tool_calls"]]
+    assert echoed == ids == [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+
+
+def test_without_its_profile_mistral_refuses_the_clients_ids(ask) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps, mistral_ids=True) as provider:
+        run = ask(provider)
+    assert run.code == EXIT_FAILED
+    assert "must be a-z, A-Z, 0-9, with a length of 9" in run.data["error"]
+
+
+@pytest.mark.parametrize(
+    ("env", "field", "tokens"),
+    [
+        ({}, "max_tokens", PROFILES["default"].completion_limit_tokens),
+        ({"LOCAL_PROVIDER_PROFILE": "groq"}, "max_completion_tokens", 4096),
+        ({"LOCAL_PROVIDER_PROFILE": "OpenAI"}, "max_completion_tokens", 16384),
+        (
+            {"LOCAL_PROVIDER_PROFILE": "ollama", "LOCAL_MAX_COMPLETION_TOKENS": "300"},
+            "max_tokens",
+            300,
+        ),
+    ],
+    ids=["unknown-server", "groq", "openai", "limit-from-env"],
+)
+def test_every_request_carries_the_profiles_completion_limit(ask, env, field, tokens) -> None:
+    steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
+    with ScriptedProvider(steps) as provider:
+        run = ask(provider, env=env)
+        bodies = provider.chat_requests
+    assert run.code == EXIT_OK, run.data.get("error")
+    other = ({"max_tokens", "max_completion_tokens"} - {field}).pop()
+    assert len(bodies) == 3
+    assert all(b[field] == tokens and other not in b for b in bodies), bodies[0]
+
+
+def test_a_reply_cut_at_the_completion_limit_is_incomplete(ask) -> None:
+    cut = {
+        **completion("The transcript says that the"),
+    }
+    cut["choices"][0]["finish_reason"] = "length"
+    with ScriptedProvider([lambda r: cut]) as provider:
+        run = ask(provider, env={"LOCAL_MAX_COMPLETION_TOKENS": "8"})
+    assert run.code == EXIT_INCOMPLETE and run.data["status"] == "incomplete"
+    assert provider.chat_requests[0]["max_tokens"] == 8
+
+
+def test_an_unknown_provider_profile_is_a_usage_error(ask) -> None:
+    with ScriptedProvider([answer()]) as provider:
+        run = ask(provider, env={"LOCAL_PROVIDER_PROFILE": "mistrall"})
+    assert run.code == EXIT_USAGE
+    assert "mistrall" in run.data["error"] and "mistral" in run.data["error"]
+    assert provider.chat_requests == []
 
 
 # -- 3. provider fields echoed back -----------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any
 
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
+from helpers.providers import ProviderProfile, profile_of
 from helpers.tokens import count_chat_tokens
 from helpers.tooling import tools
 from helpers.tooling.registry import ToolRegistry
@@ -448,9 +449,25 @@ MODEL_SUMMARY_INSTRUCTIONS = (
 )
 
 
-def model_summarizer(client: Any, model: str, *, max_chars: int = 2_000) -> Summarizer:
+#: The completion limit of a summary request, in tokens: a summary is kept to ``max_chars``
+#: (2,000 characters, about 500 o200k_base tokens), so twice that is room enough.
+SUMMARY_COMPLETION_LIMIT_TOKENS = 1_024
+
+
+def model_summarizer(
+    client: Any,
+    model: str,
+    *,
+    max_chars: int = 2_000,
+    provider_profile: ProviderProfile | None = None,
+) -> Summarizer:
     """An optional :data:`Summarizer` that asks a model, through the same ``openai`` client, to
-    write the summary. If the call fails, the heuristic summary is used instead."""
+    write the summary (at most ``max_chars`` characters kept). The request carries a completion
+    limit of :data:`SUMMARY_COMPLETION_LIMIT_TOKENS` in the field ``provider_profile`` names
+    (default: the client's, :func:`helpers.providers.profile_of`). If the
+    call fails, the heuristic summary is used instead."""
+    profile = provider_profile or profile_of(client)
+    limit = profile.with_completion_limit(SUMMARY_COMPLETION_LIMIT_TOKENS).completion_limit()
 
     def summarize(folded: list[Exchange], heuristic: str) -> str:
         calls = "\n".join(
@@ -467,6 +484,7 @@ def model_summarizer(client: Any, model: str, *, max_chars: int = 2_000) -> Summ
                         "content": f"Heuristic summary:\n{heuristic}\n\nThe calls:\n{calls}",
                     },
                 ],
+                **limit,
             )
             text = (response.choices[0].message.content or "").strip()
         except Exception:  # the model is optional here: never lose the turn over a summary

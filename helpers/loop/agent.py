@@ -74,6 +74,7 @@ from helpers.context.compaction import (
 from helpers.context.policies import BoxPolicy, ResultPolicy
 from helpers.guards import GuardRefusal
 from helpers.limits import TurnLimits
+from helpers.providers import CALL_HEX, ProviderProfile, profile_of
 from helpers.redaction import configured_secrets, redact
 from helpers.replies import (
     FIELDS_FROM,
@@ -96,7 +97,12 @@ from helpers.tooling.registry import (
     ToolRegistry,
     UnknownToolError,
 )
-from helpers.tooling.store import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
+from helpers.tooling.store import (
+    DuplicateToolCallError,
+    StoreQuotaExceeded,
+    ToolOutput,
+    ToolOutputStore,
+)
 
 DEFAULT_MAX_ITERATIONS = 8
 #: Turn statuses (see the module docstring).
@@ -273,8 +279,9 @@ def new_thread_id() -> str:
 
 def new_tool_call_id() -> str:
     """A fresh tool-call id of the client's own: ``call_<24 hex>`` (29 characters, within the
-    40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require)."""
-    return "call_" + ids.token_hex(12)
+    40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require; Mistral's
+    stricter form is :data:`helpers.providers.ALPHANUMERIC_9`)."""
+    return CALL_HEX.make()
 
 
 #: SHA-256 (hex) of a string's UTF-8 bytes: :func:`helpers.ids.content_sha256`.
@@ -329,6 +336,7 @@ def run_turn(
     on_event: EventHook | None = None,
     compaction: CompactionSettings | None = None,
     limits: TurnLimits | None = None,
+    provider_profile: ProviderProfile | None = None,
 ) -> TurnRecord:
     """Run one agent turn for ``prompt`` and return its :class:`TurnRecord`.
 
@@ -354,6 +362,10 @@ def run_turn(
             in ``record.compactions`` and the summary message marks the place in the transcript.
         limits: the caps on tool calls and stored bytes (:class:`helpers.limits.TurnLimits`;
             default: its defaults). A call past a cap gets an error result and the turn goes on.
+        provider_profile: the endpoint's rules (:mod:`helpers.providers`: the form of
+            tool-call ids, the provider fields that go back, the completion limit every request
+            carries); default: the one the client was made with (``make_client`` remembers the
+            ``.env`` choice), else found from its base URL (:func:`helpers.providers.profile_of`).
 
     Returns:
         The record; ``status`` is one of :data:`STATUSES` (see the module docstring). Tool
@@ -380,6 +392,7 @@ def run_turn(
         emit=on_event or (lambda _name, _data: None),
         compaction=compaction,
         limits=limits or TurnLimits(),
+        provider_profile=provider_profile or profile_of(client),
     )
     try:  # the loop of notebook 01: ask the model, run the tools it calls, until it answers
         turn.add_user_message()
@@ -417,6 +430,7 @@ class _Turn:
     temperature: float | None
     emit: EventHook
     compaction: CompactionSettings | None
+    provider_profile: ProviderProfile
     used_ids: set[str] = field(default_factory=set)
     provider_ids_seen: set[str] = field(default_factory=set)
     calls_run: int = 0  # tool calls dispatched in this turn (for TurnLimits)
@@ -441,6 +455,7 @@ class _Turn:
         emit: EventHook,
         compaction: CompactionSettings | None,
         limits: TurnLimits,
+        provider_profile: ProviderProfile,
     ) -> _Turn:
         """The system message, the history (secrets redacted) and an empty record."""
         secrets_to_hide = [
@@ -483,6 +498,7 @@ class _Turn:
             temperature=temperature,
             emit=emit,
             compaction=compaction,
+            provider_profile=provider_profile,
         )
 
     @property
@@ -538,10 +554,13 @@ class _Turn:
         """
         started = time.perf_counter()
         sent = self.policy.messages_for_call(self.messages)
-        reply = _ask_model(self.client, self.model, sent, schemas, self.temperature)
+        reply = _ask_model(
+            self.client, self.model, sent, schemas, self.temperature, self.provider_profile
+        )
         if self.secrets:  # a key the model repeats goes no further: not to a tool either
             reply = reply.map_text(lambda text: redact(text, self.secrets))
-        calls = _name_tool_calls(reply, self.used_ids, self.provider_ids_seen, self.record)
+        new_id = self.provider_profile.ids_for(self.model).make
+        calls = _name_tool_calls(reply, self.used_ids, self.provider_ids_seen, self.record, new_id)
         call_record = _model_call_record(reply, calls, sent, schemas, index, started)
         if reply.prompt_tokens is not None and _prompt_cut(reply.prompt_tokens, sent, schemas):
             self.record.guard_events.append("prompt_cut_by_server")
@@ -704,18 +723,23 @@ def _ask_model(
     messages: list[dict[str, Any]],
     schemas: list[dict[str, Any]],
     temperature: float | None,
+    provider_profile: ProviderProfile,
 ) -> Reply:
     """One chat-completions request through the SDK (its retries included), read from the raw
-    body so that every shape a provider sends is handled.
+    body so that every shape a provider sends is handled. The request carries the profile's
+    completion limit and only the provider fields the profile takes back from this endpoint.
 
     Raises:
         _TurnFailed: the endpoint failed or did not send a usable chat completion.
     """
-    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    extra: dict[str, Any] = provider_profile.completion_limit()
+    if temperature is not None:
+        extra["temperature"] = temperature
     base_url = str(getattr(client, "base_url", "") or "")
+    sent = for_endpoint(messages, base_url, keep=provider_profile.fields_back)
     try:
         raw = client.chat.completions.with_raw_response.create(
-            model=model, messages=for_endpoint(messages, base_url), tools=schemas, **extra
+            model=model, messages=sent, tools=schemas, **extra
         )
         response = raw.http_response
         return parse_reply(response.text, content_type=response.headers.get("content-type", ""))
@@ -793,9 +817,14 @@ def _provider_ids_in(store: ToolOutputStore | None, thread_id: str) -> set[str]:
 
 
 def _name_tool_calls(
-    reply: Reply, used_ids: set[str], provider_ids_seen: set[str], record: TurnRecord
+    reply: Reply,
+    used_ids: set[str],
+    provider_ids_seen: set[str],
+    record: TurnRecord,
+    new_id: Callable[[], str] = new_tool_call_id,
 ) -> list[_ToolCall]:
-    """Give each tool call of ``reply`` an id of the client's own, unique in the thread.
+    """Give each tool call of ``reply`` an id of the client's own (from ``new_id``: the form
+    the provider accepts back), unique in the thread.
 
     The provider's id is kept for reference; when it could not have been used as the key
     (missing, empty, repeated in this reply or already used in this thread), the turn notes
@@ -804,9 +833,9 @@ def _name_tool_calls(
     calls = []
     in_reply: set[str] = set()
     for raw in reply.tool_calls:
-        call_id = new_tool_call_id()
+        call_id = new_id()
         while call_id in used_ids:
-            call_id = new_tool_call_id()
+            call_id = new_id()
         used_ids.add(call_id)
         provider_id = raw.provider_id
         if not provider_id or provider_id in in_reply or provider_id in provider_ids_seen:
@@ -1082,22 +1111,75 @@ def _unwrapped_arguments(arguments: Any, ctx: ToolContext) -> Any:
 
 
 def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCallRecord:
-    ctx, name, refuse = call.ctx, call.name, call.refuse
-    raw_arguments = call.raw_arguments
-    not_text = (
+    """Run one tool call in phases, each of which may end it with an error result: read the
+    arguments and find the tool, unbox and check them (the policy), run the tool, keep the
+    output (the store), present it to the model (the policy)."""
+    read = _read_call(call, tools)
+    if isinstance(read, ToolCallRecord):
+        return read
+    tool, arguments = read
+    name, refuse = tool.name, call.refuse
+    try:
+        tool.check_arguments(_shape_only(arguments))
+        real_arguments = policy.prepare_arguments(call.ctx, tool, arguments)
+        tool.check_arguments(real_arguments)
+    except GuardRefusal as exc:
+        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
+    except ToolArgumentError as exc:
+        return refuse(f"{name} was not run: {exc}")
+    try:
+        output = tool.call(real_arguments, call.ctx)
+    except KeyboardInterrupt:
+        raise
+    except GuardRefusal as exc:  # a resolve tool refusing its reference before doing anything
+        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
+    except BaseException as exc:  # a tool's failure (SystemExit too) is the model's information
+        return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
+    # what the model and the store get: valid text, no configured secret in it
+    output = redact(valid_text(output), call.ctx.secrets)
+    row = _keep_output(call, tool, output)
+    if isinstance(row, ToolCallRecord):
+        return row
+    presented = policy.present(call.ctx, tool, call.id, output, row)
+    return ToolCallRecord(
+        id=call.id,
+        name=name,
+        arguments=call.raw_arguments,
+        result=presented.content,
+        result_kind=presented.kind,
+        output_chars=len(output),
+        output_sha256=sha256_text(output),
+        received_sha256={
+            k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
+        },
+        ran=True,
+        provider_id=call.provider_id,
+        guards=call.guards(),
+    )
+
+
+def _not_text(name: str) -> str:
+    return (
         f"arguments for {name} hold text that is not valid Unicode (an unpaired surrogate such "
         "as \\ud83d, half of an emoji cut in two); nothing was run: send the arguments again "
         "as valid text"
     )
-    if has_unpaired_surrogate(raw_arguments):
-        return refuse(not_text)
-    if len(raw_arguments) > MAX_ARGUMENTS_CHARS:
+
+
+def _read_call(call: _Call, tools: ToolRegistry) -> tuple[Tool, dict[str, Any]] | ToolCallRecord:
+    """The tool a call names and its arguments as a JSON object (a wrapping unwrapped), or the
+    error result refusing it: text that is not valid Unicode, arguments too long or too deep,
+    malformed JSON, an unknown tool, not an object, a ``tool_call_id`` already used."""
+    ctx, name, refuse, raw = call.ctx, call.name, call.refuse, call.raw_arguments
+    if has_unpaired_surrogate(raw):
+        return refuse(_not_text(name))
+    if len(raw) > MAX_ARGUMENTS_CHARS:
         return refuse(
-            f"arguments for {name} are {len(raw_arguments):,} chars, over the limit of "
+            f"arguments for {name} are {len(raw):,} chars, over the limit of "
             f"{MAX_ARGUMENTS_CHARS:,}; pass large values by reference instead"
         )
     try:
-        arguments = json.loads(raw_arguments or "{}")
+        arguments = json.loads(raw or "{}")
     except ValueError as exc:
         return refuse(f"malformed JSON arguments for {name}: {exc}")
     except RecursionError:
@@ -1113,76 +1195,51 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
     if _depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
         return refuse(f"arguments for {name} are nested more than {MAX_ARGUMENT_DEPTH} levels deep")
     if _holds_unpaired_surrogate(arguments):
-        return refuse(not_text)
+        return refuse(_not_text(name))
     if ctx.store is not None and not tool.internal and ctx.store.get(ctx.thread_id, call.id):
         return refuse(f"tool_call_id {call.id!r} was already used in this thread")
+    return tool, arguments
+
+
+def _keep_output(call: _Call, tool: Tool, output: str) -> ToolOutput | ToolCallRecord | None:
+    """Log a real tool's output to the store (``None``: an internal tool, or no store), or the
+    error result saying why it was not kept: over the turn's or the thread's byte limit
+    (:class:`helpers.limits.TurnLimits`), or a ``tool_call_id`` already stored."""
+    ctx, name, refuse = call.ctx, tool.name, call.refuse
+    if ctx.store is None or tool.internal:
+        return None
+    stored_bytes = len(output.encode("utf-8")) + len(call.raw_arguments.encode("utf-8"))
+    turn_cap = ctx.limits.max_stored_bytes_per_turn
+    if turn_cap is not None and ctx.stored_bytes + stored_bytes > turn_cap:
+        return refuse(
+            f"{name} ran, but its output was not kept: this turn has stored "
+            f"{ctx.stored_bytes:,} bytes, and {stored_bytes:,} more would pass the limit of "
+            f"{turn_cap:,} bytes per turn. Answer with what you have, or ask for less "
+            "(a smaller query, one page at a time).",
+            ran=True,
+            guard="refused_over_limit",
+        )
     try:
-        tool.check_arguments(_shape_only(arguments))
-        real_arguments = policy.prepare_arguments(ctx, tool, arguments)
-        tool.check_arguments(real_arguments)
-    except GuardRefusal as exc:
-        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
-    except ToolArgumentError as exc:
-        return refuse(f"{name} was not run: {exc}")
-    try:
-        output = tool.call(real_arguments, ctx)
-    except KeyboardInterrupt:
-        raise
-    except GuardRefusal as exc:  # a resolve tool refusing its reference before doing anything
-        return refuse(f"{name} was not run: {exc}", guard=exc.guard)
-    except BaseException as exc:  # a tool's failure (SystemExit too) is the model's information
-        return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
-    # what the model and the store get: valid text, no configured secret in it
-    output = redact(valid_text(output), ctx.secrets)
-    row = None
-    if ctx.store is not None and not tool.internal:
-        stored_bytes = len(output.encode("utf-8")) + len(raw_arguments.encode("utf-8"))
-        turn_cap = ctx.limits.max_stored_bytes_per_turn
-        if turn_cap is not None and ctx.stored_bytes + stored_bytes > turn_cap:
-            return refuse(
-                f"{name} ran, but its output was not kept: this turn has stored "
-                f"{ctx.stored_bytes:,} bytes, and {stored_bytes:,} more would pass the limit of "
-                f"{turn_cap:,} bytes per turn. Answer with what you have, or ask for less "
-                "(a smaller query, one page at a time).",
-                ran=True,
-                guard="refused_over_limit",
-            )
-        try:
-            row = ctx.store.log_tool(
-                ctx.thread_id,
-                call.id,
-                name,
-                raw_arguments,
-                output,
-                provider_call_id=call.provider_id,
-                max_thread_bytes=ctx.limits.max_stored_bytes_per_thread,
-            )
-        except DuplicateToolCallError as exc:
-            return refuse(str(exc), ran=True)
-        except StoreQuotaExceeded as exc:
-            return refuse(
-                f"{name} ran, but {exc}. Start a new thread, or prune this one's outputs "
-                "(workbook outputs prune --thread …).",
-                ran=True,
-                guard="refused_over_limit",
-            )
-        ctx.stored_bytes += stored_bytes
-    presented = policy.present(ctx, tool, call.id, output, row)
-    return ToolCallRecord(
-        id=call.id,
-        name=name,
-        arguments=raw_arguments,
-        result=presented.content,
-        result_kind=presented.kind,
-        output_chars=len(output),
-        output_sha256=sha256_text(output),
-        received_sha256={
-            k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
-        },
-        ran=True,
-        provider_id=call.provider_id,
-        guards=call.guards(),
-    )
+        row = ctx.store.log_tool(
+            ctx.thread_id,
+            call.id,
+            name,
+            call.raw_arguments,
+            output,
+            provider_call_id=call.provider_id,
+            max_thread_bytes=ctx.limits.max_stored_bytes_per_thread,
+        )
+    except DuplicateToolCallError as exc:
+        return refuse(str(exc), ran=True)
+    except StoreQuotaExceeded as exc:
+        return refuse(
+            f"{name} ran, but {exc}. Start a new thread, or prune this one's outputs "
+            "(workbook outputs prune --thread …).",
+            ran=True,
+            guard="refused_over_limit",
+        )
+    ctx.stored_bytes += stored_bytes
+    return row
 
 
 def _shape_only(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,9 @@ the environment wins). Three provider blocks, each ``<P>_API_KEY``, ``<P>_BASE_U
 A profile ``<NAME>`` picks a provider and may set its own ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``,
 ``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY`` (and, for the offline model,
 ``<NAME>_CONTEXT_WINDOW`` in tokens, default 128,000); what it does not set comes from its
-provider's block. A profile with its own base URL must bring its own key (a provider's key is only
+provider's block. The provider's rules (:mod:`helpers.providers`) come from the base URL's host,
+or from ``<NAME>_PROVIDER_PROFILE`` (e.g. ``ollama``, ``mistral``), and every request carries a
+completion limit: the rules' own, or ``<NAME>_MAX_COMPLETION_TOKENS``. A profile with its own base URL must bring its own key (a provider's key is only
 ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
 is an OpenAI-compatible server (``local``). Choose a profile with ``--profile`` or
 ``WORKBOOK_PROFILE``; a provider's own name works as a profile too. With no profile chosen, the
@@ -41,6 +43,13 @@ from dotenv import load_dotenv
 
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
 from helpers.paths import PROJECT_ROOT
+from helpers.providers import (
+    OFFLINE,
+    ProviderProfile,
+    profile_for,
+    profile_named,
+    remember_profile,
+)
 from helpers.redaction import warn_if_env_file_shared
 from helpers.replies import error_message, is_context_overflow
 
@@ -72,6 +81,8 @@ class ModelConfig:
     organization: str | None = None
     project: str | None = None
     context_window_tokens: int | None = None  # the offline model's window (a real one has its own)
+    #: the provider's rules (:mod:`helpers.providers`): id form, fields back, completion limit
+    provider_profile: ProviderProfile = OFFLINE
 
     @property
     def offline(self) -> bool:
@@ -128,26 +139,42 @@ def _check_url(key: str, url: str) -> str:
     return url
 
 
-def resolve_model(
-    profile: str | None = None,
-    model: str | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-) -> ModelConfig:
-    """Work out provider, model, URL, key, temperature and timeout for a profile.
+@dataclass(frozen=True)
+class _Profile:
+    """A ``.env`` profile being read: its name, its provider, and the keys to look under (the
+    profile's own first, then its provider's block)."""
 
-    Args:
-        profile: profile name (case-insensitive); default ``WORKBOOK_PROFILE``, else ``openai``
-            if ``OPENAI_API_KEY`` is set, else ``offline``.
-        model: a model name that overrides the profile's.
-        env: the settings (default :func:`load_env`).
+    env: Mapping[str, str]
+    name: str
+    prefix: str  # the profile's name as a settings prefix, e.g. DEEPSEEK
+    provider: str  # one of PROVIDERS
+    keys: tuple[str, ...]
+
+    @property
+    def block(self) -> str:
+        return self.provider.upper()
+
+    def setting(self, suffix: str) -> tuple[str | None, str | None]:
+        """``(value, key)`` of the first of ``<KEY>_<suffix>`` that is set, else ``(None, None)``."""
+        for key in self.keys:
+            if self.env.get(f"{key}_{suffix}"):
+                return self.env[f"{key}_{suffix}"], f"{key}_{suffix}"
+        return None, None
+
+    def number(self, suffix: str) -> float | None:
+        """The first of ``<KEY>_<suffix>`` that is set, as a number above 0."""
+        return next(
+            (n for k in self.keys if (n := _number(self.env, f"{k}_{suffix}", positive=True))),
+            None,
+        )
+
+
+def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
+    """Which profile runs and on which provider.
 
     Raises:
-        ConfigError: unknown provider, missing key or base URL, no model, a key with whitespace
-            inside, a bad URL, temperature or timeout. The message names the setting to fix.
+        ConfigError: the profile names no provider, or an unknown one.
     """
-    raw_env = load_env() if env is None else env
-    env = {k: v.strip() for k, v in raw_env.items() if v is not None and v.strip() != ""}
     name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
     if not name:  # `make lab` runs offline until a profile is chosen: no surprise bills
         name = "openai" if env.get("OPENAI_API_KEY") and not env.get("WORKBOOK_LAB") else "offline"
@@ -165,74 +192,131 @@ def resolve_model(
             )
     if provider not in PROVIDERS:
         raise ConfigError(f"{prefix}_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}")
-    block = provider.upper()
-    keys = [prefix] if prefix == block else [prefix, block]
+    keys = (prefix,) if prefix == provider.upper() else (prefix, provider.upper())
+    return _Profile(env, name, prefix, provider, keys)
 
-    def setting(suffix: str) -> tuple[str | None, str | None]:
-        for key in keys:
-            if env.get(f"{key}_{suffix}"):
-                return env[f"{key}_{suffix}"], f"{key}_{suffix}"
-        return None, None
 
-    temperature = _number(env, f"{prefix}_TEMPERATURE")
-    timeout_s = next(
-        (t for k in keys if (t := _number(env, f"{k}_TIMEOUT", positive=True)) is not None),
-        DEFAULT_TIMEOUT_S,
-    )
-    if provider == "offline":
-        window = next(
-            (w for k in keys if (w := _number(env, f"{k}_CONTEXT_WINDOW", positive=True))),
-            None,
-        )
-        return ModelConfig(
-            name.lower(),
-            "offline",
-            model or OFFLINE_MODEL_NAME,
-            None,
-            None,
-            temperature,
-            timeout_s,
-            context_window_tokens=int(window) if window else None,
-        )
-    chosen = model.strip() if model else setting("MODEL")[0]
-    if not chosen:
-        wanted = " or ".join(f"{k}_MODEL" for k in keys)
-        raise ConfigError(f"no model for profile {name!r}: set {wanted} in .env {HOW_TO_CHOOSE}")
-    base_url, base_url_key = setting("BASE_URL")
+def _rules(p: _Profile, found: ProviderProfile) -> ProviderProfile:
+    """The provider's rules for a profile: ``<KEY>_PROVIDER_PROFILE`` if set, else ``found`` (by
+    the base URL's host); the completion limit from ``<KEY>_MAX_COMPLETION_TOKENS`` if set.
+
+    Raises:
+        ConfigError: an unknown provider profile, or a limit that is not a whole number above 0.
+    """
+    named, key = p.setting("PROVIDER_PROFILE")
+    try:
+        rules = profile_named(named) if named else found
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    raw, key = p.setting("MAX_COMPLETION_TOKENS")
+    if raw is None:
+        return rules
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{key}={raw!r} must be a whole number of tokens above 0")
+    return rules.with_completion_limit(int(raw))
+
+
+def _base_url(p: _Profile) -> tuple[str | None, bool]:
+    """``(base URL, whether it is the profile's own)``; ``None``: the SDK's default (OpenAI).
+
+    Raises:
+        ConfigError: a URL that is not http(s), or a local server without one.
+    """
+    base_url, key = p.setting("BASE_URL")
     if base_url is not None:
-        base_url = _check_url(str(base_url_key), base_url)
-    elif provider == "openrouter":
-        base_url = OPENROUTER_DEFAULT_BASE_URL
-    elif provider == "local":
+        return _check_url(str(key), base_url), key == f"{p.prefix}_BASE_URL" and p.prefix != p.block
+    if p.provider == "openrouter":
+        return OPENROUTER_DEFAULT_BASE_URL, False
+    if p.provider == "local":
         raise ConfigError(
-            f"profile {name!r} is an OpenAI-compatible server and needs {keys[-1]}_BASE_URL, "
+            f"profile {p.name!r} is an OpenAI-compatible server and needs {p.keys[-1]}_BASE_URL, "
             "e.g. http://127.0.0.1:1234/v1"
         )
-    own_endpoint = base_url_key == f"{prefix}_BASE_URL" and prefix != block
-    api_key = env.get(f"{prefix}_API_KEY") or (
-        None if own_endpoint else env.get(f"{block}_API_KEY")
+    return None, False
+
+
+def _api_key(p: _Profile, own_endpoint: bool) -> str:
+    """The profile's key: its own, else (not for its own endpoint) its provider's.
+
+    Raises:
+        ConfigError: no key where one is needed, or a key that cannot be sent as it is.
+    """
+    api_key = p.env.get(f"{p.prefix}_API_KEY") or (
+        None if own_endpoint else p.env.get(f"{p.block}_API_KEY")
     )
     if api_key and any(c.isspace() for c in api_key):
         raise ConfigError(
-            f"the API key of profile {name!r} has whitespace inside it; copy the key again"
+            f"the API key of profile {p.name!r} has whitespace inside it; copy the key again"
         )
     if api_key and not (api_key.isascii() and api_key.isprintable()):
         raise ConfigError(
-            f"the API key of profile {name!r} holds a character that cannot travel in an HTTP "
+            f"the API key of profile {p.name!r} holds a character that cannot travel in an HTTP "
             "header (not printable ASCII, e.g. a zero-width space); copy the key again"
         )
-    if not api_key:
-        if provider == "local":
-            api_key = "not-needed"
-        elif own_endpoint:
-            raise ConfigError(
-                f"profile {name!r} sets its own {prefix}_BASE_URL, so it needs its own "
-                f"{prefix}_API_KEY ({block}_API_KEY is only sent to {provider}'s endpoint)"
-            )
-        else:
-            wanted = " or ".join(f"{k}_API_KEY" for k in keys)
-            raise ConfigError(f"profile {name!r} uses {provider}, which needs {wanted} in .env")
-    config = ModelConfig(name.lower(), provider, chosen, base_url, api_key, temperature, timeout_s)
+    if api_key:
+        return api_key
+    if p.provider == "local":
+        return "not-needed"
+    if own_endpoint:
+        raise ConfigError(
+            f"profile {p.name!r} sets its own {p.prefix}_BASE_URL, so it needs its own "
+            f"{p.prefix}_API_KEY ({p.block}_API_KEY is only sent to {p.provider}'s endpoint)"
+        )
+    wanted = " or ".join(f"{k}_API_KEY" for k in p.keys)
+    raise ConfigError(f"profile {p.name!r} uses {p.provider}, which needs {wanted} in .env")
+
+
+def resolve_model(
+    profile: str | None = None,
+    model: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> ModelConfig:
+    """Work out provider, model, URL, key, temperature, timeout and the provider's rules for a
+    profile.
+
+    Args:
+        profile: profile name (case-insensitive); default ``WORKBOOK_PROFILE``, else ``openai``
+            if ``OPENAI_API_KEY`` is set, else ``offline``.
+        model: a model name that overrides the profile's.
+        env: the settings (default :func:`load_env`).
+
+    Raises:
+        ConfigError: unknown provider or provider profile, missing key or base URL, no model, a
+            completion limit that is not a whole number above 0, a key with whitespace
+            inside, a bad URL, temperature or timeout. The message names the setting to fix.
+    """
+    raw_env = load_env() if env is None else env
+    env = {k: v.strip() for k, v in raw_env.items() if v is not None and v.strip() != ""}
+    p = _read_profile(env, profile)
+    temperature = _number(env, f"{p.prefix}_TEMPERATURE")
+    timeout_s = p.number("TIMEOUT") or DEFAULT_TIMEOUT_S
+    if p.provider == "offline":
+        window = p.number("CONTEXT_WINDOW")
+        return ModelConfig(
+            p.name.lower(),
+            "offline",
+            model or OFFLINE_MODEL_NAME,
+            temperature=temperature,
+            timeout_s=timeout_s,
+            context_window_tokens=int(window) if window else None,
+            provider_profile=_rules(p, OFFLINE),
+        )
+    chosen = model.strip() if model else p.setting("MODEL")[0]
+    if not chosen:
+        wanted = " or ".join(f"{k}_MODEL" for k in p.keys)
+        raise ConfigError(f"no model for profile {p.name!r}: set {wanted} in .env {HOW_TO_CHOOSE}")
+    base_url, own_endpoint = _base_url(p)
+    config = ModelConfig(
+        p.name.lower(),
+        p.provider,
+        chosen,
+        base_url,
+        _api_key(p, own_endpoint),
+        temperature,
+        timeout_s,
+        provider_profile=_rules(p, profile_for(base_url)),
+    )
     if config.is_openai_endpoint:
         config = replace(
             config, organization=env.get("OPENAI_ORG_ID"), project=env.get("OPENAI_PROJECT_ID")
@@ -288,14 +372,17 @@ def make_client(
         offline_model: the offline model to answer (default: one with every case's plan).
 
     Organization and project headers, and the SDK's ``OPENAI_CUSTOM_HEADERS``, are sent only
-    when the endpoint is OpenAI's own.
+    when the endpoint is OpenAI's own. The client remembers ``config.provider_profile``
+    (:func:`helpers.providers.remember_profile`), so every turn through it follows those rules.
     """
     if config.offline:
         if offline_model is None and config.context_window_tokens:
             offline_model = OfflineModel(context_window_tokens=config.context_window_tokens)
         elif offline_model is not None and config.context_window_tokens:
             offline_model.context_window_tokens = config.context_window_tokens
-        return offline_client(offline_model, max_retries=max_retries)
+        client = offline_client(offline_model, max_retries=max_retries)
+        remember_profile(client, config.provider_profile)
+        return client
     headers: dict[str, str] = {}
     if not config.is_openai_endpoint:
         # the SDK adds these from the environment; they belong to OpenAI, not to this endpoint
@@ -317,4 +404,5 @@ def make_client(
     if not config.is_openai_endpoint:
         client.organization = client.project = None
         client.admin_api_key = None
+    remember_profile(client, config.provider_profile)
     return client

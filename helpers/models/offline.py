@@ -39,9 +39,10 @@ from helpers.personas import (
     persona_for_model,
 )
 from helpers.plans import Plan, PlanError, check_plan
-from helpers.tokens import count_chat_tokens, count_tokens
+from helpers.providers import OFFLINE_COMPLETION_LIMIT_TOKENS, OFFLINE_HOST
+from helpers.tokens import count_chat_tokens, count_tokens, encoding
 
-OFFLINE_BASE_URL = "http://offline.invalid/v1"
+OFFLINE_BASE_URL = f"http://{OFFLINE_HOST}/v1"
 
 NO_PLAN_ANSWER = (
     "I am the offline reference model, and I have no plan for this prompt: I only know the "
@@ -88,7 +89,7 @@ class ContextLengthExceeded(WireError):
 
 #: The context window of the offline model, in tokens, unless configured otherwise (the window of
 #: OpenAI's gpt-4o and gpt-4o-mini).
-DEFAULT_CONTEXT_WINDOW_TOKENS = 128_000
+DEFAULT_CONTEXT_WINDOW_TOKENS = OFFLINE_COMPLETION_LIMIT_TOKENS
 
 
 def _check_pairing(messages: list[Mapping[str, Any]]) -> None:
@@ -235,14 +236,9 @@ class OfflineModel:
             )
         names = [t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)]
         message = self.next_message(messages, persona, names)
-        completion_tokens = (
-            count_tokens(message.get("content") or "")
-            + count_tokens(message.get("reasoning_content") or "")
-            + sum(
-                count_tokens(c["function"]["name"]) + count_tokens(c["function"]["arguments"])
-                for c in message.get("tool_calls") or []
-            )
-        )
+        limit = _completion_limit(request)
+        completion_tokens, cut = _fit(message, limit)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
         _log_usage(prompt_tokens, completion_tokens)
         return {
             "id": "chatcmpl-" + secrets.token_hex(12),
@@ -253,7 +249,7 @@ class OfflineModel:
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                    "finish_reason": "length" if cut else finish,
                     "logprobs": None,
                 }
             ],
@@ -285,6 +281,65 @@ class OfflineModel:
 #: Set to a file path, every answer's usage is appended there as one JSON line (the instructor
 #: guide measures what each notebook costs this way).
 USAGE_LOG_ENV = "WORKBOOK_USAGE_LOG"
+
+
+def _completion_limit(request: Mapping[str, Any]) -> int | None:
+    """The completion limit a request carries, in tokens (``max_completion_tokens``, else the
+    older ``max_tokens``, as OpenAI reads them), or ``None``.
+
+    Raises:
+        WireError: the limit is not a whole number of at least 1 (OpenAI's HTTP 400).
+    """
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = request.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise WireError(f"{key} must be an integer of at least 1, not {value!r}")
+        return value
+    return None
+
+
+def _fit(message: dict[str, Any], limit: int | None) -> tuple[int, bool]:
+    """Cut ``message`` in place to ``limit`` completion tokens, as a provider stops at the
+    limit: reasoning, then content, then each tool call's name and arguments, in the order they
+    are written; what does not fit is cut or dropped. Returns ``(completion tokens, cut)``."""
+    enc = encoding()
+    budget = limit if limit is not None else -1
+    used = 0
+    cut = False
+
+    def take(text: str) -> str:
+        nonlocal used, cut
+        tokens = enc.encode(text, disallowed_special=())
+        if budget < 0 or used + len(tokens) <= budget:
+            used += len(tokens)
+            return text
+        head = tokens[: max(0, budget - used)]
+        used += len(head)
+        cut = True
+        return enc.decode(head)
+
+    for key in ("reasoning_content", "content"):
+        if message.get(key):
+            message[key] = take(message[key])
+    kept = []
+    for call in message.get("tool_calls") or []:
+        if cut:
+            break
+        function = call["function"]
+        name_tokens = count_tokens(function["name"])
+        if budget >= 0 and used + name_tokens > budget:
+            cut = True
+            break
+        used += name_tokens
+        function["arguments"] = take(function["arguments"])
+        kept.append(call)
+    if kept:
+        message["tool_calls"] = kept
+    else:
+        message.pop("tool_calls", None)
+    return used, cut
 
 
 def _log_usage(prompt_tokens: int, completion_tokens: int) -> None:
