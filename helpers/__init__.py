@@ -66,6 +66,10 @@ _PUBLIC: dict[str, str] = {
     "STRATEGIES": "helpers.evaluation.runs",
     "policy_for": "helpers.evaluation.runs",
     "make_policy": "helpers.context.policies",
+    "Strategy": "helpers.context.strategies",
+    "StrategyOptions": "helpers.context.strategies",
+    "register_strategy": "helpers.context.strategies",
+    "build_policy": "helpers.context.strategies",
     "ResultPolicy": "helpers.context.policies",
     "InlinePolicy": "helpers.context.policies",
     "TruncatePolicy": "helpers.context.policies",
@@ -131,6 +135,8 @@ __all__ = [
     "OfflineServer",
     "ResultPolicy",
     "StoredOutput",
+    "Strategy",
+    "StrategyOptions",
     "Tool",
     "ToolCallRecord",
     "ToolContext",
@@ -139,6 +145,7 @@ __all__ = [
     "TruncatePolicy",
     "TurnLimits",
     "TurnRecord",
+    "build_policy",
     "client_for_cases",
     "count_chat_tokens",
     "count_tokens",
@@ -151,6 +158,7 @@ __all__ = [
     "offline_client",
     "open_thread",
     "policy_for",
+    "register_strategy",
     "resolve_model",
     "run_case",
     "run_cases",
@@ -194,6 +202,12 @@ if TYPE_CHECKING:  # what type checkers and editors see
         ResultPolicy,
         TruncatePolicy,
         make_policy,
+    )
+    from helpers.context.strategies import (
+        Strategy,
+        StrategyOptions,
+        build_policy,
+        register_strategy,
     )
     from helpers.evaluation.compare import Comparison, write_report
     from helpers.evaluation.pricing import load_prices, turn_cost

@@ -220,6 +220,16 @@ class ResultPolicy:
         """A one-line description, e.g. ``box (opaque, threshold 256 chars)``."""
         return self.name
 
+    def box_threshold_chars(self) -> int | None:
+        """The longest result left inline, in characters, for a policy that boxes by a
+        character rule; ``None`` otherwise. A turn's record reports it."""
+        return None
+
+    def box_rule(self) -> str | None:
+        """The boxing rule in words (a box design's :meth:`BoxDesign.rule`), for a policy that
+        boxes; ``None`` otherwise. A turn's record reports it."""
+        return None
+
 
 class InlinePolicy(ResultPolicy):
     """Every result goes into the context in full."""
@@ -369,6 +379,12 @@ class BoxPolicy(ResultPolicy):
 
     def internal_tools(self) -> list[Tool]:
         return resolve_tools(self.design.resolve)
+
+    def box_threshold_chars(self) -> int | None:
+        return self.threshold
+
+    def box_rule(self) -> str | None:
+        return self.design.rule()
 
     def tools_for(self, ctx: ToolContext) -> list[Tool]:
         """The resolve tools, unless the design offers them only once the thread holds a

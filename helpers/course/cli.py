@@ -42,6 +42,7 @@ from helpers.cases import ALL_CASES, Case, CaseError, load_cases
 from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES, for_mode
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+from helpers.context.strategies import strategy_names
 from helpers.course.outputs_cli import add_outputs_command, run_outputs
 from helpers.escaping import for_json, for_markdown, for_rich, for_terminal
 from helpers.evaluation.compare import Comparison, write_report
@@ -49,7 +50,6 @@ from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
     DESIGN_STEPS,
-    STRATEGIES,
     CaseRun,
     client_for_cases,
     policy_for,
@@ -241,20 +241,26 @@ def _size_options() -> argparse.ArgumentParser:
     return options
 
 
+#: What ``workbook cases --strategy all`` runs: the three strategies notebooks 01-04 build.
+THE_THREE = ("inline", "truncate", "box")
+
+
 def _strategy_options(*, with_all: bool = False) -> argparse.ArgumentParser:
-    """-s/--strategy, --boxing and --few-shot."""
+    """-s/--strategy, --boxing and --few-shot; the strategies are those registered now
+    (:mod:`helpers.context.strategies`)."""
+    names = strategy_names()
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "-s",
         "--strategy",
-        choices=(*STRATEGIES, "all") if with_all else STRATEGIES,
+        choices=(*names, "all") if with_all else names,
         default="box",
         metavar="STRATEGY",
         help="what the model sees of a long result: "
-        + ", ".join((*STRATEGIES, "all") if with_all else STRATEGIES)
+        + ", ".join((*names, "all") if with_all else names)
         + " (default %(default)s: the workbook's box design; box-tcr is tool-context-relay's; "
         "codex, deepagents, claude-code and agents-sdk are those agents' own policies"
-        + ("; all = inline, truncate and box)" if with_all else ")"),
+        + (f"; all = {', '.join(THE_THREE)})" if with_all else ")"),
     )
     options.add_argument(
         "--boxing",
@@ -626,8 +632,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
     cases = _load_cases_or_fail(args.pattern)
     if cases is None:
         return EXIT_USAGE
-    strategies = ["inline", "truncate", "box"] if args.strategy == "all" else [args.strategy]
-    strategies = ["box-json" if s == "box" and args.boxing == "json" else s for s in strategies]
+    strategies = list(THE_THREE) if args.strategy == "all" else [args.strategy]
     targets = [(p, m) for p in (args.profile or [None]) for m in (args.model or [None])]
     personas: list[str | None] = [None]
     if args.persona:

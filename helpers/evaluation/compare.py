@@ -42,6 +42,7 @@ from typing import Any
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BOX_DESIGNS
 from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
+from helpers.context.strategies import design_strategy
 from helpers.escaping import (
     dollars_as_text,
     for_html,
@@ -363,8 +364,8 @@ def _design_steps(steps: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for name, design in BOX_DESIGNS.items():
-        strategy = "box" if name == "workbook" else f"box-{name}"
-        total = steps.get(strategy)
+        strategy = design_strategy(name)
+        total = steps.get(strategy) if strategy else None
         if total is None:
             continue
         row = {"design": name, "strategy": strategy, "step": design.step, **total}

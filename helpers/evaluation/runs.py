@@ -22,13 +22,12 @@ from dataclasses import dataclass
 import openai
 
 from helpers.cases import Case
-from helpers.context.anchors import ANCHORS
-from helpers.context.policies import (
-    BOX_DESIGNS,
-    DEFAULT_BOX_DESIGN,
-    DEFAULT_PREVIEW_LIMIT_CHARS,
-    ResultPolicy,
-    make_policy,
+from helpers.context.policies import DEFAULT_PREVIEW_LIMIT_CHARS, ResultPolicy
+from helpers.context.strategies import (
+    STRATEGY_REGISTRY,
+    StrategyOptions,
+    build_policy,
+    strategy_names,
 )
 from helpers.evaluation.validation import Validation, validate
 from helpers.loop.agent import CompactionSettings, TurnRecord, run_turn
@@ -40,25 +39,16 @@ from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 #: The anchors: production agents' own policies (:mod:`helpers.context.anchors`).
-ANCHOR_STRATEGIES = tuple(ANCHORS)
+ANCHOR_STRATEGIES = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.family == "anchor")
 #: Every strategy ``workbook compare`` runs: the workbook's, tool-context-relay's box design,
 #: the head + tail reference point and the anchors.
-COMPARED_STRATEGIES = (
-    "inline",
-    "truncate",
-    "box",
-    "box-json",
-    "box-tcr",
-    "middle",
-    *ANCHOR_STRATEGIES,
-)
+COMPARED_STRATEGIES = tuple(n for n, s in STRATEGY_REGISTRY.items() if not s.design_step)
 #: The box designs between tool-context-relay's (``box-tcr``) and the workbook's (``box``), one
 #: step each (the report's "what each step buys").
-DESIGN_STEPS = tuple(
-    f"box-{name}" for name in BOX_DESIGNS if name not in (DEFAULT_BOX_DESIGN, "tcr")
-)
-#: Every strategy name :func:`policy_for` knows.
-STRATEGIES = tuple(dict.fromkeys((*COMPARED_STRATEGIES, *DESIGN_STEPS)))
+DESIGN_STEPS = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.design_step)
+#: Every built-in strategy's name (:func:`helpers.context.strategies.strategy_names` has the
+#: ones registered since, too).
+STRATEGIES = strategy_names()
 
 
 def policy_for(
@@ -68,29 +58,16 @@ def policy_for(
     limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
     boxing: str | None = None,
 ) -> ResultPolicy:
-    """The policy a strategy name stands for.
+    """The policy a strategy name stands for (:mod:`helpers.context.strategies`).
 
-    ``box`` and ``box-json`` are the workbook's box design (:data:`DEFAULT_BOX_DESIGN`) with
-    opaque references or MCP resource links; ``box-<design>`` is another design of
-    :data:`~helpers.context.policies.BOX_DESIGNS` (``box-tcr``: tool-context-relay's); ``threshold``
-    (characters, or tokens under a token design) overrides the design's. The anchors take their
-    published parameters. ``boxing`` (``opaque`` or ``json``) overrides a box strategy's form.
+    ``threshold`` (box strategies: characters, or tokens under a token design) overrides the
+    design's; ``limit`` is a preview's length in characters; ``boxing`` (``opaque`` or ``json``)
+    overrides a box strategy's form. The anchors take their published parameters.
 
     Raises:
-        ValueError: an unknown name.
+        ValueError: an unknown name, or an option the strategy cannot take.
     """
-    if strategy in ("box", "box-json"):
-        boxing = boxing or ("json" if strategy == "box-json" else "opaque")
-        return make_policy("box", threshold=threshold, boxing=boxing, design=DEFAULT_BOX_DESIGN)
-    if strategy.startswith("box-") and strategy[4:] in BOX_DESIGNS:
-        return make_policy(
-            "box", threshold=threshold, boxing=boxing or "opaque", design=strategy[4:]
-        )
-    if strategy in ANCHORS:
-        return ANCHORS[strategy]()
-    if strategy in ("inline", "truncate", "middle"):
-        return make_policy(strategy, limit=limit)
-    raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    return build_policy(strategy, StrategyOptions(threshold, limit, boxing))
 
 
 def client_for_cases(

@@ -71,7 +71,7 @@ from helpers.context.compaction import (
     compact,
     model_summarizer,
 )
-from helpers.context.policies import BoxPolicy, ResultPolicy
+from helpers.context.policies import ResultPolicy
 from helpers.guards import GuardRefusal
 from helpers.limits import TurnLimits
 from helpers.providers import CALL_HEX, ProviderProfile, profile_of
@@ -480,10 +480,8 @@ class _Turn:
             messages=messages,
             tool_schemas=registry.merged(policy.tools_for(ctx)).schemas(),
             history_messages=len(history),
-            box_threshold_chars=getattr(policy, "threshold", None)
-            if policy.name == "box"
-            else None,
-            box_rule=policy.design.rule() if isinstance(policy, BoxPolicy) else None,
+            box_threshold_chars=policy.box_threshold_chars(),
+            box_rule=policy.box_rule(),
         )
         return cls(
             client=client,

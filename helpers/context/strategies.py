@@ -1,0 +1,198 @@
+"""Strategies by name: one registry of what can happen to a tool's result.
+
+A *strategy* is a name a user types (``workbook ask --strategy box-json``, ``run_case(case,
+"truncate")``) standing for a :class:`~helpers.context.policies.ResultPolicy` built with the
+run's options. Every strategy lives here as one :class:`Strategy` (its name, its family, a line
+for people, and the factory that builds its policy from :class:`StrategyOptions`), so no other
+module turns a name into a policy, or branches on a name:
+
+- the workbook's own: ``inline``, ``truncate``, ``middle`` (head + tail, the reference point),
+  ``box`` (the workbook's box design, opaque references) and ``box-json`` (the same, MCP
+  resource links);
+- one ``box-<design>`` per other box design (:data:`~helpers.context.policies.BOX_DESIGNS`;
+  ``box-tcr`` is *tool-context-relay*'s);
+- the anchors, production agents' own policies (:data:`~helpers.context.anchors.ANCHORS`).
+
+To add a strategy, write its policy (a :class:`~helpers.context.policies.ResultPolicy`
+subclass) and call :func:`register_strategy` once; ``workbook ask``, ``workbook cases`` and
+:func:`build_policy` know it from then on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from helpers.context.anchors import ANCHORS
+from helpers.context.policies import (
+    BOX_DESIGNS,
+    DEFAULT_BOX_DESIGN,
+    BoxPolicy,
+    InlinePolicy,
+    MiddleTruncatePolicy,
+    ResultPolicy,
+    TruncatePolicy,
+)
+from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+
+Family = Literal["inline", "truncate", "box", "anchor", "other"]
+
+
+@dataclass(frozen=True)
+class StrategyOptions:
+    """What a run may set, the same for every strategy; each strategy takes what applies to it.
+
+    Attributes:
+        threshold: box strategies: the longest result kept inline, in characters (tokens under
+            a token-threshold design); ``None``: the design's own.
+        limit_chars: ``truncate`` and ``middle``: the preview's length, in characters.
+        boxing: box strategies: ``"opaque"`` (``internal://<id>``) or ``"json"`` (an MCP
+            resource link); ``None``: the strategy's own.
+    """
+
+    threshold: int | None = None
+    limit_chars: int = DEFAULT_PREVIEW_LIMIT_CHARS
+    boxing: str | None = None
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One strategy: what its name stands for.
+
+    Attributes:
+        name: what users type, e.g. ``"box-json"``.
+        family: ``inline``, ``truncate`` (previews, however cut), ``box`` (references and
+            resolve tools), ``anchor`` (a production agent's policy) or ``other``.
+        summary: one line for people (``--help``, reports).
+        build: the factory: the policy for a run's :class:`StrategyOptions`; it raises
+            ``ValueError`` for an option it cannot take (a negative size, an unknown boxing).
+        design_step: a step between tool-context-relay's box design and the workbook's, which
+            ``workbook compare`` runs only with ``--design-steps``.
+        design: the box design it runs (:data:`~helpers.context.policies.BOX_DESIGNS`), if any.
+    """
+
+    name: str
+    family: Family
+    summary: str
+    build: Callable[[StrategyOptions], ResultPolicy]
+    design_step: bool = False
+    design: str | None = None
+
+
+#: Every strategy by name, in the order ``--help`` and the comparison list them.
+STRATEGY_REGISTRY: dict[str, Strategy] = {}
+
+
+def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
+    """Add ``strategy`` to :data:`STRATEGY_REGISTRY` and return it.
+
+    Raises:
+        ValueError: the name is taken (unless ``replace``), or is not a lower-case word with
+            ``-`` between parts (it is typed on the command line and used in file names).
+    """
+    name = strategy.name
+    if not name or name != name.strip().lower() or not name.replace("-", "").isalnum():
+        raise ValueError(f"a strategy name is lower-case letters, digits and '-', not {name!r}")
+    if name in STRATEGY_REGISTRY and not replace:
+        raise ValueError(f"a strategy called {name!r} is registered already")
+    STRATEGY_REGISTRY[name] = strategy
+    return strategy
+
+
+def strategy_named(name: str) -> Strategy:
+    """The strategy called ``name``.
+
+    Raises:
+        ValueError: no such strategy; the message lists the known ones.
+    """
+    try:
+        return STRATEGY_REGISTRY[name]
+    except KeyError:
+        known = ", ".join(STRATEGY_REGISTRY)
+        raise ValueError(f"strategy must be one of {known}, got {name!r}") from None
+
+
+def build_policy(name: str, options: StrategyOptions | None = None) -> ResultPolicy:
+    """The policy strategy ``name`` builds for ``options`` (default: every option's default).
+
+    Raises:
+        ValueError: an unknown strategy, or an option it cannot take.
+    """
+    return strategy_named(name).build(options or StrategyOptions())
+
+
+def design_strategy(design: str) -> str | None:
+    """The name of the first strategy that runs box design ``design``, e.g. ``box`` for
+    ``workbook`` and ``box-tcr`` for ``tcr``; ``None`` if none does."""
+    return next((n for n, s in STRATEGY_REGISTRY.items() if s.design == design), None)
+
+
+def strategy_names() -> tuple[str, ...]:
+    """Every registered strategy's name, in registration order."""
+    return tuple(STRATEGY_REGISTRY)
+
+
+def _box(design: str, boxing: str) -> Callable[[StrategyOptions], ResultPolicy]:
+    def build(options: StrategyOptions) -> ResultPolicy:
+        return BoxPolicy(options.threshold, options.boxing or boxing, design)
+
+    return build
+
+
+def _register_builtins() -> None:
+    register_strategy(
+        Strategy("inline", "inline", "every result in full", lambda o: InlinePolicy())
+    )
+    register_strategy(
+        Strategy(
+            "truncate",
+            "truncate",
+            "a preview and a truncation marker; fetch_tool_output brings the rest",
+            lambda o: TruncatePolicy(o.limit_chars),
+        )
+    )
+    register_strategy(
+        Strategy(
+            "box",
+            "box",
+            "long results as opaque references, unboxed in tool arguments (the workbook's design)",
+            _box(DEFAULT_BOX_DESIGN, "opaque"),
+            design=DEFAULT_BOX_DESIGN,
+        )
+    )
+    register_strategy(
+        Strategy(
+            "box-json",
+            "box",
+            "box with MCP resource links instead of internal:// references",
+            _box(DEFAULT_BOX_DESIGN, "json"),
+            design=DEFAULT_BOX_DESIGN,
+        )
+    )
+    register_strategy(
+        Strategy(
+            "box-tcr", "box", "tool-context-relay's box design", _box("tcr", "opaque"), design="tcr"
+        )
+    )
+    register_strategy(
+        Strategy(
+            "middle",
+            "truncate",
+            "head and tail, no way back (the reference point)",
+            lambda o: MiddleTruncatePolicy(o.limit_chars),
+        )
+    )
+    for name, policy in ANCHORS.items():
+        summary = (policy.__doc__ or name).strip().splitlines()[0]
+        register_strategy(Strategy(name, "anchor", summary, lambda o, p=policy: p()))
+    for design in BOX_DESIGNS.values():  # the steps from tool-context-relay's design to ours
+        if design.name not in (DEFAULT_BOX_DESIGN, "tcr"):
+            summary = f"a box design step: {design.step}" if design.step else "a box design"
+            build = _box(design.name, "opaque")
+            register_strategy(
+                Strategy(f"box-{design.name}", "box", summary, build, True, design.name)
+            )
+
+
+_register_builtins()

@@ -1,0 +1,120 @@
+"""Strategies as one registry (helpers/context/strategies.py): a name stands for a spec whose
+factory builds the policy from the run's options; ``workbook`` and ``run_case`` know every
+registered strategy, one registered here included, and no name is rewritten on the way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.cases import load_cases
+from helpers.context.policies import BoxPolicy, ResultPolicy, TruncatePolicy
+from helpers.context.strategies import (
+    STRATEGY_REGISTRY,
+    Strategy,
+    StrategyOptions,
+    build_policy,
+    design_strategy,
+    register_strategy,
+    strategy_named,
+)
+from helpers.course.cli import main
+from helpers.evaluation.runs import (
+    COMPARED_STRATEGIES,
+    DESIGN_STEPS,
+    client_for_cases,
+    policy_for,
+    run_case,
+)
+from helpers.models.llm import resolve_model
+from helpers.tooling.store import ToolOutputStore
+
+
+class HeadPreviewPolicy(TruncatePolicy):
+    """A toy strategy: a short preview (a fifth of the run's limit), the rest fetched."""
+
+    name = "truncate"  # the model is told the truncate rules: fetch_tool_output brings the rest
+
+    def describe(self) -> str:
+        return f"head-preview ({self.limit} chars)"
+
+
+@pytest.fixture
+def toy():
+    strategy = register_strategy(
+        Strategy(
+            "head-preview",
+            "truncate",
+            "a preview a fifth of the usual length",
+            lambda o: HeadPreviewPolicy(max(1, o.limit_chars // 5)),
+        )
+    )
+    yield strategy
+    del STRATEGY_REGISTRY[strategy.name]
+
+
+def test_a_registered_strategy_runs_a_case_through_run_case_and_the_cli(
+    toy, tmp_path, capsys
+) -> None:
+    [case] = load_cases("data/cases/case1.md")
+    store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    config = resolve_model("offline", env={})
+    run = run_case(
+        case,
+        "head-preview",
+        client=client_for_cases(config, [case]),
+        model=config.model,
+        store=store,
+        limit=1000,
+    )
+    store.close()
+    assert run.validation.passed, run.validation
+    first = run.record.tool_calls[0]
+    assert first.result_kind == "truncated" and len(first.result) < 400  # 200 chars + marker
+    code = main(
+        [
+            "cases",
+            "data/cases/case1.md",
+            "-s",
+            "head-preview",
+            "-j",
+            "--db",
+            f"sqlite:///{tmp_path / 'cli.sqlite'}",
+        ]
+    )
+    [row] = json.loads(capsys.readouterr().out)["runs"]
+    assert code == 0 and (row["strategy"], row["passed"]) == ("head-preview", True)
+
+
+def test_options_reach_the_policy_and_nothing_else_changes_the_name() -> None:
+    box = build_policy("box", StrategyOptions(threshold=500, boxing="json"))
+    assert isinstance(box, BoxPolicy) and box.boxing == "json"
+    assert build_policy("box-json").boxing == "json" and build_policy("box-tcr").boxing == "opaque"
+    assert build_policy("box-tcr", StrategyOptions(boxing="json")).boxing == "json"
+    assert build_policy("truncate", StrategyOptions(limit_chars=321)).limit == 321
+    assert policy_for("box", boxing="json").describe() == build_policy("box-json").describe()
+    with pytest.raises(ValueError, match="threshold"):
+        build_policy("box", StrategyOptions(threshold=-1))
+
+
+def test_every_strategy_builds_a_policy_and_the_lists_come_from_the_registry() -> None:
+    for name, strategy in STRATEGY_REGISTRY.items():
+        assert isinstance(strategy.build(StrategyOptions()), ResultPolicy), name
+        assert strategy.summary and strategy.family in ("inline", "truncate", "box", "anchor")
+    assert set(COMPARED_STRATEGIES) | set(DESIGN_STEPS) == set(STRATEGY_REGISTRY)
+    assert not set(COMPARED_STRATEGIES) & set(DESIGN_STEPS)
+    assert design_strategy("workbook") == "box" and design_strategy("tcr") == "box-tcr"
+
+
+def test_a_bad_or_taken_name_is_refused() -> None:
+    def build(_options: StrategyOptions) -> ResultPolicy:
+        return ResultPolicy()
+
+    for bad in ("", "Box", "box json", "box/json", " box"):
+        with pytest.raises(ValueError, match="lower-case"):
+            register_strategy(Strategy(bad, "other", "x", build))
+    with pytest.raises(ValueError, match="registered already"):
+        register_strategy(Strategy("box", "other", "x", build))
+    with pytest.raises(ValueError, match="must be one of inline, truncate, box"):
+        strategy_named("boxx")
