@@ -5,11 +5,14 @@ registered strategy, one registered here included, and no name is rewritten on t
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from helpers.cases import load_cases
-from helpers.context.policies import BoxPolicy, ResultPolicy, TruncatePolicy
+from helpers.context.boxing import make_reference, presented_reference_id
+from helpers.context.policies import BoxPolicy, Presented, ResultPolicy, TruncatePolicy
+from helpers.context.read_back import Seen
 from helpers.context.strategies import (
     STRATEGY_REGISTRY,
     Strategy,
@@ -85,6 +88,57 @@ def test_a_registered_strategy_runs_a_case_through_run_case_and_the_cli(
     )
     [row] = json.loads(capsys.readouterr().out)["runs"]
     assert code == 0 and (row["strategy"], row["passed"]) == ("head-preview", True)
+
+
+class SentenceBoxPolicy(BoxPolicy):
+    """A toy strategy the model must look inside: a long result is boxed, and the reference is
+    told in a sentence; only this policy's read_back finds it there."""
+
+    def __init__(self, options: StrategyOptions):
+        super().__init__(options.threshold, "opaque", "tcr")
+
+    def present(self, ctx, tool, tool_call_id, output, row) -> Presented:
+        shown = super().present(ctx, tool, tool_call_id, output, row)
+        ref_id = presented_reference_id(shown.content)
+        if shown.kind != "boxed" or ref_id is None:
+            return shown
+        sentence = f"The result ({len(output):,} characters) is kept as {make_reference(ref_id)} ."
+        return Presented(sentence, "boxed")
+
+    @staticmethod
+    def read_back(call_id: str, content: str) -> Seen | None:
+        match = re.fullmatch(r"The result \(.*\) is kept as (internal://\S+) \.", content)
+        return Seen(call_id, content, "reference", match[1]) if match else None
+
+
+@pytest.mark.parametrize("with_reader", [True, False], ids=["read-back", "no-read-back"])
+def test_a_strategy_the_model_looks_inside_needs_only_its_own_reader(tmp_path, with_reader):
+    """Registered with its reader, the offline model passes the reference on and the case
+    passes; without it, the model takes the sentence for the value, and the case fails."""
+    strategy = register_strategy(
+        Strategy(
+            "box-sentence",
+            "box",
+            "the reference told in a sentence",
+            SentenceBoxPolicy,
+            read_back=SentenceBoxPolicy.read_back if with_reader else None,
+        )
+    )
+    try:
+        [case] = load_cases("data/cases/case1.md")
+        store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+        config = resolve_model("offline", env={})
+        client = client_for_cases(config, [case])
+        run = run_case(case, "box-sentence", client=client, model=config.model, store=store)
+        store.close()
+    finally:
+        del STRATEGY_REGISTRY[strategy.name]
+    transcript, check = run.record.tool_calls[0], run.record.tool_calls[-1]
+    assert transcript.result.startswith("The result (10,244 characters) is kept as internal://")
+    assert run.validation.passed is with_reader, run.validation
+    if with_reader:  # deep_check ran on the byte-exact transcript, unboxed by the client
+        assert check.name == "deep_check" and check.ran
+        assert check.received_sha256["text"] == transcript.output_sha256
 
 
 def test_options_reach_the_policy_and_nothing_else_changes_the_name() -> None:

@@ -37,9 +37,11 @@ Units: characters unless a name says bytes, tokens or lines.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from helpers.context.policies import Presented, ResultPolicy
+from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import compile_grep_pattern
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
 from helpers.tooling.store import StoredOutput, ToolOutputStore
@@ -165,6 +167,28 @@ def _human_size(n_bytes: int) -> str:
     return f"{n_bytes / 1024:.1f}KB" if n_bytes < 1024 * 1024 else f"{n_bytes / 1048576:.1f}MB"
 
 
+_DEEPAGENTS_RE = re.compile(r"^Tool result too large, .*? at this path: (\S+)")
+_CLAUDE_CODE_RE = re.compile(
+    r"^<persisted-output>\nOutput too large \([^)]*\)\. Full output saved to: (\S+)"
+)
+NUMBERED_ROW_RE = re.compile(r"^\s*(\d+)(?:\.(\d+))?\t(.*)$")
+
+
+def _unnumber(rows: list[str]) -> str:
+    """The text of ``cat -n`` rows (``{n:6d}\\t{line}``; deepagents' continuation rows
+    ``n.1``, ``n.2`` join the line they continue)."""
+    lines: list[str] = []
+    for row in rows:
+        match = NUMBERED_ROW_RE.match(row)
+        if match is None:
+            continue
+        if match[2] is not None and lines:
+            lines[-1] += match[3]
+        else:
+            lines.append(match[3])
+    return "\n".join(lines)
+
+
 class _SavedFilePolicy(ResultPolicy):
     """A long result is saved as a file of the thread; the model reads or greps the file."""
 
@@ -232,6 +256,32 @@ class DeepAgentsPolicy(_SavedFilePolicy):
 
     def __init__(self, evict_tokens: int = DEEPAGENTS_EVICT_TOKENS):
         self.evict_tokens = evict_tokens
+
+    @staticmethod
+    def read_back(call_id: str, content: str) -> Seen | None:
+        """deepagents' notice of a result saved to a file: the path, and the ``cat -n`` rows of
+        its head and tail (``total_lines``: the last row's number)."""
+        match = _DEEPAGENTS_RE.match(content)
+        if match is None:
+            return None
+        sample = content.split("head and tail of the result:\n\n", 1)[-1]
+        before, _, after = sample.partition("\n... [")
+        head = _unnumber(before.splitlines())
+        tail_rows = after.split("] ...\n", 1)[1].splitlines() if after else []
+        numbers = [
+            int(m[1])
+            for row in (before + "\n" + "\n".join(tail_rows)).splitlines()
+            if (m := NUMBERED_ROW_RE.match(row))
+        ]
+        return Seen(
+            call_id,
+            content,
+            "file",
+            match[1],
+            head=head,
+            tail=_unnumber(tail_rows) if tail_rows else head,
+            total_lines=max(numbers) if numbers else None,
+        )
 
     def is_long(self, output: str) -> bool:
         return len(output) > DEEPAGENTS_CHARS_PER_TOKEN * self.evict_tokens
@@ -309,6 +359,16 @@ class ClaudeCodePolicy(_SavedFilePolicy):
     folder = CLAUDE_CODE_FOLDER
     read_tool = "Read"
     grep_tool = "Grep"
+
+    @staticmethod
+    def read_back(call_id: str, content: str) -> Seen | None:
+        """Claude Code's ``<persisted-output>`` notice: the path and its 2 KB preview."""
+        match = _CLAUDE_CODE_RE.match(content)
+        if match is None:
+            return None
+        preview = content.split("Preview (first 2KB):\n", 1)[-1]
+        preview = preview.rsplit("\n...\n</persisted-output>", 1)[0]
+        return Seen(call_id, content, "file", match[1], head=preview)
 
     def __init__(self, max_output_chars: int = CLAUDE_CODE_MAX_OUTPUT_CHARS):
         self.max_output_chars = max_output_chars

@@ -24,12 +24,14 @@ from typing import Any, Literal
 
 from helpers.context.boxing import (
     BOXING_MODES,
+    SCHEME,
     IdFinder,
     ReferenceRefused,
     canonical_reference,
     canonicalize_references,
     find_references,
     make_reference,
+    presented_reference_id,
     reference_id,
     refuse_embedded,
     render_reference,
@@ -40,7 +42,9 @@ from helpers.context.preview import (
     DEFAULT_PREVIEW_LIMIT_CHARS,
     PreviewPassedAsValue,
     make_preview,
+    parse_preview,
 )
+from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.instructions import system_instructions
 from helpers.tokens import count_tokens
@@ -220,6 +224,13 @@ class ResultPolicy:
         """A one-line description, e.g. ``box (opaque, threshold 256 chars)``."""
         return self.name
 
+    @staticmethod
+    def read_back(call_id: str, content: str) -> Seen | None:
+        """What a model sees in a ``tool`` message this policy wrote, when it is this policy's
+        presentation of a long result (:mod:`helpers.context.read_back`); ``None`` otherwise.
+        The base policy presents every result as it is: nothing to read back."""
+        return None
+
     def box_threshold_chars(self) -> int | None:
         """The longest result left inline, in characters, for a policy that boxes by a
         character rule; ``None`` otherwise. A turn's record reports it."""
@@ -248,6 +259,11 @@ class TruncatePolicy(ResultPolicy):
 
     def internal_tools(self) -> list[Tool]:
         return fetch_tools()
+
+    @staticmethod
+    def read_back(call_id: str, content: str) -> Seen | None:
+        """A preview ending in its truncation marker (:func:`parse_preview`)."""
+        return Seen(call_id, content, "preview") if parse_preview(content) is not None else None
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
         """Refuse a real tool's call that passes a preview on as if it were the full output.
@@ -382,6 +398,28 @@ class BoxPolicy(ResultPolicy):
 
     def box_threshold_chars(self) -> int | None:
         return self.threshold
+
+    @staticmethod
+    def read_back(call_id: str, content: str) -> Seen | None:
+        """A reference as a box policy presents it: ``internal://<id>`` alone, or with a note
+        and a preview under it (``head``), or an MCP resource link naming one."""
+        stripped = content.strip()
+        ref_id = presented_reference_id(content) if content.startswith(SCHEME) else None
+        if ref_id is not None and "\n" in content:  # a reference, a note, a preview under it
+            head = content.split("\n", 2)[2] if content.count("\n") >= 2 else ""
+            return Seen(call_id, content, "reference", make_reference(ref_id), head=head)
+        if stripped.startswith(SCHEME) and len(stripped) < 100 and " " not in stripped:
+            return Seen(call_id, content, "reference", stripped)
+        if not stripped.startswith("{"):
+            return None
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            return None
+        if isinstance(data, dict) and data.get("type") == "resource_link":
+            uri = str(data.get("uri", ""))
+            return Seen(call_id, content, "reference", uri) if uri.startswith(SCHEME) else None
+        return None
 
     def box_rule(self) -> str | None:
         return self.design.rule()

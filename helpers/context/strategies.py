@@ -20,6 +20,7 @@ subclass) and call :func:`register_strategy` once; ``workbook ask``, ``workbook 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -35,6 +36,7 @@ from helpers.context.policies import (
     TruncatePolicy,
 )
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+from helpers.context.read_back import ReadBack, Seen
 
 Family = Literal["inline", "truncate", "box", "anchor", "other"]
 
@@ -70,6 +72,8 @@ class Strategy:
         design_step: a step between tool-context-relay's box design and the workbook's, which
             ``workbook compare`` runs only with ``--design-steps``.
         design: the box design it runs (:data:`~helpers.context.policies.BOX_DESIGNS`), if any.
+        read_back: reads a ``tool`` message back as a model sees it, when the message is this
+            strategy's presentation of a long result (its policy's ``read_back``).
     """
 
     name: str
@@ -78,6 +82,7 @@ class Strategy:
     build: Callable[[StrategyOptions], ResultPolicy]
     design_step: bool = False
     design: str | None = None
+    read_back: ReadBack | None = None
 
 
 #: Every strategy by name, in the order ``--help`` and the comparison list them.
@@ -128,6 +133,31 @@ def design_strategy(design: str) -> str | None:
     return next((n for n, s in STRATEGY_REGISTRY.items() if s.design == design), None)
 
 
+def read_back(call_id: str, content: str) -> Seen:
+    """A ``tool`` message as a model sees it: the first registered strategy's reader that
+    recognises its presentation of a long result, else an error result (``{"error": …}``, as
+    the agent writes one), else the value inline.
+
+    Args:
+        call_id: the message's ``tool_call_id``.
+        content: its text.
+    """
+    readers = dict.fromkeys(s.read_back for s in STRATEGY_REGISTRY.values() if s.read_back)
+    for reader in readers:
+        seen = reader(call_id, content)
+        if seen is not None:
+            return seen
+    stripped = content.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and set(data) == {"error"}:
+            return Seen(call_id, content, "error")
+    return Seen(call_id, content, "inline")
+
+
 def strategy_names() -> tuple[str, ...]:
     """Every registered strategy's name, in registration order."""
     return tuple(STRATEGY_REGISTRY)
@@ -150,6 +180,7 @@ def _register_builtins() -> None:
             "truncate",
             "a preview and a truncation marker; fetch_tool_output brings the rest",
             lambda o: TruncatePolicy(o.limit_chars),
+            read_back=TruncatePolicy.read_back,
         )
     )
     register_strategy(
@@ -159,6 +190,7 @@ def _register_builtins() -> None:
             "long results as opaque references, unboxed in tool arguments (the workbook's design)",
             _box(DEFAULT_BOX_DESIGN, "opaque"),
             design=DEFAULT_BOX_DESIGN,
+            read_back=BoxPolicy.read_back,
         )
     )
     register_strategy(
@@ -168,11 +200,17 @@ def _register_builtins() -> None:
             "box with MCP resource links instead of internal:// references",
             _box(DEFAULT_BOX_DESIGN, "json"),
             design=DEFAULT_BOX_DESIGN,
+            read_back=BoxPolicy.read_back,
         )
     )
     register_strategy(
         Strategy(
-            "box-tcr", "box", "tool-context-relay's box design", _box("tcr", "opaque"), design="tcr"
+            "box-tcr",
+            "box",
+            "tool-context-relay's box design",
+            _box("tcr", "opaque"),
+            design="tcr",
+            read_back=BoxPolicy.read_back,
         )
     )
     register_strategy(
@@ -185,13 +223,22 @@ def _register_builtins() -> None:
     )
     for name, policy in ANCHORS.items():
         summary = (policy.__doc__ or name).strip().splitlines()[0]
-        register_strategy(Strategy(name, "anchor", summary, lambda o, p=policy: p()))
+        build = lambda o, p=policy: p()  # noqa: E731 - the anchors take no options
+        register_strategy(Strategy(name, "anchor", summary, build, read_back=policy.read_back))
     for design in BOX_DESIGNS.values():  # the steps from tool-context-relay's design to ours
         if design.name not in (DEFAULT_BOX_DESIGN, "tcr"):
             summary = f"a box design step: {design.step}" if design.step else "a box design"
             build = _box(design.name, "opaque")
             register_strategy(
-                Strategy(f"box-{design.name}", "box", summary, build, True, design.name)
+                Strategy(
+                    f"box-{design.name}",
+                    "box",
+                    summary,
+                    build,
+                    design_step=True,
+                    design=design.name,
+                    read_back=BoxPolicy.read_back,
+                )
             )
 
 

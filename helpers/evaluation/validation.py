@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.cases import Case
-from helpers.context.boxing import ReferenceRefused, find_references, presented_reference_id
+from helpers.context.boxing import ReferenceRefused, find_references, reference_id
 from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
 from helpers.context.resolve_tools import as_five_tool_name
+from helpers.context.strategies import read_back
 from helpers.loop.agent import ToolCallRecord, TurnRecord
 
 
@@ -60,8 +61,12 @@ def _returned_refs(calls: list[ToolCallRecord]) -> list[set[str]]:
     before: list[set[str]] = []
     for call in calls:
         before.append(set(seen))
-        if call.result_kind == "boxed":
-            ref = presented_reference_id(call.result)
+        shown = read_back(call.id, call.result)  # as the strategy that wrote it reads it back
+        if shown.kind == "reference" and shown.uri:
+            try:
+                ref = reference_id(shown.uri)
+            except ReferenceRefused:
+                ref = None
             if ref:
                 seen.add(ref)
     return before

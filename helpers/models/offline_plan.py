@@ -41,112 +41,22 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.context.boxing import SCHEME, make_reference, presented_reference_id
+from helpers.context.anchors import NUMBERED_ROW_RE
+from helpers.context.boxing import SCHEME
 from helpers.context.preview import parse_preview
+from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import OP_TOOL_NAMES
+from helpers.context.strategies import read_back
 from helpers.personas import IDEAL, Persona
 from helpers.plans import Plan, PlanError
 
 # -- what the model sees ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One tool result as the model sees it.
-
-    ``kind`` is ``inline``, ``preview`` (a truncated preview with its marker), ``reference``
-    (``uri`` names it; ``head`` is the preview shown under it, if any), ``file`` (a result saved
-    to the file ``uri``, as deepagents and Claude Code do; ``head`` and ``tail`` are the lines
-    its notice shows, ``total_lines`` the file's length when the notice tells it) or ``error``.
-    """
-
-    call_id: str
-    content: str
-    kind: str
-    uri: str | None = None
-    head: str | None = None
-    tail: str | None = None
-    total_lines: int | None = None
-
-
-_DEEPAGENTS_RE = re.compile(r"^Tool result too large, .*? at this path: (\S+)")
-_CLAUDE_CODE_RE = re.compile(
-    r"^<persisted-output>\nOutput too large \([^)]*\)\. Full output saved to: (\S+)"
-)
-_NUMBERED_ROW_RE = re.compile(r"^\s*(\d+)(?:\.(\d+))?\t(.*)$")
-
-
-def _saved_file(call_id: str, content: str) -> Seen | None:
-    """A deepagents or Claude Code notice of a result saved to a file, read as a model reads it."""
-    match = _DEEPAGENTS_RE.match(content)
-    if match:
-        sample = content.split("head and tail of the result:\n\n", 1)[-1]
-        before, _, after = sample.partition("\n... [")
-        head = _unnumber(before.splitlines())
-        tail_rows = after.split("] ...\n", 1)[1].splitlines() if after else []
-        numbers = [
-            int(m[1])
-            for row in (before + "\n" + "\n".join(tail_rows)).splitlines()
-            if (m := _NUMBERED_ROW_RE.match(row))
-        ]
-        return Seen(
-            call_id,
-            content,
-            "file",
-            match[1],
-            head=head,
-            tail=_unnumber(tail_rows) if tail_rows else head,
-            total_lines=max(numbers) if numbers else None,
-        )
-    match = _CLAUDE_CODE_RE.match(content)
-    if match:
-        preview = content.split("Preview (first 2KB):\n", 1)[-1].rsplit(
-            "\n...\n</persisted-output>", 1
-        )[0]
-        return Seen(call_id, content, "file", match[1], head=preview)
-    return None
-
-
-def _unnumber(rows: list[str]) -> str:
-    """The text of ``cat -n`` rows (``{n:6d}\\t{line}``; deepagents' continuation rows
-    ``n.1``, ``n.2`` join the line they continue)."""
-    lines: list[str] = []
-    for row in rows:
-        match = _NUMBERED_ROW_RE.match(row)
-        if match is None:
-            continue
-        if match[2] is not None and lines:
-            lines[-1] += match[3]
-        else:
-            lines.append(match[3])
-    return "\n".join(lines)
-
-
 def classify(call_id: str, content: str) -> Seen:
-    """Read a ``tool`` message the way an ideal model would."""
-    stripped = content.strip()
-    ref_id = presented_reference_id(content) if content.startswith(SCHEME) else None
-    if ref_id is not None and "\n" in content:  # a reference with a note and a preview under it
-        head = content.split("\n", 2)[2] if content.count("\n") >= 2 else ""
-        return Seen(call_id, content, "reference", make_reference(ref_id), head=head)
-    saved = _saved_file(call_id, content)
-    if saved is not None:
-        return saved
-    if stripped.startswith(SCHEME) and len(stripped) < 100 and " " not in stripped:
-        return Seen(call_id, content, "reference", stripped)
-    if stripped.startswith("{"):
-        try:
-            data = json.loads(stripped)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            if data.get("type") == "resource_link" and str(data.get("uri", "")).startswith(SCHEME):
-                return Seen(call_id, content, "reference", data["uri"])
-            if set(data) == {"error"}:
-                return Seen(call_id, content, "error")
-    if parse_preview(content) is not None:
-        return Seen(call_id, content, "preview")
-    return Seen(call_id, content, "inline")
+    """Read a ``tool`` message the way an ideal model would: through the strategies' own
+    readers (:func:`helpers.context.strategies.read_back`)."""
+    return read_back(call_id, content)
 
 
 @dataclass(frozen=True)
@@ -311,7 +221,7 @@ def _numbered_rows(content: str) -> list[tuple[int, str]]:
     """``(line number, text)`` of ``cat -n`` rows, continuation rows joined to their line."""
     rows: list[tuple[int, str]] = []
     for row in content.splitlines():
-        match = _NUMBERED_ROW_RE.match(row)
+        match = NUMBERED_ROW_RE.match(row)
         if match is None:
             continue
         if match[2] is not None and rows:
