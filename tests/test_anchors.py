@@ -87,7 +87,11 @@ def test_deepagents_evicts_over_20000_tokens_and_pages_with_read_file(store) -> 
     assert "     1\trow 0: " in notice and "  3000\trow 2999: " in notice
     assert "... [2990 lines truncated] ..." in notice
     seen = classify("call_big", notice)
-    assert (seen.kind, seen.uri, seen.total_lines) == ("file", "/large_tool_results/call_big", 3000)
+    assert (seen.kind, seen.uri, seen.total_lines) == (
+        "saved",
+        "/large_tool_results/call_big",
+        3000,
+    )
     read = _tool(policy, "read_file")
     page = read.call({"file_path": "/large_tool_results/call_big"}, ctx)
     assert page.splitlines()[0] == "     1\trow 0: " + "y" * 30 and len(page.splitlines()) == 100
@@ -112,7 +116,7 @@ def test_claude_code_saves_over_30000_chars_with_a_2kb_preview(store) -> None:
     )
     assert "/tool-results/call_cc.txt" in notice and "Preview (first 2KB):\n0: www" in notice
     seen = classify("call_cc", notice)
-    assert seen.kind == "file" and seen.uri == "/tool-results/call_cc.txt"
+    assert seen.kind == "saved" and seen.uri == "/tool-results/call_cc.txt"
     assert seen.head is not None and len(seen.head.encode()) == 2_000
     page = _tool(policy, "Read").call({"file_path": seen.uri, "offset": 2, "limit": 1}, ctx)
     assert page == "     2\t1: " + "w" * 1_997  # Read cuts a line at 2,000 characters

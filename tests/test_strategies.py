@@ -108,7 +108,7 @@ class SentenceBoxPolicy(BoxPolicy):
     @staticmethod
     def read_back(call_id: str, content: str) -> Seen | None:
         match = re.fullmatch(r"The result \(.*\) is kept as (internal://\S+) \.", content)
-        return Seen(call_id, content, "reference", match[1]) if match else None
+        return Seen(call_id, content, "boxed", match[1]) if match else None
 
 
 @pytest.mark.parametrize("with_reader", [True, False], ids=["read-back", "no-read-back"])
@@ -172,3 +172,15 @@ def test_a_bad_or_taken_name_is_refused() -> None:
         register_strategy(Strategy("box", "other", "x", build))
     with pytest.raises(ValueError, match="must be one of inline, truncate, box"):
         strategy_named("boxx")
+
+
+def test_one_vocabulary_of_result_kinds_every_display_knows() -> None:
+    """What the agent presents and what a model reads back use one complete type."""
+    from typing import get_args
+
+    from helpers.context.read_back import ResultKind
+    from helpers.course.cli import _KIND_STYLE
+    from helpers.course.views import KIND_COLOURS
+
+    assert set(_KIND_STYLE) == set(get_args(ResultKind))
+    assert set(KIND_COLOURS) == set(get_args(ResultKind)) - {"inline"}  # inline: unmarked

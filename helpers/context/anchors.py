@@ -276,7 +276,7 @@ class DeepAgentsPolicy(_SavedFilePolicy):
         return Seen(
             call_id,
             content,
-            "file",
+            "saved",
             match[1],
             head=head,
             tail=_unnumber(tail_rows) if tail_rows else head,
@@ -368,7 +368,7 @@ class ClaudeCodePolicy(_SavedFilePolicy):
             return None
         preview = content.split("Preview (first 2KB):\n", 1)[-1]
         preview = preview.rsplit("\n...\n</persisted-output>", 1)[0]
-        return Seen(call_id, content, "file", match[1], head=preview)
+        return Seen(call_id, content, "saved", match[1], head=preview)
 
     def __init__(self, max_output_chars: int = CLAUDE_CODE_MAX_OUTPUT_CHARS):
         self.max_output_chars = max_output_chars

@@ -44,7 +44,7 @@ from helpers.context.preview import (
     make_preview,
     parse_preview,
 )
-from helpers.context.read_back import Seen
+from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.instructions import system_instructions
 from helpers.tokens import count_tokens
@@ -154,9 +154,6 @@ def box_design(name: str) -> BoxDesign:
         ) from None
 
 
-ResultKind = Literal["inline", "truncated", "boxed", "middle"]
-
-
 @dataclass(frozen=True)
 class Presented:
     """What the model sees of one tool result, and how it was made from the full output."""
@@ -263,7 +260,7 @@ class TruncatePolicy(ResultPolicy):
     @staticmethod
     def read_back(call_id: str, content: str) -> Seen | None:
         """A preview ending in its truncation marker (:func:`parse_preview`)."""
-        return Seen(call_id, content, "preview") if parse_preview(content) is not None else None
+        return Seen(call_id, content, "truncated") if parse_preview(content) is not None else None
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
         """Refuse a real tool's call that passes a preview on as if it were the full output.
@@ -407,9 +404,9 @@ class BoxPolicy(ResultPolicy):
         ref_id = presented_reference_id(content) if content.startswith(SCHEME) else None
         if ref_id is not None and "\n" in content:  # a reference, a note, a preview under it
             head = content.split("\n", 2)[2] if content.count("\n") >= 2 else ""
-            return Seen(call_id, content, "reference", make_reference(ref_id), head=head)
+            return Seen(call_id, content, "boxed", make_reference(ref_id), head=head)
         if stripped.startswith(SCHEME) and len(stripped) < 100 and " " not in stripped:
-            return Seen(call_id, content, "reference", stripped)
+            return Seen(call_id, content, "boxed", stripped)
         if not stripped.startswith("{"):
             return None
         try:
@@ -418,7 +415,7 @@ class BoxPolicy(ResultPolicy):
             return None
         if isinstance(data, dict) and data.get("type") == "resource_link":
             uri = str(data.get("uri", ""))
-            return Seen(call_id, content, "reference", uri) if uri.startswith(SCHEME) else None
+            return Seen(call_id, content, "boxed", uri) if uri.startswith(SCHEME) else None
         return None
 
     def box_rule(self) -> str | None:

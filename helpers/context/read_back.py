@@ -14,7 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-SeenKind = Literal["inline", "preview", "reference", "file", "error"]
+#: What became of a tool result, one vocabulary for what the agent presented
+#: (``ToolCallRecord.result_kind``, :class:`helpers.context.policies.Presented`) and what a
+#: model reads back (:attr:`Seen.kind`): ``inline`` (the whole value), ``truncated`` (a preview
+#: and its truncation marker; the rest can be fetched), ``boxed`` (an opaque reference or a
+#: resource link), ``middle`` (head and tail, no way back; a model reads it as ``inline``),
+#: ``saved`` (a notice of the result saved to a file, as deepagents and Claude Code do) or
+#: ``error`` (an error result).
+ResultKind = Literal["inline", "truncated", "boxed", "middle", "saved", "error"]
 
 
 @dataclass(frozen=True)
@@ -24,16 +31,16 @@ class Seen:
     Attributes:
         call_id: the ``tool_call_id`` of the message.
         content: the message's text, as sent.
-        kind: ``inline`` (the whole value), ``preview`` (a truncated preview with its marker),
-            ``reference`` (``uri`` names it; ``head`` is the preview shown under it, if any),
-            ``file`` (a result saved to the file ``uri``, as deepagents and Claude Code do;
-            ``head`` and ``tail`` are the lines its notice shows, ``total_lines`` the file's
-            length in lines when the notice tells it) or ``error`` (an error result).
+        kind: a :data:`ResultKind`: ``inline``, ``truncated`` (a preview with its marker),
+            ``boxed`` (``uri`` names the reference; ``head`` is the preview shown under it, if
+            any), ``saved`` (a result saved to the file ``uri``; ``head`` and ``tail`` are the
+            lines its notice shows, ``total_lines`` the file's length in lines when the notice
+            tells it) or ``error``.
     """
 
     call_id: str
     content: str
-    kind: SeenKind
+    kind: ResultKind
     uri: str | None = None
     head: str | None = None
     tail: str | None = None

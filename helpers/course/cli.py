@@ -42,6 +42,7 @@ from helpers.cases import ALL_CASES, Case, CaseError, load_cases
 from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES, for_mode
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+from helpers.context.read_back import ResultKind
 from helpers.context.strategies import strategy_names
 from helpers.course.outputs_cli import add_outputs_command, run_outputs
 from helpers.escaping import for_json, for_markdown, for_rich, for_terminal
@@ -59,9 +60,11 @@ from helpers.evaluation.runs import (
 from helpers.evaluation.scaling import SCALING_SIZES_BYTES, run_scaling
 from helpers.loop.agent import (
     DEFAULT_MAX_ITERATIONS,
+    CompactionEvent,
     CompactionSettings,
     ModelCallRecord,
     ToolCallRecord,
+    TurnEvent,
     run_turn,
 )
 from helpers.loop.threads import ThreadError, open_thread
@@ -83,7 +86,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: Turn status → exit code of ``workbook ask``.
 EXIT_CODES = {"ok": EXIT_OK, "incomplete": EXIT_INCOMPLETE, "max_iterations": EXIT_FAILED}
 DEFAULT_CASES = str(CASES_DIR / "*.md")
-_KIND_STYLE = {
+_KIND_STYLE: dict[ResultKind, str] = {
     "boxed": "magenta",
     "truncated": "yellow",
     "saved": "blue",
@@ -467,6 +470,15 @@ def _usage_error(args: argparse.Namespace, message: str) -> int:
     return EXIT_USAGE
 
 
+def _print_tool_call(out: Console, call: ToolCallRecord) -> None:
+    """A tool call and what the model saw of its result, on two lines."""
+    style = _KIND_STYLE.get(call.result_kind, "white")
+    out.print(f"[cyan]→ {for_rich(call.name)}[/]({for_rich(_short(call.arguments, 200))})")
+    size = f", full output {call.output_chars} chars" if call.output_chars is not None else ""
+    guards = f" [magenta]guard: {', '.join(call.guards)}[/]" if call.guards else ""
+    out.print(f"  [{style}]← {call.result_kind}{size}:[/] {for_rich(_short(call.result))}{guards}")
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     try:
         config = _persona_model(resolve_model(args.profile, args.model), args.persona)
@@ -517,30 +529,23 @@ def cmd_ask(args: argparse.Namespace) -> int:
             status = out.status("waiting for the model…")
             status.start()
 
-    def on_event(name: str, data: Any) -> None:
+    def on_event(event: TurnEvent) -> None:
         if not human:
             return
-        if name == "model_call" and isinstance(data, ModelCallRecord):
-            counted = "" if data.usage_source == "response" else f" ({data.usage_source})"
-            out.print(
-                f"[dim]model call {data.index + 1}: {data.prompt_tokens} prompt tokens, "
-                f"{data.completion_tokens} completion tokens{counted}[/]"
-            )
-        elif name == "compaction":
-            out.print(
-                f"[bold magenta]⟲ compacted {data['folded_calls']} earlier tool calls: "
-                f"{data['tokens_before']:,} → {data['tokens_after']:,} context tokens[/]"
-            )
-        elif name == "tool_call" and isinstance(data, ToolCallRecord):
-            style = _KIND_STYLE.get(data.result_kind, "white")
-            out.print(f"[cyan]→ {for_rich(data.name)}[/]({for_rich(_short(data.arguments, 200))})")
-            size = (
-                f", full output {data.output_chars} chars" if data.output_chars is not None else ""
-            )
-            guards = f" [magenta]guard: {', '.join(data.guards)}[/]" if data.guards else ""
-            out.print(
-                f"  [{style}]← {data.result_kind}{size}:[/] {for_rich(_short(data.result))}{guards}"
-            )
+        match event:
+            case ModelCallRecord():
+                counted = "" if event.usage_source == "response" else f" ({event.usage_source})"
+                out.print(
+                    f"[dim]model call {event.index + 1}: {event.prompt_tokens} prompt tokens, "
+                    f"{event.completion_tokens} completion tokens{counted}[/]"
+                )
+            case CompactionEvent():
+                out.print(
+                    f"[bold magenta]⟲ compacted {event.folded_calls} earlier tool calls: "
+                    f"{event.tokens_before:,} → {event.tokens_after:,} context tokens[/]"
+                )
+            case ToolCallRecord():
+                _print_tool_call(out, event)
 
     try:
         record = run_turn(

@@ -62,7 +62,7 @@ def _returned_refs(calls: list[ToolCallRecord]) -> list[set[str]]:
     for call in calls:
         before.append(set(seen))
         shown = read_back(call.id, call.result)  # as the strategy that wrote it reads it back
-        if shown.kind == "reference" and shown.uri:
+        if shown.kind == "boxed" and shown.uri:
             try:
                 ref = reference_id(shown.uri)
             except ReferenceRefused:

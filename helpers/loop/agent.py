@@ -72,6 +72,7 @@ from helpers.context.compaction import (
     model_summarizer,
 )
 from helpers.context.policies import ResultPolicy
+from helpers.context.read_back import ResultKind
 from helpers.guards import GuardRefusal
 from helpers.limits import TurnLimits
 from helpers.providers import CALL_HEX, ProviderProfile, profile_of
@@ -150,7 +151,8 @@ class ToolCallRecord:
 
     ``id`` is the client's own ``tool_call_id`` (unique in the thread; the one in the messages,
     the store and truncation markers); ``provider_id`` is the id the provider sent, if any.
-    ``result_kind`` is ``inline``, ``truncated``, ``boxed``, ``middle`` or ``error``;
+    ``result_kind`` is a :data:`helpers.context.read_back.ResultKind` (``inline``, ``truncated``,
+    ``boxed``, ``middle``, ``saved`` or ``error``);
     ``output_chars`` is the length in characters of the full output (before any preview or
     boxing) and ``output_sha256`` the SHA-256 of its UTF-8 bytes. ``received_sha256`` holds, for
     each top-level string argument, the SHA-256 of the value the tool really received (after
@@ -162,7 +164,7 @@ class ToolCallRecord:
     name: str
     arguments: str
     result: str
-    result_kind: str
+    result_kind: ResultKind
     output_chars: int | None = None
     output_sha256: str | None = None
     received_sha256: dict[str, str] = field(default_factory=dict)
@@ -293,9 +295,32 @@ def error_result(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
-#: Called with (event name, data) as the turn goes: ``model_call``, ``tool_call``, ``compaction``,
-#: ``answer``, ``error``.
-EventHook = Callable[[str, Any], None]
+@dataclass(frozen=True)
+class CompactionEvent:
+    """The history was compacted before model call ``before_model_call`` (from 0):
+    ``folded_calls`` tool calls folded into a summary, the context going from ``tokens_before``
+    to ``tokens_after`` (o200k_base tokens)."""
+
+    before_model_call: int
+    folded_calls: int
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """The turn's verdict: its ``status`` (one of :data:`STATUSES`) and the answer (``ok``,
+    ``incomplete``) or the error message."""
+
+    status: str
+    text: str | None
+
+
+#: What a turn reports as it goes, in order: each model call, each tool call, each compaction,
+#: then how it ended.
+TurnEvent = ModelCallRecord | ToolCallRecord | CompactionEvent | TurnEnded
+#: Called with each :data:`TurnEvent` as the turn goes (for live display).
+EventHook = Callable[[TurnEvent], None]
 
 _NO_KEY = ("", "not-needed", "offline-no-key-needed", "none")
 
@@ -356,7 +381,7 @@ def run_turn(
         history: earlier messages of the thread (after the system message), if any; to continue
             a stored thread, pass :func:`helpers.loop.threads.load_history`.
         temperature: sampling temperature, if the model takes one.
-        on_event: called with ``(name, data)`` as the turn progresses (for live display).
+        on_event: called with each :data:`TurnEvent` as the turn progresses (for live display).
         compaction: if given, before each model call the history is compacted when the context
             passes ``compaction.threshold_tokens`` (:mod:`helpers.context.compaction`); each time is noted
             in ``record.compactions`` and the summary message marks the place in the transcript.
@@ -389,7 +414,7 @@ def run_turn(
         system=system,
         history=history or [],
         temperature=temperature,
-        emit=on_event or (lambda _name, _data: None),
+        emit=on_event or (lambda _event: None),
         compaction=compaction,
         limits=limits or TurnLimits(),
         provider_profile=provider_profile or profile_of(client),
@@ -563,7 +588,7 @@ class _Turn:
         if reply.prompt_tokens is not None and _prompt_cut(reply.prompt_tokens, sent, schemas):
             self.record.guard_events.append("prompt_cut_by_server")
         self.record.model_calls.append(call_record)
-        self.emit("model_call", call_record)
+        self.emit(call_record)
         endpoint = str(getattr(self.client, "base_url", "") or "").rstrip("/")
         self.append(_assistant_message(reply, calls, self.record, endpoint))
         return reply, calls
@@ -606,7 +631,7 @@ class _Turn:
                 self.append(
                     {"role": "tool", "tool_call_id": call.id, "content": tool_record.result}
                 )
-                self.emit("tool_call", tool_record)
+                self.emit(tool_record)
             raise _TurnFailed(
                 f"the turn stopped: the model made the same tool calls "
                 f"({', '.join(n for n, _ in self.last_calls)}) {self.identical_replies} replies "
@@ -634,7 +659,7 @@ class _Turn:
                 )
             self.record.tool_calls.append(tool_record)
             self.append({"role": "tool", "tool_call_id": call.id, "content": tool_record.result})
-            self.emit("tool_call", tool_record)
+            self.emit(tool_record)
             if tool_record.fatal:
                 return tool_record.fatal
         return None
@@ -642,18 +667,18 @@ class _Turn:
     def finish(self, reply: Reply, calls: list[_ToolCall]) -> TurnRecord:
         """The model answered (or was filtered): the verdict."""
         _verdict(self.record, reply, unrun_calls=len(calls))
-        self.emit("answer" if self.record.ok else "incomplete", self.record.answer)
+        self.emit(TurnEnded(self.record.status, self.record.answer))
         return self.record
 
     def fail(self, message: str, status: str = "error") -> TurnRecord:
         self.record.status, self.record.error = status, redact(message, self.secrets)
-        self.emit("error", self.record.error)
+        self.emit(TurnEnded(self.record.status, self.record.error))
         return self.record
 
     def out_of_iterations(self, max_iterations: int) -> TurnRecord:
         self.record.status = "max_iterations"
         self.record.error = f"no final answer after {max_iterations} model calls"
-        self.emit("error", self.record.error)
+        self.emit(TurnEnded(self.record.status, self.record.error))
         return self.record
 
 
@@ -705,14 +730,9 @@ def _maybe_compact(
     )
     if done.compacted:
         messages[:] = done.messages
-        event = {
-            "before_model_call": index,
-            "folded_calls": done.folded_calls,
-            "tokens_before": done.tokens_before,
-            "tokens_after": done.tokens_after,
-        }
-        record.compactions.append(event)
-        emit("compaction", event)
+        event = CompactionEvent(index, done.folded_calls, done.tokens_before, done.tokens_after)
+        record.compactions.append(asdict(event))
+        emit(event)
 
 
 def _ask_model(

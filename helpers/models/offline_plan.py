@@ -193,7 +193,7 @@ def _fetch_full(seen: Seen, mind: _Mind) -> Step:
             Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id}), mind
         )
         fetched = _check_error(fetched, "fetch_tool_output")
-        if fetched.kind != "preview":
+        if fetched.kind != "truncated":
             break
         # the fetch itself came back cut: chase the new marker, as a model would
         preview = parse_preview(fetched.content)
@@ -317,13 +317,13 @@ def _visible_lines(text: str, cut: bool) -> list[str]:
 
 def _pass_on(seen: Seen, mind: _Mind) -> Step:
     """The value to put in another tool's argument: copy, fetch, or pass the reference."""
-    if seen.kind == "reference":
+    if seen.kind == "boxed":
         if mind.persona.reads_everything:  # reads what it only had to route, then copies it
             return (yield from _read(seen, mind))
         return seen.uri
-    if seen.kind == "preview":
+    if seen.kind == "truncated":
         return (yield from _fetch_full(seen, mind))
-    if seen.kind == "file":
+    if seen.kind == "saved":
         return (yield from _file_all(seen, mind))
     return seen.content
 
@@ -332,23 +332,23 @@ def _read(seen: Seen, mind: _Mind) -> Step:
     """The full value, for the model to read."""
     if seen.call_id in mind.memory:
         return mind.memory[seen.call_id]
-    if seen.kind == "reference":
+    if seen.kind == "boxed":
         got = yield from _call(Call("internal_resource_read", {"opaque_reference": seen.uri}), mind)
         mind.memory[seen.call_id] = _check_error(got, "internal_resource_read").content
         return mind.memory[seen.call_id]
-    if seen.kind == "preview":
+    if seen.kind == "truncated":
         return (yield from _fetch_full(seen, mind))
-    if seen.kind == "file":
+    if seen.kind == "saved":
         return (yield from _file_all(seen, mind))
     return seen.content
 
 
 def _tail(seen: Seen, chars: int, mind: _Mind) -> Step:
-    if seen.kind == "reference" and mind.persona.reads_everything:
+    if seen.kind == "boxed" and mind.persona.reads_everything:
         yield from _read(seen, mind)
     if seen.call_id in mind.memory:
         return mind.memory[seen.call_id][-chars:]
-    if seen.kind == "reference":
+    if seen.kind == "boxed":
         got = yield from _call(
             Call(
                 "internal_resource_read_slice",
@@ -357,9 +357,9 @@ def _tail(seen: Seen, chars: int, mind: _Mind) -> Step:
             mind,
         )
         return _check_error(got, "internal_resource_read_slice").content
-    if seen.kind == "preview":
+    if seen.kind == "truncated":
         return (yield from _fetch_full(seen, mind))[-chars:]
-    if seen.kind == "file":
+    if seen.kind == "saved":
         return (yield from _file_tail(seen, chars, mind))
     return seen.content[-chars:]
 
@@ -369,9 +369,9 @@ _GREP_LINE_RE = re.compile(r"^\d+: (.*)$")
 
 def _find(seen: Seen, pattern: str, window: int, mind: _Mind) -> Step:
     """Lines matching ``pattern`` (with context when window > 0)."""
-    if seen.kind == "reference" and mind.persona.reads_everything:
+    if seen.kind == "boxed" and mind.persona.reads_everything:
         yield from _read(seen, mind)
-    if seen.kind == "reference" and seen.call_id not in mind.memory:
+    if seen.kind == "boxed" and seen.call_id not in mind.memory:
         got = yield from _call(
             Call(
                 "internal_resource_grep",
@@ -381,7 +381,7 @@ def _find(seen: Seen, pattern: str, window: int, mind: _Mind) -> Step:
         )
         text = _check_error(got, "internal_resource_grep").content
         return [m[1] for line in text.splitlines() if (m := _GREP_LINE_RE.match(line))]
-    if seen.kind == "file" and seen.call_id not in mind.memory:
+    if seen.kind == "saved" and seen.call_id not in mind.memory:
         hits = yield from _file_grep(seen, pattern, mind)
         if window == 0:
             return [text for _, text in hits]
@@ -397,7 +397,7 @@ def _find(seen: Seen, pattern: str, window: int, mind: _Mind) -> Step:
     # a preview may hide further matches: finding *all* of them needs the full value
     if seen.call_id in mind.memory:
         value = mind.memory[seen.call_id]
-    elif seen.kind == "preview":
+    elif seen.kind == "truncated":
         value = yield from _fetch_full(seen, mind)
     else:
         value = seen.content
@@ -414,12 +414,12 @@ def _first(seen: Seen, pattern: str, mind: _Mind) -> Step:
     """The first line matching ``pattern``: a preview that shows one needs no fetch."""
     regex = re.compile(pattern)
     memory = mind.memory
-    if seen.kind in ("reference", "file") and seen.head and seen.call_id not in memory:
+    if seen.kind in ("boxed", "saved") and seen.head and seen.call_id not in memory:
         # the head shown with a reference or a saved file's notice: a hit there needs no look
         hit = next((ln for ln in _visible_lines(seen.head, True) if regex.search(ln)), None)
         if hit is not None:
             return hit
-    if seen.call_id in memory or seen.kind in ("inline", "preview"):
+    if seen.call_id in memory or seen.kind in ("inline", "truncated"):
         preview = parse_preview(seen.content) if seen.call_id not in memory else None
         visible = memory.get(seen.call_id) or (preview.text if preview else seen.content)
         lines = _visible_lines(visible, preview is not None)
@@ -490,7 +490,7 @@ def _resolve_args(args: Any, mind: _Mind, *, previews_as_seen: bool = False) -> 
     is passed on as it was seen, marker and all (the mistake of ``passes-preview``)."""
     if isinstance(args, dict) and set(args) == {"result"}:
         seen = _result(mind.results, args["result"])
-        if previews_as_seen and seen.kind == "preview":
+        if previews_as_seen and seen.kind == "truncated":
             return seen.content
         return (yield from _pass_on(seen, mind))
     if isinstance(args, dict):
@@ -512,7 +512,7 @@ def _uses_preview(args: Any, results: list[Seen]) -> bool:
         return (
             isinstance(number, int)
             and 1 <= number <= len(results)
-            and (results[number - 1].kind == "preview")
+            and (results[number - 1].kind == "truncated")
         )
     if isinstance(args, dict):
         return any(_uses_preview(v, results) for v in args.values())

@@ -350,18 +350,7 @@ class ToolOutputStore:
             ValueError: ``tool_call_id`` is empty or longer than 255 characters, or the output
                 holds a NUL character and the database is PostgreSQL.
         """
-        if not isinstance(tool_output, str):
-            raise TypeError(f"tool_output must be str, got {type(tool_output).__name__}")
-        if not tool_call_id or len(tool_call_id) > MAX_TOOL_CALL_ID_CHARS:
-            raise ValueError(
-                f"tool_call_id must be 1-{MAX_TOOL_CALL_ID_CHARS} characters, "
-                f"got {len(tool_call_id)}"
-            )
-        if "\x00" in tool_output and self.engine.dialect.name == "postgresql":
-            raise ValueError(
-                "PostgreSQL TEXT cannot hold NUL characters; this output has one "
-                "(SQLite stores it fine)"
-            )
+        self._check_loggable(tool_call_id, tool_output)
         args_text = (
             tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
         )
@@ -390,14 +379,8 @@ class ToolOutputStore:
         try:
             with self._sessions.begin() as session:
                 if max_thread_bytes is not None:
-                    held = self._thread_bytes(session, thread_id)
                     adding = len(encoded) + len(args_text.encode("utf-8", "surrogatepass"))
-                    if held + adding > max_thread_bytes:
-                        raise StoreQuotaExceeded(
-                            f"the thread holds {held:,} bytes of tool calls and outputs; "
-                            f"{adding:,} more would pass its quota of {max_thread_bytes:,} "
-                            "bytes, so this call and its output were not stored"
-                        )
+                    self._check_quota(session, thread_id, adding, max_thread_bytes)
                 session.add(row)
                 if chunks:
                     session.flush()  # assigns row.id
@@ -415,6 +398,32 @@ class ToolOutputStore:
                 ) from exc
             raise
         return _to_record(row, None)
+
+    def _check_loggable(self, tool_call_id: str, tool_output: str) -> None:
+        """Raise what :meth:`log_tool` raises for an output or id it cannot store."""
+        if not isinstance(tool_output, str):
+            raise TypeError(f"tool_output must be str, got {type(tool_output).__name__}")
+        if not tool_call_id or len(tool_call_id) > MAX_TOOL_CALL_ID_CHARS:
+            raise ValueError(
+                f"tool_call_id must be 1-{MAX_TOOL_CALL_ID_CHARS} characters, "
+                f"got {len(tool_call_id)}"
+            )
+        if "\x00" in tool_output and self.engine.dialect.name == "postgresql":
+            raise ValueError(
+                "PostgreSQL TEXT cannot hold NUL characters; this output has one "
+                "(SQLite stores it fine)"
+            )
+
+    def _check_quota(self, session: Any, thread_id: str, adding: int, quota: int) -> None:
+        """Raise :class:`StoreQuotaExceeded` if ``adding`` more bytes would pass the thread's
+        ``quota`` (UTF-8 bytes of arguments and outputs), in the write's own transaction."""
+        held = self._thread_bytes(session, thread_id)
+        if held + adding > quota:
+            raise StoreQuotaExceeded(
+                f"the thread holds {held:,} bytes of tool calls and outputs; {adding:,} more "
+                f"would pass its quota of {quota:,} bytes, so this call and its output were not "
+                "stored"
+            )
 
     @staticmethod
     def _thread_bytes(session: Any, thread_id: str) -> int:
