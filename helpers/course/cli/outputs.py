@@ -26,6 +26,13 @@ from rich.console import Console
 from rich.table import Table
 
 from helpers.context.boxing import make_reference, reference_id
+from helpers.course.cli.common import (
+    console,
+    open_store,
+    output_options,
+    store_options,
+    usage_error,
+)
 from helpers.escaping import for_json, for_rich, for_terminal
 from helpers.guards import GuardRefusal
 from helpers.tooling.store import StoredOutput, ToolOutputStore
@@ -50,10 +57,12 @@ def parse_age(text: str) -> timedelta:
     return timedelta(**{_AGE_UNITS[match[2]]: int(match[1])})
 
 
-def add_outputs_command(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Add ``outputs list|show|prune`` to the ``workbook`` subparsers (``parents``: the shared
-    ``--db`` and ``--json`` options)."""
+def add_command(sub: Any) -> None:
+    """Add ``outputs list|show|prune`` to the ``workbook`` subparsers, with :func:`run` as its
+    handler."""
+    parents = [store_options(), output_options()]
     outputs = sub.add_parser("outputs", help="see, per thread, what the store holds; prune it")
+    outputs.set_defaults(handler=run)
     actions = outputs.add_subparsers(dest="outputs_command", required=True)
     listing = actions.add_parser(
         "list", parents=parents, help="threads with outputs, or one thread's outputs"
@@ -79,7 +88,19 @@ def add_outputs_command(sub: Any, parents: list[argparse.ArgumentParser]) -> Non
     prune.add_argument("--yes", action="store_true", help="delete (without it: only count)")
 
 
-def run_outputs(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Open the store and run ``outputs list``, ``show`` or ``prune``."""
+    try:
+        store = open_store(args.db)
+    except ValueError as exc:
+        return usage_error(args, str(exc))
+    try:
+        return _run(args, store, console(args.color))
+    finally:
+        store.close()
+
+
+def _run(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
     """Carry out ``workbook outputs``; returns the exit code (2 for bad usage, 1 not found)."""
     if args.outputs_command == "list":
         return _list(args, store, out)

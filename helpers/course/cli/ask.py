@@ -1,0 +1,234 @@
+"""``workbook ask``: one agent turn on a prompt, shown as it goes, then the answer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+
+from helpers.context.modes import for_mode
+from helpers.course.cli.common import (
+    EXIT_CODES,
+    EXIT_FAILED,
+    KIND_STYLE,
+    add_context_controls,
+    add_model_controls,
+    compaction,
+    console,
+    model_options,
+    open_store,
+    output_options,
+    persona_model,
+    positive,
+    print_json,
+    retry_options,
+    short,
+    size_options,
+    store_options,
+    strategy_options,
+    usage_error,
+)
+from helpers.escaping import for_json, for_rich
+from helpers.evaluation.runs import policy_for
+from helpers.loop.agent import (
+    DEFAULT_MAX_ITERATIONS,
+    CompactionEvent,
+    ModelCallRecord,
+    ToolCallRecord,
+    TurnEvent,
+    run_turn,
+)
+from helpers.loop.threads import ThreadError, open_thread
+from helpers.models.llm import ConfigError, make_client, resolve_model
+from helpers.replies import has_unpaired_surrogate
+from helpers.tooling.tools import default_registry
+
+
+def add_command(sub: Any) -> None:
+    """Add ``ask`` to the ``workbook`` subparsers, with :func:`run` as its handler."""
+    ask = sub.add_parser(
+        "ask",
+        help="run one agent turn on a prompt",
+        parents=[
+            model_options(),
+            strategy_options(),
+            size_options(),
+            store_options(),
+            retry_options(),
+            output_options(),
+        ],
+        epilog="status → exit code: ok 0; error 1; max_iterations 1; context_exceeded 1; "
+        "usage_error 2; incomplete 3 (cut, filtered, refused, empty, or only in the model's "
+        "reasoning)",
+    )
+    ask.add_argument("prompt", help="the user message")
+    ask.add_argument(
+        "--max-iterations",
+        type=positive,
+        default=DEFAULT_MAX_ITERATIONS,
+        help="model calls per turn at most (default %(default)s)",
+    )
+    ask.add_argument(
+        "--thread",
+        help="continue this thread: the model gets its earlier messages, its references resolve",
+    )
+    ask.add_argument(
+        "--new-thread",
+        action="store_true",
+        help="start the thread given by --thread instead of continuing it",
+    )
+    add_context_controls(ask)
+    add_model_controls(ask)
+    ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
+    ask.add_argument("--dump-context", action="store_true", help="print the final messages")
+
+    ask.set_defaults(handler=run)
+
+
+def print_tool_call(out: Console, call: ToolCallRecord) -> None:
+    """A tool call and what the model saw of its result, on two lines."""
+    style = KIND_STYLE.get(call.result_kind, "white")
+    out.print(f"[cyan]→ {for_rich(call.name)}[/]({for_rich(short(call.arguments, 200))})")
+    size = f", full output {call.output_chars} chars" if call.output_chars is not None else ""
+    guards = f" [magenta]guard: {', '.join(call.guards)}[/]" if call.guards else ""
+    out.print(f"  [{style}]← {call.result_kind}{size}:[/] {for_rich(short(call.result))}{guards}")
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What makes ``args`` unusable before anything is opened, or ``None``."""
+    if args.new_thread and args.thread is None:
+        return "--new-thread starts the thread named by --thread ID"
+    if has_unpaired_surrogate(args.prompt):
+        return "the prompt is not valid UTF-8 text (the terminal passed bytes that do not decode)"
+    return None
+
+
+def show_event(out: Console, event: TurnEvent) -> None:
+    """One line (two for a tool call) for each event of the turn, as it happens."""
+    match event:
+        case ModelCallRecord():
+            counted = "" if event.usage_source == "response" else f" ({event.usage_source})"
+            out.print(
+                f"[dim]model call {event.index + 1}: {event.prompt_tokens} prompt tokens, "
+                f"{event.completion_tokens} completion tokens{counted}[/]"
+            )
+        case CompactionEvent():
+            out.print(
+                f"[bold magenta]⟲ compacted {event.folded_calls} earlier tool calls: "
+                f"{event.tokens_before:,} → {event.tokens_after:,} context tokens[/]"
+            )
+        case ToolCallRecord():
+            print_tool_call(out, event)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the turn; the exit code says how it ended (:data:`EXIT_CODES`)."""
+    try:
+        config = persona_model(resolve_model(args.profile, args.model), args.persona)
+        policy = policy_for(
+            args.strategy, limit=args.limit, threshold=args.threshold, boxing=args.boxing
+        )
+    except (ConfigError, ValueError) as exc:
+        return usage_error(args, str(exc))
+    problem = _usage_problem(args)
+    if problem:
+        return usage_error(args, problem)
+    try:
+        store = open_store(args.db)
+    except ValueError as exc:
+        return usage_error(args, str(exc))
+    try:
+        thread_id, history = open_thread(store, args.thread, new=args.new_thread)
+    except ThreadError as exc:
+        store.close()
+        return usage_error(args, str(exc))
+    client = make_client(config, max_retries=args.max_retries, timeout_s=args.timeout)
+    registry = for_mode(default_registry(), args.mode)
+    out = console(args.color)
+    human = not args.json
+
+    if args.print_tools:
+        schemas = registry.merged(policy.internal_tools()).schemas()
+        if human:
+            out.print_json(json.dumps(schemas))
+        else:
+            print(for_json(schemas), file=sys.stderr)
+
+    status = None
+    if human:
+        out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
+        out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
+        if args.mode:
+            out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
+        if history:
+            out.print(
+                f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} earlier messages"
+            )
+        if not config.offline:
+            status = out.status("waiting for the model…")
+            status.start()
+
+    try:
+        record = run_turn(
+            args.prompt,
+            client=client,
+            model=config.model,
+            policy=policy,
+            registry=registry,
+            store=store,
+            thread_id=thread_id,
+            max_iterations=args.max_iterations,
+            few_shot=args.few_shot,
+            history=history,
+            temperature=config.temperature,
+            on_event=(lambda event: show_event(out, event)) if human else None,
+            compaction=compaction(args),
+        )
+    finally:
+        if status is not None:
+            status.stop()
+        store.close()
+
+    if args.json:
+        print_json(record.to_json(include_context=args.dump_context))
+    else:
+        print_outcome(out, record)
+        if args.dump_context:
+            # rich writes the parsed JSON again: ASCII only, so escapes stay escapes
+            out.print_json(for_json(record.messages), ensure_ascii=True)
+    return EXIT_CODES.get(record.status, EXIT_FAILED)
+
+
+def print_outcome(out: Console, record: Any) -> None:
+    """The answer (or why there is none), then usage and how to continue the thread."""
+    if record.ok:
+        out.print(Panel(for_rich(record.answer or ""), title="answer", expand=False))
+    elif record.status == "incomplete":
+        out.print(f"[bold yellow]Incomplete:[/] {for_rich(record.error or '')}")
+        if (record.answer or "").strip():
+            out.print(Panel(for_rich(record.answer), title="what came back", expand=False))
+        if record.reasoning:
+            out.print(
+                Panel(
+                    for_rich(short(record.reasoning, 2000)),
+                    title="the model's reasoning (not an answer)",
+                    expand=False,
+                )
+            )
+    else:
+        out.print(f"[bold red]No answer ({record.status}):[/] {for_rich(record.error or '')}")
+    usage = record.usage()
+    guards = record.guard_counts()
+    out.print(
+        f"[bold]Usage:[/] {usage['prompt_tokens']} prompt tokens, "
+        f"{usage['completion_tokens']} completion tokens, {usage['calls']} model calls, "
+        f"{len(record.tool_calls)} tool calls"
+        + (f"; guards: {', '.join(f'{g} ×{n}' for g, n in guards.items())}" if guards else "")
+    )
+    out.print(
+        f"[bold]Thread:[/] {for_rich(record.thread_id)} (continue it: --thread {for_rich(record.thread_id)})"
+    )

@@ -1,0 +1,323 @@
+"""What the ``workbook`` commands share: the parser class, exit codes, option groups (each
+declared once), argument types, the console, the store, usage errors and progress bars."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any, NoReturn
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from helpers.cases import Case, CaseError, load_cases
+from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
+from helpers.context.modes import MODES
+from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
+from helpers.context.read_back import ResultKind
+from helpers.context.strategies import strategy_names
+from helpers.escaping import for_json, for_terminal
+from helpers.loop.agent import CompactionSettings
+from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
+from helpers.paths import CASES_DIR
+from helpers.personas import PERSONAS, get_persona
+from helpers.redaction import mask_url_password
+from helpers.tooling.store import ToolOutputStore
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+#: Turn status → exit code of ``workbook ask``.
+EXIT_CODES = {"ok": EXIT_OK, "incomplete": EXIT_INCOMPLETE, "max_iterations": EXIT_FAILED}
+DEFAULT_CASES = str(CASES_DIR / "*.md")
+#: The colour each kind of result is shown in.
+KIND_STYLE: dict[ResultKind, str] = {
+    "boxed": "magenta",
+    "truncated": "yellow",
+    "saved": "blue",
+    "middle": "red",
+    "error": "red",
+    "inline": "green",
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error under ``--json`` is one JSON object on stdout too."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if Parser.json_errors:
+            print_json({"status": "usage_error", "error": f"{self.prog}: {message}"})
+            sys.exit(EXIT_USAGE)
+        super().error(message)
+
+
+def print_json(data: Any) -> None:
+    """One JSON object on one line of stdout, ASCII only (:func:`helpers.escaping.for_json`)."""
+    print(for_json(data), flush=True)
+
+
+def whole_number(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def port(text: str) -> int:
+    value = whole_number(1)(text)
+    if value > 65_535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, got {value}")
+    return value
+
+
+non_negative = whole_number(0)
+positive = whole_number(1)
+
+
+def add_context_controls(parser: argparse.ArgumentParser) -> None:
+    """--mode and --compact, shared by ask and cases."""
+    parser.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
+    parser.add_argument(
+        "--compact",
+        nargs="?",
+        type=positive,
+        const=DEFAULT_THRESHOLD_TOKENS,
+        metavar="TOKENS",
+        help="compact earlier tool calls past this many context tokens (default %(const)s)",
+    )
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text}")
+    return value
+
+
+def add_model_controls(parser: argparse.ArgumentParser, *, repeat: bool = False) -> None:
+    """--timeout and --persona, shared by ask and cases."""
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="seconds to wait for one model response (default: <PROFILE>_TIMEOUT, else 120)",
+    )
+    parser.add_argument(
+        "--persona",
+        action="append" if repeat else "store",
+        choices=(*PERSONAS, "all") if repeat else tuple(PERSONAS),
+        help="offline only: the offline model makes this persona's mistake"
+        + (" (repeat, or 'all')" if repeat else ""),
+    )
+
+
+def persona_model(config: ModelConfig, persona: str | None) -> ModelConfig:
+    """``config`` with the persona's model name; raises ConfigError for a real model."""
+    if persona is None:
+        return config
+    if not config.offline:
+        raise ConfigError(
+            f"--persona is part of the offline reference model, but profile {config.profile!r} "
+            "is a real model; use --profile offline"
+        )
+    return ModelConfig(config.profile, "offline", get_persona(persona).model_name)
+
+
+def compaction(args: argparse.Namespace) -> CompactionSettings | None:
+    return None if args.compact is None else CompactionSettings(args.compact)
+
+
+# -- options shared by several commands: each declared once, here -------------------------------
+
+DB_HELP = "the store, any SQLAlchemy URL (default: $WORKBOOK_DB_URL, else sqlite:///var/tool_outputs.sqlite)"
+
+
+def model_options(*, repeat: bool = False) -> argparse.ArgumentParser:
+    """-p/--profile and -m/--model (repeatable for a model matrix)."""
+    options = argparse.ArgumentParser(add_help=False)
+    action = "append" if repeat else "store"
+    again = " (repeat for a matrix)" if repeat else ""
+    options.add_argument(
+        "-p",
+        "--profile",
+        action=action,
+        help="a .env profile (default: $WORKBOOK_PROFILE; else openai if $OPENAI_API_KEY is set, "
+        f"else offline){again}",
+    )
+    options.add_argument(
+        "-m", "--model", action=action, help=f"override the profile's model name{again}"
+    )
+    return options
+
+
+def store_options() -> argparse.ArgumentParser:
+    """--db: where tool outputs and threads are stored."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--db", metavar="URL", help=DB_HELP)
+    return options
+
+
+def size_options() -> argparse.ArgumentParser:
+    """-t/--threshold and -l/--limit: when a result is boxed, how long a preview is."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "-t",
+        "--threshold",
+        type=non_negative,
+        default=None,
+        help="box: the longest result kept inline (default: the design's: 1,000 tokens for "
+        "box, 256 characters for box-tcr)",
+    )
+    options.add_argument(
+        "-l",
+        "--limit",
+        type=non_negative,
+        default=DEFAULT_PREVIEW_LIMIT_CHARS,
+        help="truncate: preview length in characters (default %(default)s)",
+    )
+    return options
+
+
+#: What ``workbook cases --strategy all`` runs: the three strategies notebooks 01-04 build.
+THE_THREE = ("inline", "truncate", "box")
+
+
+def strategy_options(*, with_all: bool = False) -> argparse.ArgumentParser:
+    """-s/--strategy, --boxing and --few-shot; the strategies are those registered now
+    (:mod:`helpers.context.strategies`)."""
+    names = strategy_names()
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "-s",
+        "--strategy",
+        choices=(*names, "all") if with_all else names,
+        default="box",
+        metavar="STRATEGY",
+        help="what the model sees of a long result: "
+        + ", ".join((*names, "all") if with_all else names)
+        + " (default %(default)s: the workbook's box design; box-tcr is tool-context-relay's; "
+        "codex, deepagents, claude-code and agents-sdk are those agents' own policies"
+        + (f"; all = {', '.join(THE_THREE)})" if with_all else ")"),
+    )
+    options.add_argument(
+        "--boxing",
+        choices=("opaque", "json"),
+        default=None,
+        help="a box strategy's reference form: internal://<id> (opaque, the default except "
+        "for box-json) or an MCP resource link (json)",
+    )
+    options.add_argument(
+        "--few-shot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="include the few-shot examples in the system message",
+    )
+    return options
+
+
+def output_options(*, json_flag: bool = True) -> argparse.ArgumentParser:
+    """-j/--json and --color."""
+    options = argparse.ArgumentParser(add_help=False)
+    if json_flag:
+        options.add_argument(
+            "-j", "--json", action="store_true", help="print one JSON object, nothing else"
+        )
+    options.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour in the terminal (default %(default)s; NO_COLOR is honoured)",
+    )
+    return options
+
+
+def retry_options() -> argparse.ArgumentParser:
+    """--max-retries."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--max-retries",
+        type=non_negative,
+        default=DEFAULT_MAX_RETRIES,
+        help="the SDK's retries of a failed request (default %(default)s)",
+    )
+    return options
+
+
+def console(color: str, stream: Any = None) -> Console:
+    force = {"always": True, "never": False}.get(color)
+    return Console(
+        file=stream or sys.stdout,
+        force_terminal=force,
+        no_color=color == "never",
+        highlight=False,
+        emoji=False,  # ":name:" in a model's text stays as written
+    )
+
+
+def short(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def open_store(url: str | None) -> ToolOutputStore:
+    """The store at ``url``; raises ``ValueError`` with a one-line reason if it cannot be used."""
+    try:
+        store = ToolOutputStore(url)
+        store.count()  # opens a connection: a bad file or server fails here, not mid-turn
+        return store
+    except Exception as exc:
+        reason = mask_url_password(" ".join(str(exc).split("\n")[0].split()), url)[:300]
+        shown = mask_url_password(url) if url else "the default store"
+        raise ValueError(
+            f"cannot use {shown!r} as the store ({type(exc).__name__}: {reason}); give --db a "
+            "SQLAlchemy URL such as sqlite:///var/my.sqlite"
+        ) from None
+
+
+def usage_error(args: argparse.Namespace, message: str) -> int:
+    """Report bad usage: one JSON object on stdout with ``--json``, else a line on stderr."""
+    if getattr(args, "json", False):
+        print_json({"status": "usage_error", "error": message})
+    else:
+        print(f"workbook: {for_terminal(message)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def progress_bar(out: Console, disable: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out,
+        disable=disable,
+        transient=True,
+    )
+
+
+def load_cases_or_fail(pattern: str) -> list[Case] | None:
+    try:
+        cases = load_cases(pattern)
+    except CaseError as exc:
+        print(f"workbook: {for_terminal(str(exc))}", file=sys.stderr)
+        return None
+    if not cases:
+        print(f"workbook: no case files match {for_terminal(repr(pattern))}", file=sys.stderr)
+        return None
+    return cases
