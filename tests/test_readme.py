@@ -163,3 +163,19 @@ def test_the_threat_model_states_the_limits_in_force() -> None:
     }
     missing = {name: text for name, text in stated.items() if text not in threat_model}
     assert not missing, f"README's threat model does not say: {missing}"
+
+
+def test_no_function_in_helpers_is_over_80_lines() -> None:
+    """Small functions, one job each (issue 19): every function and method in helpers/ fits in
+    80 lines, its docstring included."""
+    import ast
+
+    root = Path(__file__).parent.parent / "helpers"
+    long = [
+        f"{path.relative_to(root.parent)}:{node.lineno} {node.name} ({length} lines)"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (length := node.end_lineno - node.lineno + 1) > 80
+    ]
+    assert not long, "functions over 80 lines: " + "; ".join(long)

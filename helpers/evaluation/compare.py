@@ -482,7 +482,24 @@ def to_markdown(data: dict[str, Any]) -> str:
     model, a provider or a case file is written with :func:`helpers.escaping.for_markdown`; the
     report's own dollar amounts as ``\\$`` (:func:`helpers.escaping.dollars_as_text`)."""
     strategies = [v for v in data["totals"] if v != "floor"]
-    pricing = data.get("pricing") or {}
+    lines, failures = _cases_markdown(data, strategies)
+    lines += _box_goal_markdown(data)
+    lines += _totals_markdown(data, strategies)
+    lines += _design_steps_markdown(data)
+    lines += caching_markdown(data)
+    lines += _other_models_markdown(data, strategies)
+    if failures:
+        lines += ["", "## Why runs failed", "", *failures]
+    if data.get("scaling"):
+        from helpers.evaluation.scaling import scaling_markdown
+
+        lines += scaling_markdown(data["scaling"])
+    lines += persona_markdown(data.get("personas") or {})
+    return dollars_as_text("\n".join(lines) + "\n")
+
+
+def _cases_markdown(data: dict[str, Any], strategies: list[str]) -> tuple[list[str], list[str]]:
+    """The per-case table, and a line for each run that failed (for "Why runs failed")."""
     lines = [
         f"# Truncation vs boxing, side by side ({for_markdown(data['model'])})",
         "",
@@ -520,6 +537,12 @@ def to_markdown(data: dict[str, Any]) -> str:
             + " | ".join(cells)
             + f" | {f'{floor:,}' if floor else '–'} | {goal_cell} |"
         )
+    return lines, failures
+
+
+def _box_goal_markdown(data: dict[str, Any]) -> list[str]:
+    """Whether box met its goal on every case, else where and why not."""
+    lines: list[str] = []
     missed = [
         (c, e["box_goal"])
         for c, e in data["cases"].items()
@@ -536,6 +559,12 @@ def to_markdown(data: dict[str, Any]) -> str:
         ]
     else:
         lines[-1] += "met on every case."
+    return lines
+
+
+def _totals_markdown(data: dict[str, Any], strategies: list[str]) -> list[str]:
+    """Totals per strategy over the runs that passed, the floor, and box's gap to it."""
+    pricing = data.get("pricing") or {}
     price_line = (
         f"Dollars at {pricing.get('model')} list prices (input ${pricing.get('input_usd_per_mtok')}, "
         f"cached input ${pricing.get('cached_input_usd_per_mtok')}, output "
@@ -543,7 +572,7 @@ def to_markdown(data: dict[str, Any]) -> str:
         "data/pricing.yaml); *cached*: each call's prefix shared with the call before it at the "
         "cached price."
     )
-    lines += [
+    lines = [
         "",
         "## Totals (runs that passed)",
         "",
@@ -576,41 +605,47 @@ def to_markdown(data: dict[str, Any]) -> str:
             "(a tool whitelist per mode, notebook 06, removes them); the rest is the system "
             "message, the preview under each reference and the note with it.",
         ]
-    if data.get("design_steps"):
-        lines += [
-            "",
-            "## From tool-context-relay's box to the workbook's, one step at a time",
-            "",
-            "| design | what the step changes | passed | prompt tokens | saved | $ uncached saved | $ cached saved |",
-            "|---|---|---:|---:|---:|---:|---:|",
-        ]
-        for row in data["design_steps"]:
-            saved = row.get("tokens_saved")
-            lines.append(
-                f"| {row['strategy']} | {row['step']} | {row['passed']}/{row['cases']} | "
-                f"{row['prompt_tokens']:,} | {f'{saved:,}' if saved is not None else '–'} | "
-                f"{_usd(row.get('usd_uncached_saved'))} | {_usd(row.get('usd_cached_saved'))} |"
-            )
-    lines += caching_markdown(data)
-    other = data.get("other_models") or {}
-    if other:
-        lines += [
-            "",
-            "## The same runs on other models (cached dollars, runs that passed)",
-            "",
-            "| model | " + " | ".join(strategies) + " |",
-            "|---|" + "---:|" * len(strategies),
-        ]
-        for name, row in other.items():
-            lines.append(f"| {name} | " + " | ".join(_usd(row.get(v)) for v in strategies) + " |")
-    if failures:
-        lines += ["", "## Why runs failed", "", *failures]
-    if data.get("scaling"):
-        from helpers.evaluation.scaling import scaling_markdown
+    return lines
 
-        lines += scaling_markdown(data["scaling"])
-    lines += persona_markdown(data.get("personas") or {})
-    return dollars_as_text("\n".join(lines) + "\n")
+
+def _design_steps_markdown(data: dict[str, Any]) -> list[str]:
+    """Each box design step between tool-context-relay's and the workbook's, and what it saved."""
+    if not data.get("design_steps"):
+        return []
+    lines = [
+        "",
+        "## From tool-context-relay's box to the workbook's, one step at a time",
+        "",
+        "| design | what the step changes | passed | prompt tokens | saved | $ uncached saved | $ cached saved |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in data["design_steps"]:
+        saved = row.get("tokens_saved")
+        lines.append(
+            f"| {row['strategy']} | {row['step']} | {row['passed']}/{row['cases']} | "
+            f"{row['prompt_tokens']:,} | {f'{saved:,}' if saved is not None else '–'} | "
+            f"{_usd(row.get('usd_uncached_saved'))} | {_usd(row.get('usd_cached_saved'))} |"
+        )
+
+    return lines
+
+
+def _other_models_markdown(data: dict[str, Any], strategies: list[str]) -> list[str]:
+    """The same runs priced at other models' list prices."""
+    other = data.get("other_models") or {}
+    if not other:
+        return []
+    lines = [
+        "",
+        "## The same runs on other models (cached dollars, runs that passed)",
+        "",
+        "| model | " + " | ".join(strategies) + " |",
+        "|---|" + "---:|" * len(strategies),
+    ]
+    for name, row in other.items():
+        lines.append(f"| {name} | " + " | ".join(_usd(row.get(v)) for v in strategies) + " |")
+
+    return lines
 
 
 def caching_markdown(data: dict[str, Any]) -> list[str]:
@@ -709,8 +744,6 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
-    from matplotlib.ticker import MaxNLocator
 
     strategies = [v for v in data["totals"] if v != "floor"] + ["floor"]
     case_ids = list(data["cases"])
@@ -725,6 +758,26 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
         figsize=(max(15, 1.1 * len(case_ids) + 8), 6.2),
         gridspec_kw={"width_ratios": [2.6, 1]},
     )
+    _draw_bars(bars, data, strategies, case_ids, colours)
+    _draw_growth(growth, data, strategies, focus, colours)
+    fig.suptitle(f"Truncation vs boxing ({data['model']})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _draw_bars(
+    bars: Any,
+    data: dict[str, Any],
+    strategies: list[str],
+    case_ids: list[str],
+    colours: dict[str, str],
+) -> None:
+    """Grouped bars of prompt tokens per case and strategy, a failed run hatched and marked ✗."""
+    from matplotlib.patches import Patch
+
     width = 0.8 / len(strategies)
     for i, strategy in enumerate(strategies):
         entries = [data["cases"][c].get(strategy, {}) for c in case_ids]
@@ -764,6 +817,14 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
     labels.append("failed its checks")
     bars.legend(handles, labels, ncols=4, fontsize="small")
     bars.grid(axis="y", alpha=0.3)
+
+
+def _draw_growth(
+    growth: Any, data: dict[str, Any], strategies: list[str], focus: str, colours: dict[str, str]
+) -> None:
+    """The context size of each model call of ``focus``, the floor a wide grey band."""
+    from matplotlib.ticker import MaxNLocator
+
     for strategy in ["floor", *[v for v in strategies if v != "floor"]]:
         per_call = data["cases"][focus].get(strategy, {}).get("prompt_tokens_per_call")
         if not per_call:
@@ -798,12 +859,6 @@ def plot(data: dict[str, Any], path: Path, *, focus_case: str | None = None) -> 
     growth.set_title(f"Context growth over the turn: {focus}")
     growth.legend(fontsize="small")
     growth.grid(alpha=0.3)
-    fig.suptitle(f"Truncation vs boxing ({data['model']})")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def headline(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -419,24 +419,7 @@ def run_turn(
         limits=limits or TurnLimits(),
         provider_profile=provider_profile or profile_of(client),
     )
-    try:  # the loop of notebook 01: ask the model, run the tools it calls, until it answers
-        turn.add_user_message()
-        for index in range(max_iterations):
-            schemas = turn.offer_tools()
-            turn.compact_if_due(schemas, index)
-            reply, calls = turn.ask_model(schemas, index)
-            if not calls or reply.finish_reason == "content_filter":
-                return turn.finish(reply, calls)
-            fatal = turn.run_tool_calls(calls)
-            if fatal:
-                return turn.fail(f"the turn stopped: {fatal}")
-    except _TurnFailed as exc:
-        return turn.fail(str(exc), exc.status)
-    except SQLAlchemyError as exc:  # disk full, read-only, locked, corrupt: a verdict
-        return turn.fail(f"the turn stopped: {_store_failure(exc)}")
-    except Exception as exc:  # a bug: a verdict, never a traceback
-        return turn.fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
-    return turn.out_of_iterations(max_iterations)
+    return turn.run(max_iterations)
 
 
 @dataclass
@@ -523,6 +506,28 @@ class _Turn:
             compaction=compaction,
             provider_profile=provider_profile,
         )
+
+    def run(self, max_iterations: int) -> TurnRecord:
+        """The loop of notebook 01: ask the model, run the tools it calls, until it answers (or
+        ``max_iterations`` model calls pass); every failure ends in a verdict, not a raise."""
+        try:
+            self.add_user_message()
+            for index in range(max_iterations):
+                schemas = self.offer_tools()
+                self.compact_if_due(schemas, index)
+                reply, calls = self.ask_model(schemas, index)
+                if not calls or reply.finish_reason == "content_filter":
+                    return self.finish(reply, calls)
+                fatal = self.run_tool_calls(calls)
+                if fatal:
+                    return self.fail(f"the turn stopped: {fatal}")
+        except _TurnFailed as exc:
+            return self.fail(str(exc), exc.status)
+        except SQLAlchemyError as exc:  # disk full, read-only, locked, corrupt: a verdict
+            return self.fail(f"the turn stopped: {_store_failure(exc)}")
+        except Exception as exc:  # a bug: a verdict, never a traceback
+            return self.fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
+        return self.out_of_iterations(max_iterations)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

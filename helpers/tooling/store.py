@@ -277,6 +277,14 @@ def _private_sqlite_files(db_file: Path, *, create: bool = False) -> None:
             make_owner_only(path)
 
 
+def _chunks(text: str) -> list[str]:
+    """``text`` in pieces of :data:`CHUNK_CHARS` characters when it is longer than one piece
+    (stored in ``tool_output_chunks``), else ``[]`` (stored in the row itself)."""
+    if len(text) <= CHUNK_CHARS:
+        return []
+    return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
+
+
 class ToolOutputStore:
     """Persist tool outputs and read them back, whole or in character ranges.
 
@@ -355,11 +363,7 @@ class ToolOutputStore:
             tool_args if isinstance(tool_args, str) else json.dumps(tool_args, ensure_ascii=False)
         )
         encoded = tool_output.encode("utf-8", "surrogatepass")
-        chunks = (
-            [tool_output[i : i + CHUNK_CHARS] for i in range(0, len(tool_output), CHUNK_CHARS)]
-            if len(tool_output) > CHUNK_CHARS
-            else []
-        )
+        chunks = _chunks(tool_output)
         row = ToolOutput(
             ref_id=ids.token_urlsafe(REF_ID_BYTES),
             thread_id=thread_id,

@@ -283,6 +283,55 @@ def _first_difference(want: Any, got: Any, path: str = "arguments") -> tuple[str
     return path, want, got
 
 
+class _UnboxChecks:
+    """The properties of notebook 04's ``unbox``, each run on one generated :class:`UnboxCase`
+    whose references are stored in a scratch store first."""
+
+    def __init__(self, unbox: Callable[..., Any], store: ToolOutputStore):
+        self.unbox = unbox
+        self.store = store
+
+    def run(self, case: UnboxCase) -> tuple[_Refs, Any, Any]:
+        refs = _Refs(self.store, case.value)
+        arguments = refs.concrete(case.arguments)
+        return (
+            refs,
+            arguments,
+            attempt_or(ReferenceRefused, self.unbox, arguments, self.store, refs.thread),
+        )
+
+    def resolves(self, case: UnboxCase) -> None:
+        refs, _, got = self.run(case)
+        want = refs.resolved(case.arguments)
+        expect(
+            not isinstance(got, ReferenceRefused),
+            "the arguments with each whole reference of this thread replaced by its value",
+            f"ReferenceRefused: {got}",
+        )
+        if got != want:
+            where, part, got_part = _first_difference(want, got)
+            expect(False, f"{where} = {short(part, 80)}", f"{where} = {short(got_part, 80)}")
+
+    def refuses(self, case: UnboxCase) -> None:
+        _, _, got = self.run(case)
+        expect(
+            isinstance(got, ReferenceRefused),
+            "ReferenceRefused",
+            f"no exception; returned {short(got, 80)}",
+        )
+
+    def copies(self, case: UnboxCase) -> None:
+        refs = _Refs(self.store, case.value)
+        arguments = refs.concrete(case.arguments)
+        before = copy.deepcopy(arguments)
+        attempt(self.unbox, arguments, self.store, refs.thread)
+        expect(
+            arguments == before,
+            "the caller's arguments unchanged (return a copy)",
+            f"{_first_difference(before, arguments)[0]} was changed",
+        )
+
+
 def check_unbox(unbox: Callable[..., Any]) -> str:
     """Notebook 04, TODO 2: the attendee's ``unbox(arguments, store, thread_id)`` against the
     notebook's four rules, on generated argument trees.
@@ -291,47 +340,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
     """
     with scratch_store("unbox") as store:
-
-        def run(case: UnboxCase) -> tuple[_Refs, Any, Any]:
-            refs = _Refs(store, case.value)
-            arguments = refs.concrete(case.arguments)
-            return (
-                refs,
-                arguments,
-                attempt_or(ReferenceRefused, unbox, arguments, store, refs.thread),
-            )
-
-        def resolves(case: UnboxCase) -> None:
-            refs, _, got = run(case)
-            want = refs.resolved(case.arguments)
-            expect(
-                not isinstance(got, ReferenceRefused),
-                "the arguments with each whole reference of this thread replaced by its value",
-                f"ReferenceRefused: {got}",
-            )
-            if got != want:
-                where, part, got_part = _first_difference(want, got)
-                expect(False, f"{where} = {short(part, 80)}", f"{where} = {short(got_part, 80)}")
-
-        def refuses(case: UnboxCase) -> None:
-            _, _, got = run(case)
-            expect(
-                isinstance(got, ReferenceRefused),
-                "ReferenceRefused",
-                f"no exception; returned {short(got, 80)}",
-            )
-
-        def copies(case: UnboxCase) -> None:
-            refs = _Refs(store, case.value)
-            arguments = refs.concrete(case.arguments)
-            before = copy.deepcopy(arguments)
-            attempt(unbox, arguments, store, refs.thread)
-            expect(
-                arguments == before,
-                "the caller's arguments unchanged (return a copy)",
-                f"{_first_difference(before, arguments)[0]} was changed",
-            )
-
+        checks = _UnboxChecks(unbox, store)
         return Checkpoint(
             "04",
             2,
@@ -341,7 +350,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                     "a whole reference of this thread — also in backticks, quotes, <…>, spaces "
                     "or with a full stop — becomes its stored value, at any depth and any size",
                     unbox_cases((*RESOLVE, "text", "number", "none"), must=RESOLVE),
-                    resolves,
+                    checks.resolves,
                     UnboxCase.shown,
                     terms=("whole", "backticks", "any depth", "read_all"),
                     examples=30,
@@ -350,7 +359,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                     "non-string values and ordinary text stay as they are, even text that "
                     "mentions an unknown reference or another thread's",
                     unbox_cases(KEEP + RESOLVE),
-                    resolves,
+                    checks.resolves,
                     UnboxCase.shown,
                     terms=("ordinary text",),
                     examples=30,
@@ -359,7 +368,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                     "ReferenceRefused for an unknown, malformed or other thread's whole "
                     "reference, and for a reference of this thread inside longer text",
                     unbox_cases(KEEP + RESOLVE + REFUSE, must=REFUSE),
-                    refuses,
+                    checks.refuses,
                     UnboxCase.shown,
                     terms=("ReferenceRefused", "another thread", "inside", "malformed"),
                     examples=40,
@@ -367,7 +376,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                 Property(
                     "unbox never changes the caller's arguments: it returns a copy",
                     unbox_cases(KEEP + RESOLVE, must=RESOLVE, values=texts(20)),
-                    copies,
+                    checks.copies,
                     UnboxCase.shown,
                     terms=("copy",),
                     examples=20,

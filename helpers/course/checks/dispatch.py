@@ -102,17 +102,17 @@ HISTORY = [
 ]
 
 
-def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
-    """Notebook 01, TODO 1: the attendee's ``handle_tool_calls(messages, message, registry)``.
+class _DispatchChecks:
+    """The properties of notebook 01's ``handle_tool_calls``, each run on one generated
+    :class:`DispatchCase` with a probe registry that records what ran."""
 
-    Raises:
-        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
-    """
+    def __init__(self, handle_tool_calls: Callable[..., None]):
+        self.handle_tool_calls = handle_tool_calls
 
-    def dispatched(case: DispatchCase) -> tuple[list[dict[str, Any]], list[str]]:
+    def dispatched(self, case: DispatchCase) -> tuple[list[dict[str, Any]], list[str]]:
         registry, ran = probe_registry()
         messages = copy.deepcopy(HISTORY)
-        attempt(handle_tool_calls, messages, case.message(), registry)
+        attempt(self.handle_tool_calls, messages, case.message(), registry)
         expect(
             messages[: len(HISTORY)] == HISTORY,
             "the messages already in the list unchanged, new ones appended after them",
@@ -120,8 +120,8 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
         )
         return messages[len(HISTORY) :], ran
 
-    def echoed(case: DispatchCase) -> None:
-        new, _ = dispatched(case)
+    def echoed(self, case: DispatchCase) -> None:
+        new, _ = self.dispatched(case)
         want = {
             "role": "assistant",
             "content": case.content,
@@ -136,14 +136,14 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
                 f"{key}: {short(got.get(key), 110)}",
             )
 
-    def one_per_call(case: DispatchCase) -> None:
-        new, _ = dispatched(case)
+    def one_per_call(self, case: DispatchCase) -> None:
+        new, _ = self.dispatched(case)
         want = [("tool", f"call_{i}x") for i in range(len(case.calls))]
         got = [(m.get("role"), m.get("tool_call_id")) for m in new[1:] if isinstance(m, dict)]
         expect(got == want, f"then {want}", f"{got}")
 
-    def results(case: DispatchCase) -> None:
-        new, ran = dispatched(case)
+    def results(self, case: DispatchCase) -> None:
+        new, ran = self.dispatched(case)
         for i, (call, message) in enumerate(zip(case.calls, new[1:], strict=False)):
             content = message.get("content")
             if call.kind == GOOD:
@@ -165,6 +165,14 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
         good = [c.text for c in case.calls if c.kind == GOOD]
         expect(ran == good, f"every good call runs once, in order: {short(good)}", short(ran))
 
+
+def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
+    """Notebook 01, TODO 1: the attendee's ``handle_tool_calls(messages, message, registry)``.
+
+    Raises:
+        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+    """
+    checks = _DispatchChecks(handle_tool_calls)
     return Checkpoint(
         "01",
         1,
@@ -174,14 +182,14 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
                 "first the assistant message, echoed whole: role, content, and every call's id, "
                 "type 'function', name and arguments as the model sent them",
                 cases((GOOD, *BAD)),
-                echoed,
+                checks.echoed,
                 DispatchCase.shown,
                 terms=("assistant message", "id", "type", "name", "arguments"),
             ),
             Property(
                 "then exactly one tool message per call, in order, with its call's tool_call_id",
                 cases((GOOD, *BAD)),
-                one_per_call,
+                checks.one_per_call,
                 DispatchCase.shown,
                 terms=("one `tool` message per call", "tool_call_id"),
             ),
@@ -190,7 +198,7 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
                 'malformed JSON, an unknown tool, wrong arguments, a tool that raises — an {"error": "…"} '
                 "JSON object, and the other calls still run",
                 cases((GOOD, *BAD)),
-                results,
+                checks.results,
                 DispatchCase.shown,
                 terms=(
                     "registry.get(name).call(arguments)",

@@ -71,6 +71,120 @@ log_cases = st.builds(
 )
 
 
+class _LogToolChecks:
+    """The properties of notebook 02's ``log_tool``, each run on one generated :class:`LogCase`
+    against a scratch store."""
+
+    def __init__(self, log_tool: Callable[..., Any], store: ToolOutputStore):
+        self.log_tool = log_tool
+        self.store = store
+
+    def logged(self, case: LogCase, thread: str | None = None) -> tuple[str, Any, Any]:
+        thread = thread or f"{case.thread_id}·{nonce()}"  # fresh: inputs never collide
+        with local_time_zone(case.zone):
+            row_id = attempt(
+                self.log_tool,
+                self.store.engine,
+                thread,
+                case.tool_call_id,
+                case.tool_name,
+                copy.deepcopy(case.tool_args),
+                case.tool_output,
+            )
+        row = self.store.get(thread, case.tool_call_id, with_content=True)
+        expect(
+            row is not None,
+            "a row found by (thread_id, tool_call_id) after log_tool returns",
+            "no row: was the session committed, with this thread_id and tool_call_id?",
+        )
+        return thread, row_id, row
+
+    def read_back_whole(self, case: LogCase) -> None:
+        _, _, row = self.logged(case)
+        try:
+            args = json.loads(row.tool_args)
+        except ValueError:
+            args = None
+        for field, want, got in (
+            ("tool_name", case.tool_name, row.tool_name),
+            ("kind", "tool_output", row.kind),
+            ("tool_args (parsed back with json.loads)", case.tool_args, args),
+            ("content (the full output)", case.tool_output, row.content),
+        ):
+            expect(want == got, f"{field} = {short(want, 60)}", f"{field} = {short(got, 60)}")
+
+    def units(self, case: LogCase) -> None:
+        _, _, row = self.logged(case)
+        data = case.tool_output.encode("utf-8")
+        for field, want, got in (
+            ("n_chars (characters)", len(case.tool_output), row.n_chars),
+            ("n_bytes (UTF-8 bytes)", len(data), row.n_bytes),
+            ("sha256 (of the UTF-8 bytes)", ids.content_sha256(case.tool_output), row.sha256),
+        ):
+            expect(want == got, f"{field} = {want!r}", f"{field} = {got!r}")
+
+    def utc_now(self, case: LogCase) -> None:
+        before = datetime.now(UTC)
+        _, _, row = self.logged(case)
+        after = datetime.now(UTC)
+        ok = before - CLOCK_SLACK <= row.created_at <= after + CLOCK_SLACK
+        expect(
+            ok,
+            f"created_at ≈ {before:%Y-%m-%d %H:%M:%S} UTC (datetime.now(UTC))",
+            f"{row.created_at:%Y-%m-%d %H:%M:%S} UTC, "
+            f"{(row.created_at - before).total_seconds() / 3600:+.1f} hours off",
+        )
+
+    def returns_id(self, case: LogCase) -> None:
+        _, row_id, row = self.logged(case)
+        expect(
+            type(row_id) is int and row_id == row.id,
+            f"the new row's id, the int {row.id}",
+            short(row_id),
+        )
+
+    def unguessable(self, case: LogCase) -> None:
+        _, _, first = self.logged(case)
+        _, _, second = self.logged(case)
+        for ref in (first.ref_id, second.ref_id):
+            expect(
+                bool(REF_ID_RE.fullmatch(ref or "")),
+                "a ref_id of at least 16 URL-safe characters (secrets.token_urlsafe(12))",
+                short(ref),
+            )
+            expect(
+                case.tool_call_id not in ref and ref not in first.sha256,
+                "a random ref_id, not made from the call or its output",
+                short(ref),
+            )
+        expect(
+            first.ref_id != second.ref_id,
+            "two different ref_ids for two calls with the same arguments and output",
+            f"{first.ref_id!r} twice",
+        )
+
+    def unique_per_thread(self, case: LogCase) -> None:
+        thread, _, _ = self.logged(case)
+        with local_time_zone(case.zone):
+            again = attempt_or(
+                IntegrityError,
+                self.log_tool,
+                self.store.engine,
+                thread,
+                case.tool_call_id,
+                case.tool_name,
+                {},
+                "again",
+            )
+        if not isinstance(again, IntegrityError):
+            raise Broken(
+                "IntegrityError for a tool_call_id already logged in the thread",
+                "a second row was stored",
+            )
+        expect(self.store.count(thread) == 1, "1 row in the thread", self.store.count(thread))
+        self.logged(case, thread=f"{thread}·other")  # the same id in another thread: a new row
+
+
 def check_log_tool(log_tool: Callable[..., Any]) -> str:
     """Notebook 02, TODO 1: run the checkpoint of the attendee's ``log_tool(engine, thread_id,
     tool_call_id, tool_name, tool_args, tool_output) -> int``.
@@ -82,111 +196,7 @@ def check_log_tool(log_tool: Callable[..., Any]) -> str:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
     """
     with scratch_store("log_tool") as store:
-
-        def logged(case: LogCase, thread: str | None = None) -> tuple[str, Any, Any]:
-            thread = thread or f"{case.thread_id}·{nonce()}"  # fresh: inputs never collide
-            with local_time_zone(case.zone):
-                row_id = attempt(
-                    log_tool,
-                    store.engine,
-                    thread,
-                    case.tool_call_id,
-                    case.tool_name,
-                    copy.deepcopy(case.tool_args),
-                    case.tool_output,
-                )
-            row = store.get(thread, case.tool_call_id, with_content=True)
-            expect(
-                row is not None,
-                "a row found by (thread_id, tool_call_id) after log_tool returns",
-                "no row: was the session committed, with this thread_id and tool_call_id?",
-            )
-            return thread, row_id, row
-
-        def read_back_whole(case: LogCase) -> None:
-            _, _, row = logged(case)
-            try:
-                args = json.loads(row.tool_args)
-            except ValueError:
-                args = None
-            for field, want, got in (
-                ("tool_name", case.tool_name, row.tool_name),
-                ("kind", "tool_output", row.kind),
-                ("tool_args (parsed back with json.loads)", case.tool_args, args),
-                ("content (the full output)", case.tool_output, row.content),
-            ):
-                expect(want == got, f"{field} = {short(want, 60)}", f"{field} = {short(got, 60)}")
-
-        def units(case: LogCase) -> None:
-            _, _, row = logged(case)
-            data = case.tool_output.encode("utf-8")
-            for field, want, got in (
-                ("n_chars (characters)", len(case.tool_output), row.n_chars),
-                ("n_bytes (UTF-8 bytes)", len(data), row.n_bytes),
-                ("sha256 (of the UTF-8 bytes)", ids.content_sha256(case.tool_output), row.sha256),
-            ):
-                expect(want == got, f"{field} = {want!r}", f"{field} = {got!r}")
-
-        def utc_now(case: LogCase) -> None:
-            before = datetime.now(UTC)
-            _, _, row = logged(case)
-            after = datetime.now(UTC)
-            ok = before - CLOCK_SLACK <= row.created_at <= after + CLOCK_SLACK
-            expect(
-                ok,
-                f"created_at ≈ {before:%Y-%m-%d %H:%M:%S} UTC (datetime.now(UTC))",
-                f"{row.created_at:%Y-%m-%d %H:%M:%S} UTC, "
-                f"{(row.created_at - before).total_seconds() / 3600:+.1f} hours off",
-            )
-
-        def returns_id(case: LogCase) -> None:
-            _, row_id, row = logged(case)
-            expect(
-                type(row_id) is int and row_id == row.id,
-                f"the new row's id, the int {row.id}",
-                short(row_id),
-            )
-
-        def unguessable(case: LogCase) -> None:
-            _, _, first = logged(case)
-            _, _, second = logged(case)
-            for ref in (first.ref_id, second.ref_id):
-                expect(
-                    bool(REF_ID_RE.fullmatch(ref or "")),
-                    "a ref_id of at least 16 URL-safe characters (secrets.token_urlsafe(12))",
-                    short(ref),
-                )
-                expect(
-                    case.tool_call_id not in ref and ref not in first.sha256,
-                    "a random ref_id, not made from the call or its output",
-                    short(ref),
-                )
-            expect(
-                first.ref_id != second.ref_id,
-                "two different ref_ids for two calls with the same arguments and output",
-                f"{first.ref_id!r} twice",
-            )
-
-        def unique_per_thread(case: LogCase) -> None:
-            thread, _, _ = logged(case)
-            with local_time_zone(case.zone):
-                again = attempt_or(
-                    IntegrityError,
-                    log_tool,
-                    store.engine,
-                    thread,
-                    case.tool_call_id,
-                    case.tool_name,
-                    {},
-                    "again",
-                )
-            if not isinstance(again, IntegrityError):
-                raise Broken(
-                    "IntegrityError for a tool_call_id already logged in the thread",
-                    "a second row was stored",
-                )
-            expect(store.count(thread) == 1, "1 row in the thread", store.count(thread))
-            logged(case, thread=f"{thread}·other")  # the same id in another thread: a new row
+        checks = _LogToolChecks(log_tool, store)
 
         def prop(statement: str, check: Callable[[LogCase], None], *terms: str) -> Property:
             return Property(statement, log_cases, check, LogCase.shown, terms=terms, examples=20)
@@ -199,34 +209,34 @@ def check_log_tool(log_tool: Callable[..., Any]) -> str:
                 prop(
                     "the row is found by (thread_id, tool_call_id) and reads back whole: "
                     "tool_name, kind 'tool_output', the arguments as JSON text, the full output",
-                    read_back_whole,
+                    checks.read_back_whole,
                     "JSON text",
                     "kind",
                     "commit",
                 ),
                 prop(
                     "n_chars counts characters; n_bytes and sha256 are about the UTF-8 bytes",
-                    units,
+                    checks.units,
                     "n_chars",
                     "n_bytes",
                     "UTF-8",
                 ),
                 prop(
                     "created_at is the moment of the call, in UTC, whatever the local time zone",
-                    utc_now,
+                    checks.utc_now,
                     "UTC",
                     "time zone",
                 ),
-                prop("log_tool returns the new row's integer id", returns_id, "row's id"),
+                prop("log_tool returns the new row's integer id", checks.returns_id, "row's id"),
                 prop(
                     "ref_id is unguessable: 16 or more random URL-safe characters, new each call",
-                    unguessable,
+                    checks.unguessable,
                     "secrets.token_urlsafe",
                 ),
                 prop(
                     "a tool_call_id is unique per thread: a second log in the same thread "
                     "raises IntegrityError; in another thread it is a new row",
-                    unique_per_thread,
+                    checks.unique_per_thread,
                     "IntegrityError",
                     "another thread",
                 ),
@@ -325,6 +335,54 @@ def _kept(store: ToolOutputStore) -> set[int]:
         return {row_id - 1 for row_id in db.scalars(select(ToolOutput.id))}
 
 
+class _PruneChecks:
+    """The properties of notebook 02's ``prune``, each run on one generated :class:`PruneCase`:
+    the attendee's function and :meth:`ToolOutputStore.prune` on the same rows."""
+
+    def __init__(self, prune: Callable[..., Any], store: ToolOutputStore):
+        self.prune = prune
+        self.store = store
+
+    def outcome(self, case: PruneCase, yours: bool) -> tuple[int | str, set[int]]:
+        _fill(self.store, case)
+        if yours:
+            with local_time_zone(case.zone):
+                got = attempt_or(
+                    ValueError,
+                    self.prune,
+                    self.store.engine,
+                    older_than=case.older_than,
+                    thread_id=case.thread_id,
+                )
+            gone = "ValueError" if isinstance(got, ValueError) else got
+        else:
+            try:
+                gone = self.store.prune(older_than=case.older_than, thread_id=case.thread_id)
+            except ValueError:
+                gone = "ValueError"
+        return gone, _kept(self.store)
+
+    def same_rows(self, case: PruneCase) -> None:
+        want_gone, want_kept = self.outcome(case, yours=False)
+        got_gone, got_kept = self.outcome(case, yours=True)
+        what = "raises ValueError" if want_gone == "ValueError" else f"{want_gone} deleted"
+        expect(
+            got_kept == want_kept,
+            f"{what}; left: {case.describe(want_kept)}",
+            f"{'raised ValueError' if got_gone == 'ValueError' else f'{got_gone} deleted'}; "
+            f"left: {case.describe(got_kept)}",
+        )
+
+    def returns_count(self, case: PruneCase) -> None:
+        want_gone, _ = self.outcome(case, yours=False)
+        got_gone, _ = self.outcome(case, yours=True)
+        expect(
+            got_gone == want_gone,
+            f"{want_gone} (the number of rows deleted)",
+            short(got_gone),
+        )
+
+
 def check_prune(prune: Callable[..., Any]) -> str:
     """Notebook 02, TODO 2: run the checkpoint of the attendee's ``prune(engine, older_than=None,
     thread_id=None) -> int`` against :meth:`ToolOutputStore.prune` on the same rows.
@@ -336,46 +394,7 @@ def check_prune(prune: Callable[..., Any]) -> str:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
     """
     with scratch_store("prune") as store:
-
-        def outcome(case: PruneCase, yours: bool) -> tuple[int | str, set[int]]:
-            _fill(store, case)
-            if yours:
-                with local_time_zone(case.zone):
-                    got = attempt_or(
-                        ValueError,
-                        prune,
-                        store.engine,
-                        older_than=case.older_than,
-                        thread_id=case.thread_id,
-                    )
-                gone = "ValueError" if isinstance(got, ValueError) else got
-            else:
-                try:
-                    gone = store.prune(older_than=case.older_than, thread_id=case.thread_id)
-                except ValueError:
-                    gone = "ValueError"
-            return gone, _kept(store)
-
-        def same_rows(case: PruneCase) -> None:
-            want_gone, want_kept = outcome(case, yours=False)
-            got_gone, got_kept = outcome(case, yours=True)
-            what = "raises ValueError" if want_gone == "ValueError" else f"{want_gone} deleted"
-            expect(
-                got_kept == want_kept,
-                f"{what}; left: {case.describe(want_kept)}",
-                f"{'raised ValueError' if got_gone == 'ValueError' else f'{got_gone} deleted'}; "
-                f"left: {case.describe(got_kept)}",
-            )
-
-        def returns_count(case: PruneCase) -> None:
-            want_gone, _ = outcome(case, yours=False)
-            got_gone, _ = outcome(case, yours=True)
-            expect(
-                got_gone == want_gone,
-                f"{want_gone} (the number of rows deleted)",
-                short(got_gone),
-            )
-
+        checks = _PruneChecks(prune, store)
         ages = st.sampled_from(CUTOFFS)
         threads = st.sampled_from(("t0", "t1", "T0", "t9"))
 
@@ -398,14 +417,14 @@ def check_prune(prune: Callable[..., Any]) -> str:
                     "with no filter, prune raises ValueError and deletes nothing",
                     st.none(),
                     st.none(),
-                    same_rows,
+                    checks.same_rows,
                     "ValueError",
                 ),
                 prop(
                     "by age alone: exactly the rows older than older_than go, in any time zone",
                     ages,
                     st.none(),
-                    same_rows,
+                    checks.same_rows,
                     "older than",
                     "UTC",
                 ),
@@ -413,21 +432,21 @@ def check_prune(prune: Callable[..., Any]) -> str:
                     "by thread alone: every row of that thread goes, and only those",
                     st.none(),
                     threads,
-                    same_rows,
+                    checks.same_rows,
                     "thread",
                 ),
                 prop(
                     "with both filters: only rows that are old AND in the thread go",
                     ages,
                     threads,
-                    same_rows,
+                    checks.same_rows,
                     "AND",
                 ),
                 prop(
                     "prune returns how many rows it deleted",
                     st.one_of(st.none(), ages),
                     threads,
-                    returns_count,
+                    checks.returns_count,
                     "how many",
                 ),
             ],
