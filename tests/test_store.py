@@ -301,3 +301,13 @@ def test_the_alembic_command_migrates_the_configured_store(tmp_path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "-> 0003" in done.stderr and ToolOutputStore(url).migrated == "current"
+
+
+def test_a_reference_id_can_be_typed_as_an_argument(tmp_path) -> None:
+    """A ref_id never starts with '-' (argparse would read it as an option: `workbook outputs
+    show -Xy…` failed once in 64 rows); 2,000 rows would hold about 31 such ids otherwise."""
+    store = ToolOutputStore(f"sqlite:///{tmp_path / 'ids.sqlite'}")
+    rows = [store.log_tool("t", f"call_{i}", "deep_check", "{}", "x") for i in range(2000)]
+    store.close()
+    assert not [r.ref_id for r in rows if r.ref_id.startswith("-")]
+    assert len({r.ref_id for r in rows}) == 2000 and all(len(r.ref_id) == 16 for r in rows)

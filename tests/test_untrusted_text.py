@@ -415,8 +415,9 @@ def test_outputs_show_writes_stored_text_as_data_unless_raw(hostile_env, capsys,
     row = store.log_tool("t-hostile", "call_h1", "get_page", "{}", HOSTILE)
     db = store.url
     store.close()
-    main(["outputs", "show", row.ref_id, "--db", db, "--color", "never"])
-    shown = capsys.readouterr().out
+    code = main(["outputs", "show", row.ref_id, "--db", db, "--color", "never"])
+    shown, err = capsys.readouterr()
+    assert code == 0, err
     assert_terminal_safe(shown, "outputs show")
     assert "\\x1b]52;" in shown and "\\u202e" in shown
     main(["outputs", "show", row.ref_id, "--db", db, "--raw"])

@@ -27,6 +27,7 @@ from helpers.evaluation.compare import Comparison
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
     DESIGN_STEPS,
+    RunOptions,
     client_for_cases,
     policy_for,
     run_cases,
@@ -86,7 +87,9 @@ def _comparison(store: ToolOutputStore) -> dict:
     """Every shipped case (the large ones too) under every strategy and design step, the
     personas on the regular cases, and the scaling run up to 10 MB."""
     cases = load_cases(ALL_CASES)
-    common = {"client": client_for_cases(resolve_model("offline", env={}), cases), "store": store}
+    common = RunOptions(
+        client=client_for_cases(resolve_model("offline", env={}), cases), store=store
+    )
     runs = run_cases(
         cases, [*COMPARED_STRATEGIES, *DESIGN_STEPS], model="offline-reference", **common
     )

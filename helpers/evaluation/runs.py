@@ -18,6 +18,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import openai
 
@@ -154,19 +155,35 @@ def run_case(
     return CaseRun(case, strategy, record, validate(case, record), persona, seconds)
 
 
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments :func:`run_cases` and :func:`run_personas` pass on to
+    :func:`run_case`, typed (``client`` and ``store`` are required by ``run_case``)."""
+
+    client: openai.OpenAI
+    model: str
+    store: ToolOutputStore
+    registry: ToolRegistry | None
+    threshold: int | None
+    limit: int
+    few_shot: bool
+    boxing: str | None
+    temperature: float | None
+    compaction: CompactionSettings | None
+
+
 def run_cases(
     cases: Iterable[Case],
     strategies: Iterable[str],
     *,
     on_done: Callable[[CaseRun], None] | None = None,
-    **kwargs: object,
+    **kwargs: Unpack[RunOptions],
 ) -> list[CaseRun]:
     """Every case under every strategy (case-major order); ``kwargs`` go to :func:`run_case`."""
     runs = []
     strategies = list(strategies)
     for case in cases:
         for strategy in strategies:
-            run = run_case(case, strategy, **kwargs)  # type: ignore[arg-type]
+            run = run_case(case, strategy, **kwargs)
             runs.append(run)
             if on_done:
                 on_done(run)
@@ -178,7 +195,7 @@ def run_personas(
     personas: Iterable[Persona],
     *,
     on_done: Callable[[CaseRun], None] | None = None,
-    **kwargs: object,
+    **kwargs: Unpack[RunOptions],
 ) -> list[CaseRun]:
     """Every case run by every persona, under the persona's own strategy (box or truncate).
 
@@ -189,5 +206,6 @@ def run_personas(
     cases = list(cases)
     for persona in personas:
         strategy = persona.strategy
-        runs += run_cases(cases, [strategy], model=persona.model_name, on_done=on_done, **kwargs)
+        options = RunOptions(**{**kwargs, "model": persona.model_name})
+        runs += run_cases(cases, [strategy], on_done=on_done, **options)
     return runs

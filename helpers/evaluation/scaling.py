@@ -18,7 +18,12 @@ from typing import Any
 from helpers.cases import Case
 from helpers.escaping import for_markdown
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
-from helpers.evaluation.runs import COMPARED_STRATEGIES, refused_prompt_tokens, run_case
+from helpers.evaluation.runs import (
+    COMPARED_STRATEGIES,
+    RunOptions,
+    refused_prompt_tokens,
+    run_case,
+)
 from helpers.models.llm import make_client, resolve_model
 from helpers.models.offline import OfflineModel
 from helpers.tooling.pages import DOCUMENTS, serve_document
@@ -138,12 +143,7 @@ def run_scaling(
     own_store = store is None
     store = store or ToolOutputStore("sqlite://")
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in strategies}
-    common: dict[str, Any] = {
-        "client": client,
-        "model": config.model,
-        "store": store,
-        "registry": registry,
-    }
+    common = RunOptions(client=client, model=config.model, store=store, registry=registry)
     try:
         warm_up = scaling_case(1_000)  # the first turn of a process pays for imports and caches
         model.add_plan(warm_up.prompt, warm_up.offline_plan or [])

@@ -71,7 +71,8 @@ from helpers.tooling.migrations import migrate
 KIND_TOOL_OUTPUT = "tool_output"
 #: How long a SQLite writer waits for a lock before it raises (milliseconds).
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
-#: Bytes of randomness in a reference id (``secrets.token_urlsafe``): 16 URL-safe characters.
+#: Bytes of randomness in a reference id (:func:`helpers.ids.argument_safe_token`): 16 URL-safe
+#: characters, never starting with ``-``.
 REF_ID_BYTES = 12
 #: The longest ``tool_call_id`` the store takes, in characters (the client's own ids are 29).
 MAX_TOOL_CALL_ID_CHARS = 255
@@ -365,7 +366,7 @@ class ToolOutputStore:
         encoded = tool_output.encode("utf-8", "surrogatepass")
         chunks = _chunks(tool_output)
         row = ToolOutput(
-            ref_id=ids.token_urlsafe(REF_ID_BYTES),
+            ref_id=ids.argument_safe_token(REF_ID_BYTES),
             thread_id=thread_id,
             thread_key=thread_key(thread_id),
             tool_call_id=tool_call_id,

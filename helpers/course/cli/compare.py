@@ -33,6 +33,7 @@ from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
     DESIGN_STEPS,
+    RunOptions,
     client_for_cases,
     run_cases,
     run_personas,
@@ -118,13 +119,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return usage_error(args, str(exc))
     client = client_for_cases(config, cases)
-    shared: dict[str, Any] = {
-        "client": client,
-        "store": store,
-        "threshold": args.threshold,
-        "limit": args.limit,
-        "temperature": config.temperature,
-    }
+    shared = RunOptions(
+        client=client,
+        store=store,
+        threshold=args.threshold,
+        limit=args.limit,
+        temperature=config.temperature,
+    )
     sizes = [s for s in SCALING_SIZES_BYTES if s <= args.scaling_max_bytes] if args.scaling else []
     if sizes and not config.offline:
         out.print("[dim]the scaling run is offline only: no scaling for a real model[/]")
