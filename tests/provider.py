@@ -1,4 +1,5 @@
-"""A scripted OpenAI-compatible provider on loopback, for tests: real HTTP, real shapes.
+"""The tests' one fake provider: a scripted OpenAI-compatible server, on loopback (real HTTP,
+real shapes) or in-process (:meth:`ScriptedProvider.transport`, :func:`scripted_client`).
 
 Real providers are messy in ways the offline model never is. :class:`ScriptedProvider` is a
 standard-library HTTP server on 127.0.0.1 that answers each ``POST …/chat/completions`` with the
@@ -15,6 +16,7 @@ HTTP 400 when an assistant message with tool calls comes back without it).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -24,6 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import httpx2
+import openai
 
 #: DeepSeek's message when reasoning_content is not sent back (its thinking-mode guide).
 DEEPSEEK_MISSING = (
@@ -177,6 +182,7 @@ class ScriptedProvider:
         self.mistral_ids = mistral_ids
         self._mistral_count = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
+        self.chat_bodies: list[dict[str, Any]] = []  # each chat request's JSON body, as it came
         self._lock = threading.Lock()
         outer = self
 
@@ -204,13 +210,13 @@ class ScriptedProvider:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._handler = Handler
+        self.httpd: ThreadingHTTPServer | None = None  # loopback HTTP, opened by ``with``
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1`` (with the configured prefix)."""
+        assert self.httpd is not None, "enter the provider (with ...) to serve it on loopback"
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}{self.prefix}"
 
@@ -229,6 +235,7 @@ class ScriptedProvider:
             expected = self.prefix.rstrip("/") + "/chat/completions"
             if path.split("?")[0].rstrip("/") != expected:
                 return Answer({"error": {"message": f"no route {path}"}}, status=404)
+            self.chat_bodies.append(body)
             if self.thinking:
                 for index, message in enumerate(body.get("messages", [])):
                     if (
@@ -300,13 +307,27 @@ class ScriptedProvider:
                     [{"type": "reasoning.text", "text": "step by step", "signature": "sig-1"}],
                 )
 
+    def transport(self) -> httpx2.MockTransport:
+        """The same provider in-process: an ``httpx2`` transport that answers each request as
+        the loopback server would (no socket, no delay)."""
+
+        def handle(request: httpx2.Request) -> httpx2.Response:
+            answer = self._answer(request.url.path, dict(request.headers), request.read())
+            headers = {"content-type": answer.content_type, **answer.headers}
+            return httpx2.Response(answer.status, content=answer.encoded(), headers=headers)
+
+        return httpx2.MockTransport(handle)
+
     def __enter__(self) -> ScriptedProvider:
-        self._thread.start()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
 
 
 # -- a hostile model and endpoint ------------------------------------------------------------
@@ -353,3 +374,51 @@ def hostile_replies() -> Step:
         return HOSTILE_REPLIES[next(count) % len(HOSTILE_REPLIES)]
 
     return step
+
+
+# -- the same provider in-process, replaying given assistant messages ---------------------------
+
+
+def scripted_client(
+    replies: list[dict[str, Any]], usages: list[tuple[int, int]] | None = None
+) -> tuple[openai.OpenAI, list[dict[str, Any]]]:
+    """``(client, requests)``: a real ``openai`` client whose provider (in-process, through
+    :meth:`ScriptedProvider.transport`) answers with ``replies`` in turn (the last repeats), each
+    with its ``(prompt, completion)`` usage; ``requests`` fills with each chat request body."""
+
+    def reply(i: int) -> Step:
+        prompt, completion_tokens = usages[i] if usages else (1, 1)
+        body = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{"index": 0, "message": replies[i], "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt + completion_tokens,
+            },
+        }
+        return lambda _request: copy.deepcopy(body)
+
+    provider = ScriptedProvider([reply(i) for i in range(len(replies))])
+    client = openai.OpenAI(
+        base_url="http://scripted.invalid/v1",
+        api_key="k",
+        max_retries=0,
+        http_client=httpx2.Client(transport=provider.transport()),
+    )
+    return client, provider.chat_bodies
+
+
+def tool_calls(*calls: tuple[str, str, str]) -> dict[str, Any]:
+    """An assistant message with tool calls given as (id, name, JSON arguments text)."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in calls
+        ],
+    }

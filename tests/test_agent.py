@@ -7,7 +7,7 @@ import json
 
 import httpx2
 import openai
-from scripted import scripted_client, tool_calls
+from provider import scripted_client, tool_calls
 
 from helpers.cases import load_cases
 from helpers.context.policies import make_policy

@@ -268,7 +268,7 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
 
 
 def test_optional_model_written_summary_through_the_same_client() -> None:
-    from scripted import scripted_client
+    from provider import scripted_client
 
     from helpers.context.compaction import model_summarizer
 
@@ -357,7 +357,7 @@ def test_merged_summaries_stay_bounded(errors, rounds) -> None:
 def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
     """A new tool carries its compaction category: the agent's compaction files its calls as
     writes (every file named), where an unknown tool would be 'execution'."""
-    from scripted import scripted_client, tool_calls
+    from provider import scripted_client, tool_calls
 
     from helpers.context.policies import make_policy
     from helpers.loop.agent import CompactionSettings, run_turn

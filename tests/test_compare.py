@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from hang import HANG_GUARD_S
-from scripted import scripted_client, tool_calls
+from provider import scripted_client, tool_calls
 
 from helpers.cases import Case, load_cases
 from helpers.context.policies import make_policy

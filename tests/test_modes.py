@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from hang import HANG_GUARD_S
-from scripted import scripted_client, tool_calls
+from provider import scripted_client, tool_calls
 
 from helpers import resolve_model
 from helpers.cases import load_cases

@@ -13,7 +13,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted import scripted_client
+from provider import scripted_client
 
 from helpers.context.compaction import SUMMARY_COMPLETION_LIMIT_TOKENS, model_summarizer
 from helpers.models.llm import ConfigError, make_client, resolve_model
