@@ -922,8 +922,16 @@ def write_report(
     comparison: Comparison, out_dir: Path, *, focus_case: str | None = None
 ) -> dict[str, Path]:
     """Write ``compare.json``, ``compare.md`` and ``compare.png`` into ``out_dir``."""
+    return write_report_data(comparison.to_json(), out_dir, focus_case=focus_case)
+
+
+def write_report_data(
+    data: dict[str, Any], out_dir: Path, *, focus_case: str | None = None
+) -> dict[str, Path]:
+    """Write the report of ``data`` (:meth:`Comparison.to_json`) into ``out_dir``: its JSON,
+    Markdown and plots (``scaling.png`` too when it holds a scaling run); returns the paths by
+    kind."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = comparison.to_json()
     paths = {
         "json": out_dir / "compare.json",
         "md": out_dir / "compare.md",

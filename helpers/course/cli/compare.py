@@ -5,7 +5,6 @@ totals."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from helpers.course.cli.common import (
     usage_error,
 )
 from helpers.escaping import for_rich
-from helpers.evaluation.compare import Comparison, write_report
+from helpers.evaluation.compare import Comparison, write_report_data
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
@@ -156,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
     comparison = Comparison(
         runs, config.model, args.threshold, args.limit, price_model=price_model, scaling=scaling
     )
-    paths = write_report(comparison, Path(args.out), focus_case=args.focus)
-    data = json.loads(paths["json"].read_text(encoding="utf-8"))
+    data = comparison.to_json()
+    paths = write_report_data(data, Path(args.out), focus_case=args.focus)
     _print_summary(out, data, scaling)
     for kind, path in paths.items():
         out.print(f"wrote {path} ({kind})")
