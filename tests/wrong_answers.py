@@ -1130,3 +1130,87 @@ _FRESH: dict[tuple[str, int], list[tuple[str, str]]] = {
 }
 for _key, _answers in _FRESH.items():
     WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers
+
+# -- the second fresh round (01·1, 02, 04·2–4, 07·1–3): 5 of 78 wrong answers passed, each by
+# an input the generators did not draw; each is now drawn ------------------------------------
+
+_UNBOX = """def unbox(arguments, store, thread_id):
+    ref = reference_id(arguments)
+    if ref is not None:
+        row = store.get_by_ref(ref)
+        if row is None or row.thread_id != thread_id:
+            raise ReferenceRefused("refused")
+        return store.read_all(row.id)
+    if isinstance(arguments, dict):
+        return {dict_values} for k, v in arguments.items()}}
+    if isinstance(arguments, list):
+        return [unbox(v, store, thread_id) for v in arguments]
+    if isinstance(arguments, str):
+        for inside in {inside}:
+            row = store.get_by_ref(inside)
+            if row is not None and row.thread_id == thread_id:
+                raise ReferenceRefused("pass the reference alone")
+    return arguments
+"""
+_ROUND_TWO: dict[tuple[str, int], list[tuple[str, str]]] = {
+    ("01", 1): [
+        (
+            "one tool message per distinct id: a call lost when a provider repeats an id",
+            """def handle_tool_calls(messages, message, registry):
+    messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls]})
+    results = {}
+    for call in message.tool_calls:
+        try:
+            results[call.id] = registry.get(call.function.name).call(
+                json.loads(call.function.arguments))
+        except Exception as exc:
+            results[call.id] = json.dumps({"error": str(exc)})
+    for call_id, content in results.items():
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+""",
+        ),
+    ],
+    ("04", 2): [
+        (
+            "dict keys unboxed too",
+            _UNBOX.format(
+                dict_values="{unbox(k, store, thread_id): unbox(v, store, thread_id)",
+                inside="embedded_reference_ids(arguments)",
+            ),
+        ),
+        (
+            "only the first id inside a text checked",
+            _UNBOX.format(
+                dict_values="{k: unbox(v, store, thread_id)",
+                inside="embedded_reference_ids(arguments)[:1]",
+            ),
+        ),
+    ],
+    ("07", 1): [
+        (
+            "a tool offered when its name is part of an allowed name",
+            """def schemas_for_mode(registry, mode):
+    allowed = MODES[mode]
+    return [tool.schema() for tool in registry
+            if allowed is None or any(tool.name in name for name in allowed)]
+""",
+        ),
+    ],
+    ("07", 2): [
+        (
+            "tool names compared without case: a forged GET_PAGE runs get_page",
+            """def guarded_call(registry, mode, name, arguments):
+    allowed = MODES[mode]
+    if allowed is not None and name.lower() not in {a.lower() for a in allowed}:
+        return json.dumps({"error": f"tool {name!r} is not available in mode {mode!r}"})
+    real = name.lower() if name.lower() in registry else name
+    return registry.get(real).call(arguments)
+""",
+        ),
+    ],
+}
+for _key, _answers in _ROUND_TWO.items():
+    WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers

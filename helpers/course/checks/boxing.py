@@ -167,7 +167,9 @@ WRAPS = ("{}", "`{}`", " {} ", '"{}"', "<{}>", "{}.", "'{}'")
 #: Leaves of an argument tree: kinds that stay, that are resolved, and that are refused.
 KEEP = ("text", "number", "none", "flag", "lookalike", "foreign_inside")
 RESOLVE = ("ref",)
-REFUSE = ("foreign_ref", "unknown_ref", "malformed", "inside")
+REFUSE = ("foreign_ref", "unknown_ref", "malformed", "inside", "inside_second")
+#: A dict key that is this thread's reference: keys are names, never unboxed.
+REF_KEY = "<this thread's ref>"
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,7 @@ class Leaf:
             "unknown_ref": "internal://AAAAAAAAAAAAAAAA",
             "malformed": "internal://not a ref!",
             "inside": "'Please analyse <this thread's ref>'",
+            "inside_second": "'compare internal://AAAAAAAAAAAAAAAA and <this thread's ref>'",
             "foreign_inside": "'see <another thread's ref>'",
             "lookalike": "'see internal://AAAAAAAAAAAAAAAA'",
         }.get(self.kind, self.kind)
@@ -200,7 +203,7 @@ def trees(kinds: tuple[str, ...]) -> Any:
         lambda inner: st.one_of(
             st.lists(inner, min_size=1, max_size=3),
             st.dictionaries(
-                st.sampled_from(["text", "files", "content", "n", "meta"]),
+                st.sampled_from(["text", "files", "content", "n", "meta", REF_KEY]),
                 inner,
                 min_size=1,
                 max_size=3,
@@ -242,9 +245,12 @@ class _Refs:
         self.theirs = make_reference(store.log_tool(other, "call_" + nonce(), "t", {}, "x").ref_id)
         self.value = value
 
+    def key(self, key: str) -> str:
+        return self.mine if key == REF_KEY else key
+
     def concrete(self, tree: Any) -> Any:
         if isinstance(tree, dict):
-            return {k: self.concrete(v) for k, v in tree.items()}
+            return {self.key(k): self.concrete(v) for k, v in tree.items()}
         if isinstance(tree, list):
             return [self.concrete(v) for v in tree]
         leaf: Leaf = tree
@@ -260,11 +266,12 @@ class _Refs:
             "unknown_ref": "internal://AAAAAAAAAAAAAAAA",
             "malformed": "internal://not a ref!",
             "inside": f"Please analyse {self.mine}",
+            "inside_second": f"compare internal://AAAAAAAAAAAAAAAA and {self.mine}",
         }[leaf.kind]
 
     def resolved(self, tree: Any) -> Any:
         if isinstance(tree, dict):
-            return {k: self.resolved(v) for k, v in tree.items()}
+            return {self.key(k): self.resolved(v) for k, v in tree.items()}
         if isinstance(tree, list):
             return [self.resolved(v) for v in tree]
         return self.value if tree.kind == "ref" else self.concrete(tree)
@@ -356,21 +363,28 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                     examples=30,
                 ),
                 Property(
-                    "non-string values and ordinary text stay as they are, even text that "
-                    "mentions an unknown reference or another thread's",
+                    "dict keys, non-string values and ordinary text stay as they are, even text "
+                    "that mentions an unknown reference or another thread's",
                     unbox_cases(KEEP + RESOLVE),
                     checks.resolves,
                     UnboxCase.shown,
-                    terms=("ordinary text",),
+                    terms=("ordinary text", "dict keys", "keys are names"),
                     examples=30,
                 ),
                 Property(
                     "ReferenceRefused for an unknown, malformed or other thread's whole "
-                    "reference, and for a reference of this thread inside longer text",
+                    "reference, and for a reference of this thread inside longer text (wherever "
+                    "it is among the text's ids)",
                     unbox_cases(KEEP + RESOLVE + REFUSE, must=REFUSE),
                     checks.refuses,
                     UnboxCase.shown,
-                    terms=("ReferenceRefused", "another thread", "inside", "malformed"),
+                    terms=(
+                        "ReferenceRefused",
+                        "another thread",
+                        "inside",
+                        "malformed",
+                        "check every one",
+                    ),
                     examples=40,
                 ),
                 Property(

@@ -70,30 +70,39 @@ class Call:
 @dataclass(frozen=True)
 class DispatchCase:
     calls: list[Call]
+    ids: tuple[str, ...]  # one per call; a provider may repeat an id
     content: str | None
+
+    def wire_calls(self) -> list[dict[str, Any]]:
+        return [c.wire(call_id) for c, call_id in zip(self.calls, self.ids, strict=True)]
 
     def message(self) -> ChatCompletionMessage:
         return ChatCompletionMessage.model_validate(
-            {
-                "role": "assistant",
-                "content": self.content,
-                "tool_calls": [c.wire(f"call_{i}x") for i, c in enumerate(self.calls)],
-            }
+            {"role": "assistant", "content": self.content, "tool_calls": self.wire_calls()}
         )
 
     def shown(self) -> str:
         calls = ", ".join(
             f"{c.kind}{'(' + short(c.text, 20) + ')' if c.kind == GOOD else ''}" for c in self.calls
         )
-        return f"an assistant message (content={short(self.content, 20)}) with {len(self.calls)} tool calls: {calls}"
+        repeated = f" (ids {', '.join(self.ids)})" if len(set(self.ids)) < len(self.ids) else ""
+        return (
+            f"an assistant message (content={short(self.content, 20)}) with "
+            f"{len(self.calls)} tool calls{repeated}: {calls}"
+        )
 
 
-def cases(kinds: tuple[str, ...]) -> Any:
-    return st.builds(
-        DispatchCase,
-        st.lists(st.builds(Call, st.sampled_from(kinds), texts(15)), min_size=1, max_size=4),
-        st.one_of(st.none(), texts(20)),
+@st.composite
+def cases(draw: Any, kinds: tuple[str, ...]) -> DispatchCase:
+    """Messages of one to four calls of ``kinds``; now and then a call repeats an earlier id."""
+    calls = draw(
+        st.lists(st.builds(Call, st.sampled_from(kinds), texts(15)), min_size=1, max_size=4)
     )
+    ids: list[str] = []
+    for i in range(len(calls)):
+        repeat = bool(ids) and draw(st.integers(0, 3)) == 3
+        ids.append(draw(st.sampled_from(ids)) if repeat else f"call_{i}x")
+    return DispatchCase(calls, tuple(ids), draw(st.one_of(st.none(), texts(20))))
 
 
 HISTORY = [
@@ -125,7 +134,7 @@ class _DispatchChecks:
         want = {
             "role": "assistant",
             "content": case.content,
-            "tool_calls": [c.wire(f"call_{i}x") for i, c in enumerate(case.calls)],
+            "tool_calls": case.wire_calls(),
         }
         got = new[0] if new else None
         expect(isinstance(got, dict), f"first appended: {short(want, 100)}", short(got))
@@ -138,7 +147,7 @@ class _DispatchChecks:
 
     def one_per_call(self, case: DispatchCase) -> None:
         new, _ = self.dispatched(case)
-        want = [("tool", f"call_{i}x") for i in range(len(case.calls))]
+        want = [("tool", call_id) for call_id in case.ids]
         got = [(m.get("role"), m.get("tool_call_id")) for m in new[1:] if isinstance(m, dict)]
         expect(got == want, f"then {want}", f"{got}")
 
@@ -149,7 +158,7 @@ class _DispatchChecks:
             if call.kind == GOOD:
                 expect(
                     content == f"echo: {call.text}",
-                    f"call_{i}x: {'echo: ' + call.text!r}",
+                    f"call #{i + 1}: {'echo: ' + call.text!r}",
                     short(content),
                 )
                 continue
@@ -159,7 +168,7 @@ class _DispatchChecks:
                 error = None
             expect(
                 isinstance(error, str) and bool(error),
-                f'call_{i}x ({call.kind}): a JSON object {{"error": "<what went wrong>"}}',
+                f'call #{i + 1} ({call.kind}): a JSON object {{"error": "<what went wrong>"}}',
                 short(content),
             )
         good = [c.text for c in case.calls if c.kind == GOOD]
@@ -187,11 +196,12 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
                 terms=("assistant message", "id", "type", "name", "arguments"),
             ),
             Property(
-                "then exactly one tool message per call, in order, with its call's tool_call_id",
+                "then exactly one tool message per call, in order, with its call's tool_call_id "
+                "(even when a provider repeats an id)",
                 cases((GOOD, *BAD)),
                 checks.one_per_call,
                 DispatchCase.shown,
-                terms=("one `tool` message per call", "tool_call_id"),
+                terms=("one `tool` message per call", "tool_call_id", "repeats an id"),
             ),
             Property(
                 "a good call's tool message holds the tool's output unchanged; a bad call — "

@@ -29,7 +29,9 @@ from helpers.course.checkpoint import (
 from helpers.course.checks.inputs import json_values, texts
 from helpers.tooling.registry import ToolRegistry, tool_from_function
 
-#: Tool names a generated registry draws from: the workbook's, and two it does not know.
+#: Tool names a generated registry draws from: the workbook's, two it does not know, and names
+#: that are parts of whitelisted names ("check", "internal_resource") or differ only in case
+#: ("Get_Page"): a whitelist matches whole names, exactly.
 TOOL_NAMES = (
     "yt_transcribe",
     "deep_check",
@@ -40,6 +42,8 @@ TOOL_NAMES = (
     "internal_resource_grep",
     "plot_chart",
     "delete_everything",
+    "check",
+    "Get_Page",
 )
 KNOWN_MODES = tuple(MODES)
 UNKNOWN_MODES = ("Explore", "EXPLORE", " explore", "explore ", "admin", "", "Operate")
@@ -112,11 +116,11 @@ def check_schemas_for_mode(schemas_for_mode: Callable[[ToolRegistry, str], Any])
         [
             Property(
                 "a known mode offers the schemas of exactly its whitelisted tools (every tool "
-                "when the whitelist is None), in registry order",
+                "when the whitelist is None; names match exactly), in registry order",
                 st.builds(ModeCase, registries, st.sampled_from(KNOWN_MODES)),
                 known,
                 ModeCase.shown,
-                terms=("tool.schema()", "None", "registry order"),
+                terms=("tool.schema()", "None", "registry order", "exactly", "another case"),
             ),
             Property(
                 "an unknown mode ('Explore', 'admin', '') offers nothing: a guard fails closed",
@@ -146,10 +150,13 @@ class GuardCase:
 
 @st.composite
 def guard_cases(draw: Any, modes: tuple[str, ...]) -> GuardCase:
+    """A call naming a tool of the registry, or now and then that name in capitals (a forged
+    name that a case-insensitive guard would let through to the real tool)."""
     names = draw(registries)
-    return GuardCase(
-        names, draw(st.sampled_from(modes)), draw(st.sampled_from(names)), draw(texts(12))
-    )
+    name = draw(st.sampled_from(names))
+    if draw(st.integers(0, 3)) == 3:
+        name = name.upper()
+    return GuardCase(names, draw(st.sampled_from(modes)), name, draw(texts(12)))
 
 
 def _allowed(case: GuardCase) -> bool | None:
@@ -209,12 +216,12 @@ def check_guarded_call(guarded_call: Callable[..., str]) -> str:
         "guarded_call",
         [
             Property(
-                "a tool outside the mode is refused before it runs, with a JSON error result "
-                "naming the tool and the mode",
+                "a tool outside the mode (a name not on its whitelist exactly as written) is "
+                "refused before it runs, with a JSON error result naming the tool and the mode",
                 guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) is False),
                 refuses,
                 GuardCase.shown,
-                terms=("before", "JSON error", "names the tool and the mode"),
+                terms=("before", "JSON error", "names the tool and the mode", "exactly as written"),
                 examples=30,
             ),
             Property(
@@ -228,7 +235,7 @@ def check_guarded_call(guarded_call: Callable[..., str]) -> str:
             Property(
                 "a tool the mode allows runs once, with the arguments as given, and its result "
                 "comes back unchanged",
-                guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) is True),
+                guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) and c.name in c.names),
                 runs_allowed,
                 GuardCase.shown,
                 terms=("registry.get(name).call(arguments)",),
