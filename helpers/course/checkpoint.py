@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from hypothesis import HealthCheck, find, settings
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
@@ -218,11 +218,14 @@ def _install_short_reports() -> None:
 
 
 def _settings(examples: int) -> settings:
+    # no explain phase: it reruns the attendee's code to annotate the failing input, which a
+    # checkpoint's short report never shows (it took three quarters of a failing check's time)
     return settings(
         max_examples=examples,
         derandomize=True,
         database=None,
         deadline=None,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
