@@ -112,27 +112,105 @@ _PUBLIC: dict[str, str] = {
     "run_scaling": "helpers.evaluation.scaling",
     "load_prices": "helpers.evaluation.pricing",
     "turn_cost": "helpers.evaluation.pricing",
+    # the context controls the notebooks take apart
+    "ReferenceRefused": "helpers.context.boxing",
+    "make_reference": "helpers.context.boxing",
+    "reference_id": "helpers.context.boxing",
+    "embedded_reference_ids": "helpers.context.boxing",
+    "Presented": "helpers.context.policies",
+    "guess_mime_type": "helpers.context.policies",
+    "internal_resource_grep": "helpers.context.resolve_tools",
+    "CompactionRules": "helpers.context.compaction",
+    "SUMMARY_HEADER": "helpers.context.compaction",
+    "compact": "helpers.context.compaction",
+    "find_exchanges": "helpers.context.compaction",
+    "quoted": "helpers.context.compaction",
+    "summarize_category": "helpers.context.compaction",
+    "DualStreamPolicy": "helpers.context.dual_stream",
+    "MODES": "helpers.context.modes",
+    "for_mode": "helpers.context.modes",
+    "dispatch": "helpers.loop.agent",
+    "new_thread_id": "helpers.loop.agent",
+    # the store's table, for notebook 02
+    "Base": "helpers.tooling.store",
+    "ToolOutput": "helpers.tooling.store",
+    "make_engine": "helpers.tooling.store",
+    "get_page": "helpers.tooling.tools",
+    "run_sql": "helpers.tooling.tools",
+    "yt_transcribe": "helpers.tooling.tools",
+    # the run-time folder, guards, personas, untrusted text
+    "var_dir": "helpers.paths",
+    "outbox_dir": "helpers.paths",
+    "GUARDS": "helpers.guards",
+    "PERSONAS": "helpers.personas",
+    "MISTAKE_PERSONAS": "helpers.personas",
+    "for_terminal": "helpers.escaping",
+    "load_case": "helpers.cases",
+    # the comparison's reports and charts
+    "COMPARED_STRATEGIES": "helpers.evaluation.runs",
+    "run_personas": "helpers.evaluation.runs",
+    "comparison_markdown": "helpers.evaluation.compare",
+    "headline_html": "helpers.evaluation.compare",
+    "scaling_markdown": "helpers.evaluation.scaling",
+    "plot_totals": "helpers.evaluation.room_charts",
+    "plot_scaling_room": "helpers.evaluation.room_charts",
+    # the course: hints, views, budgets, progress, and each TODO's checkpoint
+    "hint": "helpers.course.hints",
+    "approve_spend": "helpers.course.budget",
+    "progress": "helpers.course.progress",
+    "answer_html": "helpers.course.views",
+    "full_result_widget": "helpers.course.views",
+    "markdown_view": "helpers.course.views",
+    "messages_html": "helpers.course.views",
+    "side_by_side": "helpers.course.views",
+    "check_handle_tool_calls": "helpers.course.checks.dispatch",
+    "check_log_tool": "helpers.course.checks.persist",
+    "check_prune": "helpers.course.checks.persist",
+    "check_make_preview": "helpers.course.checks.preview",
+    "check_fetch_tool_output": "helpers.course.checks.preview",
+    "check_box_result": "helpers.course.checks.boxing",
+    "check_unbox": "helpers.course.checks.boxing",
+    "check_read_slice": "helpers.course.checks.boxing",
+    "check_grep": "helpers.course.checks.boxing",
+    "check_categorize": "helpers.course.checks.compaction",
+    "check_summarize_writes": "helpers.course.checks.compaction",
+    "check_fold_indices": "helpers.course.checks.compaction",
+    "check_schemas_for_mode": "helpers.course.checks.modes",
+    "check_guarded_call": "helpers.course.checks.modes",
+    "check_summarize": "helpers.course.checks.modes",
 }
 
+#: The public names (the notebooks import only these): the keys of :data:`_PUBLIC`.
 __all__ = [
     "BOX_DESIGNS",
+    "COMPARED_STRATEGIES",
+    "GUARDS",
+    "MISTAKE_PERSONAS",
+    "MODES",
+    "PERSONAS",
     "STATUSES",
     "STRATEGIES",
+    "SUMMARY_HEADER",
     "AgentsSdkTrimmerPolicy",
+    "Base",
     "BoxDesign",
     "BoxPolicy",
     "Case",
     "ClaudeCodePolicy",
     "CodexPolicy",
+    "CompactionRules",
     "CompactionSettings",
     "Comparison",
     "DeepAgentsPolicy",
+    "DualStreamPolicy",
     "InlinePolicy",
     "MiddleTruncatePolicy",
     "ModelCallRecord",
     "ModelConfig",
     "OfflineModel",
     "OfflineServer",
+    "Presented",
+    "ReferenceRefused",
     "ResultPolicy",
     "StoredOutput",
     "Strategy",
@@ -140,33 +218,83 @@ __all__ = [
     "Tool",
     "ToolCallRecord",
     "ToolContext",
+    "ToolOutput",
     "ToolOutputStore",
     "ToolRegistry",
     "TruncatePolicy",
     "TurnLimits",
     "TurnRecord",
+    "answer_html",
+    "approve_spend",
     "build_policy",
+    "check_box_result",
+    "check_categorize",
+    "check_fetch_tool_output",
+    "check_fold_indices",
+    "check_grep",
+    "check_guarded_call",
+    "check_handle_tool_calls",
+    "check_log_tool",
+    "check_make_preview",
+    "check_prune",
+    "check_read_slice",
+    "check_schemas_for_mode",
+    "check_summarize",
+    "check_summarize_writes",
+    "check_unbox",
     "client_for_cases",
+    "compact",
+    "comparison_markdown",
     "count_chat_tokens",
     "count_tokens",
     "default_registry",
+    "dispatch",
+    "embedded_reference_ids",
+    "find_exchanges",
+    "for_mode",
+    "for_terminal",
+    "full_result_widget",
+    "get_page",
+    "guess_mime_type",
+    "headline_html",
+    "hint",
+    "internal_resource_grep",
+    "load_case",
     "load_cases",
     "load_history",
     "load_prices",
     "make_client",
+    "make_engine",
     "make_policy",
+    "make_reference",
+    "markdown_view",
+    "messages_html",
+    "new_thread_id",
     "offline_client",
     "open_thread",
+    "outbox_dir",
+    "plot_scaling_room",
+    "plot_totals",
     "policy_for",
+    "progress",
+    "quoted",
+    "reference_id",
     "register_strategy",
     "resolve_model",
     "run_case",
     "run_cases",
+    "run_personas",
     "run_scaling",
+    "run_sql",
     "run_turn",
+    "scaling_markdown",
+    "side_by_side",
+    "summarize_category",
     "tool_from_function",
     "turn_cost",
+    "var_dir",
     "write_report",
+    "yt_transcribe",
 ]
 assert set(__all__) == set(_PUBLIC)  # one list, two forms: keep them together
 
@@ -185,53 +313,116 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-if TYPE_CHECKING:  # what type checkers and editors see
-    from helpers.cases import Case, load_cases
+if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBLIC
+    from helpers.cases import Case, load_case, load_cases
     from helpers.context.anchors import (
         AgentsSdkTrimmerPolicy,
         ClaudeCodePolicy,
         CodexPolicy,
         DeepAgentsPolicy,
     )
+    from helpers.context.boxing import (
+        ReferenceRefused,
+        embedded_reference_ids,
+        make_reference,
+        reference_id,
+    )
+    from helpers.context.compaction import (
+        SUMMARY_HEADER,
+        CompactionRules,
+        compact,
+        find_exchanges,
+        quoted,
+        summarize_category,
+    )
+    from helpers.context.dual_stream import DualStreamPolicy
+    from helpers.context.modes import MODES, for_mode
     from helpers.context.policies import (
         BOX_DESIGNS,
         BoxDesign,
         BoxPolicy,
         InlinePolicy,
         MiddleTruncatePolicy,
+        Presented,
         ResultPolicy,
         TruncatePolicy,
+        guess_mime_type,
         make_policy,
     )
+    from helpers.context.resolve_tools import internal_resource_grep
     from helpers.context.strategies import (
         Strategy,
         StrategyOptions,
         build_policy,
         register_strategy,
     )
-    from helpers.evaluation.compare import Comparison, write_report
+    from helpers.course.budget import approve_spend
+    from helpers.course.checks.boxing import (
+        check_box_result,
+        check_grep,
+        check_read_slice,
+        check_unbox,
+    )
+    from helpers.course.checks.compaction import (
+        check_categorize,
+        check_fold_indices,
+        check_summarize_writes,
+    )
+    from helpers.course.checks.dispatch import check_handle_tool_calls
+    from helpers.course.checks.modes import (
+        check_guarded_call,
+        check_schemas_for_mode,
+        check_summarize,
+    )
+    from helpers.course.checks.persist import check_log_tool, check_prune
+    from helpers.course.checks.preview import check_fetch_tool_output, check_make_preview
+    from helpers.course.hints import hint
+    from helpers.course.progress import progress
+    from helpers.course.views import (
+        answer_html,
+        full_result_widget,
+        markdown_view,
+        messages_html,
+        side_by_side,
+    )
+    from helpers.escaping import for_terminal
+    from helpers.evaluation.compare import (
+        Comparison,
+        comparison_markdown,
+        headline_html,
+        write_report,
+    )
     from helpers.evaluation.pricing import load_prices, turn_cost
+    from helpers.evaluation.room_charts import plot_scaling_room, plot_totals
     from helpers.evaluation.runs import (
+        COMPARED_STRATEGIES,
         STRATEGIES,
         client_for_cases,
         policy_for,
         run_case,
         run_cases,
+        run_personas,
     )
-    from helpers.evaluation.scaling import run_scaling
+    from helpers.evaluation.scaling import run_scaling, scaling_markdown
+    from helpers.guards import GUARDS
+    from helpers.limits import TurnLimits
     from helpers.loop.agent import (
         STATUSES,
         CompactionSettings,
         ModelCallRecord,
         ToolCallRecord,
         TurnRecord,
+        dispatch,
+        new_thread_id,
         run_turn,
     )
     from helpers.loop.threads import load_history, open_thread
     from helpers.models.llm import ModelConfig, make_client, resolve_model
     from helpers.models.offline import OfflineModel, offline_client
     from helpers.models.offline_server import OfflineServer
+    from helpers.paths import outbox_dir, var_dir
+    from helpers.personas import MISTAKE_PERSONAS, PERSONAS
     from helpers.tokens import count_chat_tokens, count_tokens
     from helpers.tooling.registry import Tool, ToolContext, ToolRegistry, tool_from_function
-    from helpers.tooling.store import StoredOutput, ToolOutputStore
-    from helpers.tooling.tools import default_registry
+    from helpers.tooling.store import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
+    from helpers.tooling.tools import default_registry, get_page, run_sql, yt_transcribe

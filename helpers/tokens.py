@@ -20,6 +20,8 @@ import gzip
 import hashlib
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib.util import find_spec
@@ -40,6 +42,12 @@ O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_REPLY_PRIMING = 3
+
+#: Texts of at least this many characters have their count remembered (a turn re-counts every
+#: earlier message at each model call; short texts are cheaper to encode than to look up).
+REMEMBER_FROM_CHARS = 1_024
+#: How many counts are remembered, least recently used first out (a key is 16 bytes).
+REMEMBERED_COUNTS = 8_192
 
 
 def ensure_encoding_cache() -> Path:
@@ -84,9 +92,39 @@ def encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding(ENCODING_NAME)
 
 
+class _Counts:
+    """Token counts of long texts, keyed by a BLAKE2b digest of their UTF-8 bytes (hashing is
+    far cheaper than encoding, and a digest holds no text in memory). Thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.counts: OrderedDict[bytes, int] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self.lock:
+            if key in self.counts:
+                self.counts.move_to_end(key)
+                return self.counts[key]
+        n = len(encoding().encode(text, disallowed_special=()))
+        with self.lock:
+            self.counts[key] = n
+            if len(self.counts) > self.size:
+                self.counts.popitem(last=False)
+        return n
+
+
+_COUNTS = _Counts(REMEMBERED_COUNTS)
+
+
 def count_tokens(text: str) -> int:
-    """Number of o200k_base tokens in ``text`` (special-token text counts as ordinary text)."""
-    return len(encoding().encode(text, disallowed_special=()))
+    """Number of o200k_base tokens in ``text`` (special-token text counts as ordinary text).
+
+    Counts of texts of :data:`REMEMBER_FROM_CHARS` characters or more are remembered."""
+    if len(text) < REMEMBER_FROM_CHARS:
+        return len(encoding().encode(text, disallowed_special=()))
+    return _COUNTS.count(text)
 
 
 def count_message_tokens(message: Mapping[str, Any]) -> int:

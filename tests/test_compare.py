@@ -13,7 +13,7 @@ from provider import scripted_client, tool_calls
 
 from helpers.cases import Case, load_cases
 from helpers.context.policies import make_policy
-from helpers.evaluation.compare import Comparison, floor_tokens, to_markdown
+from helpers.evaluation.compare import Comparison, comparison_markdown, floor_tokens
 from helpers.evaluation.runs import CaseRun
 from helpers.evaluation.validation import validate
 from helpers.instructions import GENERAL
@@ -71,7 +71,7 @@ def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
     ]
     assert data["cases"]["tiny"]["floor"]["prompt_tokens_per_call"] == expected_floor
     assert data["totals"]["box"]["ratio_to_floor"] == round(220 / sum(expected_floor), 3)
-    assert "| tiny | 400 ✅ | 220 ✅ |" in to_markdown(data)
+    assert "| tiny | 400 ✅ | 220 ✅ |" in comparison_markdown(data)
 
 
 def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, store) -> None:

@@ -138,3 +138,24 @@ def test_the_guides_schedules_add_up() -> None:
                 assert minutes == minutes_of[name], (
                     f"{name}: {minutes} scheduled, {minutes_of[name]} estimated"
                 )
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
+def test_a_notebook_imports_only_the_public_api(path: Path) -> None:
+    """Every name a notebook takes from the library comes from ``helpers`` itself and is in
+    ``helpers.__all__`` (the public API), never from a submodule."""
+    import ast
+
+    import helpers
+
+    for cell in _cells(path):
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if line[:1] not in "%!")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("helpers") for a in node.names), cell.source
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
+                assert node.module == "helpers", f"{path.name}: from {node.module} import …"
+                missing = {a.name for a in node.names} - set(helpers.__all__)
+                assert not missing, f"{path.name}: {missing} not in helpers.__all__"

@@ -52,7 +52,7 @@ from helpers.escaping import (
     for_terminal,
     visible,
 )
-from helpers.evaluation.compare import headline_html, to_markdown
+from helpers.evaluation.compare import comparison_markdown, headline_html
 from helpers.evaluation.scaling import breaks_markdown, scaling_markdown
 from helpers.loop.agent import TurnRecord
 from helpers.tooling.store import ToolOutputStore
@@ -402,11 +402,11 @@ def test_cases_and_compare_show_model_text_as_data(hostile_env, capsys, tmp_path
     raw_json = (report / "compare.json").read_text(encoding="utf-8")
     assert raw_json.isascii() and json.loads(raw_json)["cases"]
     data = json.loads(raw_json)
-    assert_markdown_inert(to_markdown(data), "to_markdown (notebook 05)")
+    assert_markdown_inert(comparison_markdown(data), "comparison_markdown (notebook 05)")
     assert_html_inert(headline_html(data), "headline_html (notebook 05)")
     assert_hidden_from_mathjax(headline_html(data), "headline_html (notebook 05)")
     assert_hidden_from_mathjax(
-        _MARKDOWN.render(markdown_view(to_markdown(data)).data), "compare.md (notebook 05)"
+        _MARKDOWN.render(markdown_view(comparison_markdown(data)).data), "compare.md (notebook 05)"
     )
 
 

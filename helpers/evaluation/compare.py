@@ -476,7 +476,7 @@ def _usd(value: float | None) -> str:
     return f"{sign}${amount:,.4f}" if amount < 1 else f"{sign}${amount:,.2f}"
 
 
-def to_markdown(data: dict[str, Any]) -> str:
+def comparison_markdown(data: dict[str, Any]) -> str:
     """``compare.md``: per-case tokens and dollars side by side, the box goal, totals, the design
     steps, what caching changes, other models, then the scaling and the personas. Text from a
     model, a provider or a case file is written with :func:`helpers.escaping.for_markdown`; the
@@ -940,7 +940,7 @@ def write_report_data(
     if data.get("scaling"):
         paths["scaling_png"] = out_dir / "scaling.png"
     paths["json"].write_text(for_json(data, indent=2) + "\n", encoding="utf-8")
-    paths["md"].write_text(to_markdown(data), encoding="utf-8")
+    paths["md"].write_text(comparison_markdown(data), encoding="utf-8")
     plot(data, paths["png"], focus_case=focus_case)
     if "scaling_png" in paths:
         from helpers.evaluation.scaling import plot_scaling

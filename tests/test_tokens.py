@@ -1,0 +1,38 @@
+"""Token counts: a remembered count is the count tiktoken gives, for any text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers.tokens import REMEMBER_FROM_CHARS, _Counts, count_tokens, encoding
+
+
+def _fresh(text: str) -> int:
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(
+    st.text(st.characters(exclude_categories=()), min_size=1, max_size=40).map(
+        lambda t: t * (REMEMBER_FROM_CHARS // len(t) + 1)
+    ),
+    st.integers(0, 3),
+)
+def test_a_remembered_count_is_the_fresh_count(text: str, trim: int) -> None:
+    """Long texts (lone surrogates, special-token text included), asked twice, and a text that
+    differs from a counted one by its last characters: never another text's count."""
+    assert count_tokens(text) == count_tokens(text) == _fresh(text)
+    shorter = text[: len(text) - trim] + "<|endoftext|>"
+    assert count_tokens(shorter) == _fresh(shorter)
+
+
+def test_the_memory_is_bounded_and_least_recently_used_goes_first() -> None:
+    counts = _Counts(size=2)
+    a, b, c = ("a " * 600, "b " * 600, "c " * 600)
+    counts.count(a)
+    counts.count(b)
+    counts.count(a)  # a is now the most recent
+    counts.count(c)  # b goes
+    assert len(counts.counts) == 2
+    assert counts.count(b) == _fresh(b) and len(counts.counts) == 2
