@@ -253,9 +253,12 @@ _PROFILES = (
 
 #: The host of the offline reference model's base URL (:mod:`helpers.models.offline`).
 OFFLINE_HOST = "offline.invalid"
-#: The offline reference model's completion limit, in tokens: its default context window, which
-#: no answer can pass anyway; it honours whatever limit a request carries.
-OFFLINE_COMPLETION_LIMIT_TOKENS = 128_000
+#: The offline reference model stands for gpt-4o, the model ``workbook compare`` prices its runs
+#: at: gpt-4o's context window and its most output tokens per response (both in
+#: ``data/pricing.yaml``, dated and sourced; a test keeps them equal). A completion that reaches
+#: the output limit is cut (``finish_reason: "length"``) as OpenAI cuts it.
+OFFLINE_CONTEXT_WINDOW_TOKENS = 128_000
+OFFLINE_COMPLETION_LIMIT_TOKENS = 16_384
 
 OFFLINE = ProviderProfile(
     "offline",

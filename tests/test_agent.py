@@ -66,9 +66,15 @@ def test_short_transcript_is_never_boxed_or_truncated(client, registry, store) -
 
 
 def test_every_case_runs_under_every_strategy(client, registry, store) -> None:
+    """Every regular case completes under each strategy, but where the model must copy a value
+    longer than one response holds (gpt-4o's 16,384 output tokens) into a tool call: there the
+    call is cut and refused, never under box (the reference is copied instead)."""
     for case in load_cases():
         for strategy in ("inline", "truncate", "box"):
             rec = _turn(case.prompt, client, registry, store, strategy)
+            if any(c.cut_in_call for c in rec.model_calls):
+                assert strategy != "box", case.id
+                continue
             assert rec.ok, (case.id, strategy, rec.error)
             assert not [t for t in rec.tool_calls if t.result_kind == "error"], (case.id, strategy)
 

@@ -126,5 +126,6 @@ def test_box_meets_its_goal_on_every_shipped_case(client, store, case_id) -> Non
         assert run.passed or strategy != "box", run.validation.reasons
         if run.passed:
             tokens[strategy] = run.record.usage()["prompt_tokens"]
-    best = min(tokens[v] for v in ("inline", "truncate") if v in tokens)
-    assert tokens["box"] <= BOX_GOAL_RATIO * best, tokens
+    rivals = [tokens[v] for v in ("inline", "truncate") if v in tokens]
+    if rivals:  # else only box passes (the goal's verdict: met), as compare.box_verdict says
+        assert tokens["box"] <= BOX_GOAL_RATIO * min(rivals), tokens

@@ -210,7 +210,10 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     assert "| \\$" in md and not re.search(r"(?<!\\)\$\d", md)
 
 
-def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
+def test_workbook_cases_all_fails_only_on_the_output_limit_and_exits_1() -> None:
+    """``--strategy all`` runs inline, truncate and box: every case passes but where the model
+    must copy a value longer than one response holds into a tool call (inline and truncate on
+    pipe1), and then the failure names that limit and the exit code is 1."""
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     ok = subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", "cases", "--strategy", "all", "--json"],
@@ -219,9 +222,15 @@ def test_workbook_cases_all_passes_and_exits_1_on_failure() -> None:
         env=env,
         timeout=HANG_GUARD_S,
     )
-    assert ok.returncode == 0, ok.stdout[-2000:]
     data = json.loads(ok.stdout)
-    assert data["failed"] == 0 and len(data["runs"]) == 3 * len(load_cases())
+    failed = [r for r in data["runs"] if not r["passed"]]
+    assert len(data["runs"]) == 3 * len(load_cases()) and data["failed"] == len(failed)
+    assert {(r["case"], r["strategy"]) for r in failed} == {
+        ("pipe1", "inline"),
+        ("pipe1", "truncate"),
+    }
+    assert all(r["reasons"][0].startswith("the model's output limit") for r in failed), failed
+    assert ok.returncode == 1
     bad = subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", "cases", "--strategy", "middle", "--json"],
         capture_output=True,

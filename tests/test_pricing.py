@@ -101,3 +101,29 @@ def test_anthropic_writes_what_it_caches_at_a_premium() -> None:
     hit = price.cacheable(shared)
     expected = hit * 0.30 + (2600 - hit) * 3.0 * 1.25 + 10 * 15.0
     assert cost.cached_usd == pytest.approx(expected / 1e6)
+
+
+def test_the_offline_model_is_bounded_like_the_model_it_is_priced_at() -> None:
+    """Its context window and its most output tokens per response are those data/pricing.yaml
+    gives for the price model (gpt-4o), and a longer completion is cut with finish_reason
+    'length' even when a request asks for more."""
+    from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
+    from helpers.models.offline import OfflineModel
+    from helpers.providers import (
+        OFFLINE,
+        OFFLINE_COMPLETION_LIMIT_TOKENS,
+        OFFLINE_CONTEXT_WINDOW_TOKENS,
+    )
+
+    price = load_prices().get(DEFAULT_PRICE_MODEL)
+    assert price.context_window_tokens == OFFLINE_CONTEXT_WINDOW_TOKENS
+    assert price.max_output_tokens == OFFLINE_COMPLETION_LIMIT_TOKENS
+    assert OFFLINE.completion_limit_tokens == price.max_output_tokens
+    model = OfflineModel({"say it": [{"answer": "word " * 40_000}]}, max_output_tokens=100)
+    for asked in ({}, {"max_completion_tokens": 100_000}, {"max_tokens": 50}):
+        reply = model.complete(
+            {"model": "offline-reference", "messages": [{"role": "user", "content": "say it"}]}
+            | asked
+        )
+        assert reply["choices"][0]["finish_reason"] == "length"
+        assert reply["usage"]["completion_tokens"] == min(100, asked.get("max_tokens", 100))

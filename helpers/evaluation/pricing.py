@@ -50,6 +50,7 @@ class Price:
     cache_increment_tokens: int
     cache_write_multiplier: float
     context_window_tokens: int | None = None
+    max_output_tokens: int | None = None
 
     def cacheable(self, prefix_tokens: int) -> int:
         """How many of ``prefix_tokens`` shared tokens the provider serves from its cache."""
@@ -104,6 +105,7 @@ def load_prices(path: Path | None = None) -> PriceTable:
                 cache_increment_tokens=int(rules["cache_increment_tokens"]),
                 cache_write_multiplier=float(rules["cache_write_multiplier"]),
                 context_window_tokens=entry.get("context_window_tokens"),
+                max_output_tokens=entry.get("max_output_tokens"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PricingError(f"{path}: model {name!r}: missing or bad field {exc}") from None

@@ -164,6 +164,10 @@ def run_scaling(
                         "status": record.status,
                         "reason": "" if run.passed else run.validation.reasons[0],
                         "looks_inside": sum(1 for t in record.tool_calls if t.name not in registry),
+                        "cut_at_output_tokens": max(
+                            (c.completion_tokens for c in record.model_calls if c.cut_in_call),
+                            default=0,
+                        ),
                     }
                 )
                 if on_done:
@@ -193,7 +197,8 @@ def where_it_breaks(
     """One sentence: the first size at which the strategy fails, and how.
 
     ``points`` are one strategy's runs, smallest size first (``size_bytes``, ``passed``,
-    ``status``, ``prompt_tokens``, ``reason``). A failure reason the sentence cannot name in its
+    ``status``, ``prompt_tokens``, ``reason``, ``cut_at_output_tokens``: the completion tokens of
+    a response cut at the model's output limit inside a tool call, else 0). A failure reason the sentence cannot name in its
     own words is quoted from the run, and it can hold a model's or a provider's text, so it goes
     through ``quote``: the escaping function of the sink the sentence is written to (for
     ``compare.json``, none).
@@ -210,6 +215,11 @@ def where_it_breaks(
     size = _size(failed["size_bytes"])
     if failed["status"] == "context_exceeded":
         how = f"the request ({failed['prompt_tokens']:,} tokens) overflows the context window"
+    elif failed.get("cut_at_output_tokens"):
+        how = (
+            "the model must write the whole result into one tool call, and a response stops at "
+            f"its output limit ({failed['cut_at_output_tokens']:,} tokens)"
+        )
     elif failed["status"] == "max_iterations":
         how = "it runs out of model calls reading the result page by page"
     elif "byte-exact" in failed["reason"] and failed.get("looks_inside"):

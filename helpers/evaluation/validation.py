@@ -257,6 +257,13 @@ def validate(case: Case, record: TurnRecord) -> Validation:
     """Check ``record`` (a turn run on ``case.prompt``) against the case's expectations."""
     reasons: list[str] = []
     notes: list[str] = []
+    cut = [c for c in record.model_calls if c.cut_in_call]
+    if cut:  # the limit that decided the run comes first: it is why the calls went wrong
+        reasons.append(
+            f"the model's output limit: {len(cut)} response(s) stopped at "
+            f"{max(c.completion_tokens for c in cut):,} completion tokens (finish_reason "
+            "'length') inside a tool call, whose cut arguments were refused"
+        )
     if not record.ok:
         reasons.append(f"no answer: {record.error or record.status}")
     calls = [c for c in record.tool_calls if c.ran]

@@ -144,6 +144,12 @@ class ModelCallRecord:
     usage_source: str = "response"
     seconds: float = 0.0
 
+    @property
+    def cut_in_call(self) -> bool:
+        """The response stopped at the model's output limit (``finish_reason`` ``length``)
+        while writing tool calls: their arguments are cut, and the client refuses them."""
+        return self.finish_reason == "length" and self.tool_calls > 0
+
 
 @dataclass
 class ToolCallRecord:

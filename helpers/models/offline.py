@@ -39,7 +39,11 @@ from helpers.personas import (
     persona_for_model,
 )
 from helpers.plans import Plan, PlanError, check_plan
-from helpers.providers import OFFLINE_COMPLETION_LIMIT_TOKENS, OFFLINE_HOST
+from helpers.providers import (
+    OFFLINE_COMPLETION_LIMIT_TOKENS,
+    OFFLINE_CONTEXT_WINDOW_TOKENS,
+    OFFLINE_HOST,
+)
 from helpers.tokens import count_chat_tokens, count_tokens, encoding
 
 OFFLINE_BASE_URL = f"http://{OFFLINE_HOST}/v1"
@@ -89,7 +93,10 @@ class ContextLengthExceeded(WireError):
 
 #: The context window of the offline model, in tokens, unless configured otherwise (the window of
 #: OpenAI's gpt-4o and gpt-4o-mini).
-DEFAULT_CONTEXT_WINDOW_TOKENS = OFFLINE_COMPLETION_LIMIT_TOKENS
+DEFAULT_CONTEXT_WINDOW_TOKENS = OFFLINE_CONTEXT_WINDOW_TOKENS
+#: The most completion tokens the offline model writes in one response, whatever a request asks
+#: (gpt-4o's 16,384): a longer completion is cut, ``finish_reason: "length"``.
+MAX_OUTPUT_TOKENS = OFFLINE_COMPLETION_LIMIT_TOKENS
 
 
 def _check_pairing(messages: list[Mapping[str, Any]]) -> None:
@@ -125,6 +132,8 @@ class OfflineModel:
         context_window_tokens: the longest request it takes (messages plus tool schemas, in
             o200k_base tokens); a longer one is refused as OpenAI refuses it: HTTP 400,
             ``context_length_exceeded``.
+        max_output_tokens: the most completion tokens one response holds (o200k_base tokens),
+            whatever a request asks; a longer completion is cut, ``finish_reason: "length"``.
     """
 
     def __init__(
@@ -133,6 +142,7 @@ class OfflineModel:
         *,
         name: str = OFFLINE_MODEL_NAME,
         context_window_tokens: int = DEFAULT_CONTEXT_WINDOW_TOKENS,
+        max_output_tokens: int = MAX_OUTPUT_TOKENS,
     ):
         if plans is None:
             from helpers.cases import load_plan_book
@@ -141,6 +151,7 @@ class OfflineModel:
         self.plans = {normalize_prompt(p): check_plan(plan) for p, plan in plans.items()}
         self.name = name
         self.context_window_tokens = context_window_tokens
+        self.max_output_tokens = max_output_tokens
 
     def add_plan(self, prompt: str, plan: Plan) -> None:
         """Teach the model one more prompt."""
@@ -236,7 +247,8 @@ class OfflineModel:
             )
         names = [t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)]
         message = self.next_message(messages, persona, names)
-        limit = _completion_limit(request)
+        asked = _completion_limit(request)
+        limit = self.max_output_tokens if asked is None else min(asked, self.max_output_tokens)
         completion_tokens, cut = _fit(message, limit)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         _log_usage(prompt_tokens, completion_tokens)
