@@ -198,10 +198,10 @@ def where_it_breaks(
 
     ``points`` are one strategy's runs, smallest size first (``size_bytes``, ``passed``,
     ``status``, ``prompt_tokens``, ``reason``, ``cut_at_output_tokens``: the completion tokens of
-    a response cut at the model's output limit inside a tool call, else 0). A failure reason the sentence cannot name in its
-    own words is quoted from the run, and it can hold a model's or a provider's text, so it goes
-    through ``quote``: the escaping function of the sink the sentence is written to (for
-    ``compare.json``, none).
+    a response cut at the model's output limit inside a tool call, else 0). A failure reason the
+    sentence cannot name in its own words is quoted from the run, and it can hold a model's or a
+    provider's text, so it goes through ``quote``: the escaping function of the sink the
+    sentence is written to (for ``compare.json``, none).
     """
     failed = next((p for p in points if not p["passed"]), None)
     if failed is None:
