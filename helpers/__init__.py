@@ -108,6 +108,8 @@ _PUBLIC: dict[str, str] = {
     "run_cases": "helpers.evaluation.runs",
     "client_for_cases": "helpers.evaluation.runs",
     "Comparison": "helpers.evaluation.compare",
+    "ComparisonMetrics": "helpers.evaluation.metrics",
+    "load_comparison": "helpers.evaluation.metrics",
     "write_report": "helpers.evaluation.compare",
     "run_scaling": "helpers.evaluation.scaling",
     "load_prices": "helpers.evaluation.pricing",
@@ -149,8 +151,9 @@ _PUBLIC: dict[str, str] = {
     # the comparison's reports and charts
     "COMPARED_STRATEGIES": "helpers.evaluation.runs",
     "run_personas": "helpers.evaluation.runs",
-    "comparison_markdown": "helpers.evaluation.compare",
-    "headline_html": "helpers.evaluation.compare",
+    "comparison_markdown": "helpers.evaluation.report",
+    "headline_html": "helpers.evaluation.report",
+    "guard_hits_text": "helpers.evaluation.report",
     "scaling_markdown": "helpers.evaluation.scaling",
     "plot_totals": "helpers.evaluation.room_charts",
     "plot_scaling_room": "helpers.evaluation.room_charts",
@@ -201,6 +204,7 @@ __all__ = [
     "CompactionRules",
     "CompactionSettings",
     "Comparison",
+    "ComparisonMetrics",
     "DeepAgentsPolicy",
     "DualStreamPolicy",
     "InlinePolicy",
@@ -255,12 +259,14 @@ __all__ = [
     "for_terminal",
     "full_result_widget",
     "get_page",
+    "guard_hits_text",
     "guess_mime_type",
     "headline_html",
     "hint",
     "internal_resource_grep",
     "load_case",
     "load_cases",
+    "load_comparison",
     "load_history",
     "load_prices",
     "make_client",
@@ -386,13 +392,10 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         side_by_side,
     )
     from helpers.escaping import for_terminal
-    from helpers.evaluation.compare import (
-        Comparison,
-        comparison_markdown,
-        headline_html,
-        write_report,
-    )
+    from helpers.evaluation.compare import Comparison, write_report
+    from helpers.evaluation.metrics import ComparisonMetrics, load_comparison
     from helpers.evaluation.pricing import load_prices, turn_cost
+    from helpers.evaluation.report import comparison_markdown, guard_hits_text, headline_html
     from helpers.evaluation.room_charts import plot_scaling_room, plot_totals
     from helpers.evaluation.runs import (
         COMPARED_STRATEGIES,

@@ -8,12 +8,15 @@ import re
 import subprocess
 import sys
 
+import pytest
 from hang import HANG_GUARD_S
 from provider import scripted_client, tool_calls
 
 from helpers.cases import Case, load_cases
 from helpers.context.policies import make_policy
-from helpers.evaluation.compare import Comparison, comparison_markdown, floor_tokens
+from helpers.evaluation.compare import Comparison, floor_tokens
+from helpers.evaluation.metrics import load_comparison
+from helpers.evaluation.report import comparison_markdown
 from helpers.evaluation.runs import CaseRun
 from helpers.evaluation.validation import validate
 from helpers.instructions import GENERAL
@@ -31,7 +34,7 @@ def _call(cid, name, args):
     return tool_calls((cid, name, json.dumps(args)))
 
 
-def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
+def test_report_numbers_against_a_hand_checked_case(registry, store, tmp_path) -> None:
     case = Case(id="tiny", path=None, prompt="p", tool_calls=[{"tool_name": "yt_transcribe"}])
     runs = []
     # inline: 2 model calls of 100 and 300 prompt tokens; box: 100 and 120
@@ -52,14 +55,14 @@ def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
             store=store,
         )
         runs.append(CaseRun(case, strategy, record, validate(case, record)))
-    data = Comparison(runs, "scripted", 256, 600).to_json()
-    inline, box = data["cases"]["tiny"]["inline"], data["cases"]["tiny"]["box"]
-    assert inline["prompt_tokens_per_call"] == [100, 300] and inline["prompt_tokens"] == 400
-    assert inline["peak_context_tokens"] == 300 and inline["completion_tokens"] == 15
-    assert (inline["model_calls"], inline["tool_calls"]) == (2, 1)
-    assert inline["tool_output_chars_in_context"] > 8_000
-    assert box["prompt_tokens"] == 220 and box["tool_output_chars_in_context"] < 40
-    assert data["totals"]["box"]["ratio_to_inline"] == round(220 / 400, 3)
+    metrics = Comparison(runs, "scripted", 256, 600).metrics()
+    inline, box = (metrics.cases["tiny"].runs[v] for v in ("inline", "box"))
+    assert inline.prompt_tokens_per_call == [100, 300] and inline.prompt_tokens == 400
+    assert inline.peak_context_tokens == 300 and inline.completion_tokens == 15
+    assert (inline.model_calls, inline.tool_calls) == (2, 1)
+    assert inline.tool_output_chars_in_context > 8_000
+    assert box.prompt_tokens == 220 and box.tool_output_chars_in_context < 40
+    assert metrics.totals["box"].ratio_to_inline == round(220 / 400, 3)
     # the floor is counted locally over the box conversation (nothing to drop here), under the
     # system message every strategy shares and with only the schema of the tool it calls
     record = runs[1].record
@@ -69,9 +72,33 @@ def test_report_numbers_against_a_hand_checked_case(registry, store) -> None:
         count_chat_tokens(messages[:2], used),
         count_chat_tokens(messages[:4], used),
     ]
-    assert data["cases"]["tiny"]["floor"]["prompt_tokens_per_call"] == expected_floor
-    assert data["totals"]["box"]["ratio_to_floor"] == round(220 / sum(expected_floor), 3)
-    assert "| tiny | 400 ✅ | 220 ✅ |" in comparison_markdown(data)
+    floor = metrics.cases["tiny"].floor
+    assert floor is not None and floor.prompt_tokens_per_call == expected_floor
+    assert metrics.totals["box"].ratio_to_floor == round(220 / sum(expected_floor), 3)
+    assert "| tiny | 400 ✅ | 220 ✅ |" in comparison_markdown(metrics)
+    # compare.json holds every figure: read back, it is the same comparison
+    path = tmp_path / "compare.json"
+    path.write_text(metrics.as_json_text(), encoding="utf-8")
+    assert load_comparison(path) == metrics
+
+
+def test_a_hand_edited_compare_json_is_refused_naming_the_field(tmp_path) -> None:
+    """A report read back from disk is checked field by field: text where a number belongs, or
+    a key no reader knows, is an error that says where, not a figure shown wrong."""
+    metrics = Comparison([], "scripted", None, 600).metrics()
+    path = tmp_path / "compare.json"
+    path.write_text(metrics.as_json_text(), encoding="utf-8")
+    assert load_comparison(path) == metrics  # no runs: an empty report, still a report
+    document = json.loads(metrics.as_json_text())
+    document["totals"] = {"box": {"prompt_tokens": "many"}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"totals\.box\.prompt_tokens"):
+        load_comparison(path)
+    document["totals"] = {}
+    document["surprise"] = 1
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ValueError, match="surprise"):
+        load_comparison(path)
 
 
 def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, store) -> None:
@@ -154,7 +181,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
         timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
-    data = json.loads((out / "compare.json").read_text())
+    metrics = load_comparison(out / "compare.json")
     md = (out / "compare.md").read_text()
     assert md.startswith("# Truncation vs boxing")
     for png in ("compare.png", "scaling.png"):
@@ -167,32 +194,33 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
         "iso639_save",
         "sql_all",
     }
-    assert large <= set(data["cases"]) and len(data["cases"]) == 19
-    for case_id, entry in data["cases"].items():
+    assert large <= set(metrics.cases) and len(metrics.cases) == 19
+    for case_id, entry in metrics.cases.items():
+        runs = entry.runs
         for strategy in ("box", "box-json", "box-tcr"):
-            assert entry[strategy]["passed"], (case_id, strategy, entry[strategy]["reasons"])
+            assert runs[strategy].passed, (case_id, strategy, runs[strategy].reasons)
         for strategy in ("inline", "truncate"):
+            m = runs[strategy]
             if case_id in large:
-                assert not entry[strategy]["passed"], (case_id, strategy)
+                assert not m.passed, (case_id, strategy)
             else:  # a regular case passes, unless it outgrows the scaled-down window (pipe1)
-                m = entry[strategy]
-                assert m["passed"] or m["context_overflow"], (case_id, strategy, m["reasons"])
+                assert m.passed or m.context_overflow, (case_id, strategy, m.reasons)
         if case_id in large:
-            assert (
-                entry["inline"]["context_overflow"]
-                and entry["inline"]["refused_prompt_tokens"] > 12_000
-            )
-            assert entry["box"]["sinks_exact"] in (True, None)
-        assert entry["box_goal"]["met"], (case_id, entry["box_goal"])
-        assert entry["floor"]["prompt_tokens"] <= entry["box"]["prompt_tokens"]
-        for strategy in data["totals"]:
-            if strategy in entry and strategy != "floor":
-                m = entry[strategy]
-                assert 0 <= m["usd_cached"] <= m["usd_uncached"] + 1e-9, (case_id, strategy)
+            inline = runs["inline"]
+            assert inline.context_overflow and (inline.refused_prompt_tokens or 0) > 12_000
+            assert runs["box"].sinks_exact in (True, None)
+        assert entry.box_goal is not None and entry.box_goal.met, (case_id, entry.box_goal)
+        assert entry.floor is not None
+        assert entry.floor.prompt_tokens <= runs["box"].prompt_tokens
+        for strategy in metrics.totals:
+            if strategy in runs:
+                m = runs[strategy]
+                assert m.usd_cached is not None and m.usd_uncached is not None
+                assert 0 <= m.usd_cached <= m.usd_uncached + 1e-9, (case_id, strategy)
     for anchor in ("codex", "deepagents", "claude-code", "agents-sdk", "middle"):
-        assert anchor in data["totals"]
-    assert data["totals"]["box"]["ratio_to_floor"] is not None
-    assert [row["design"] for row in data["design_steps"]] == [
+        assert anchor in metrics.totals
+    assert metrics.totals["box"].ratio_to_floor is not None
+    assert [row.design for row in metrics.design_steps] == [
         "tcr",
         "one-tool",
         "short-prompt",
@@ -200,11 +228,12 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
         "token-threshold",
         "workbook",
     ]
-    assert data["design_steps"][1]["tokens_saved"] > 0  # one schema instead of five
-    scaling = data["scaling"]
-    assert scaling["sizes_bytes"] == [1_000, 3_000, 10_000, 30_000, 100_000]
-    assert scaling["breaks"]["inline"].startswith("breaks at")  # a 12,000-token window
-    assert scaling["breaks"]["box"].startswith("passes at every size")
+    assert (metrics.design_steps[1].tokens_saved or 0) > 0  # one schema instead of five
+    scaling = metrics.scaling
+    assert scaling is not None
+    assert scaling.sizes_bytes == [1_000, 3_000, 10_000, 30_000, 100_000]
+    assert scaling.breaks["inline"].startswith("breaks at")  # a 12,000-token window
+    assert scaling.breaks["box"].startswith("passes at every size")
     assert "## How cost grows with one result" in md and "met on every case" in md
     # dollar amounts are text: JupyterLab and GitHub read a pair of bare $ as TeX math
     assert "| \\$" in md and not re.search(r"(?<!\\)\$\d", md)

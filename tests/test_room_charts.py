@@ -11,6 +11,15 @@ from matplotlib.text import Text
 from PIL import Image
 
 from helpers.course.progress import progress
+from helpers.evaluation.metrics import (
+    Caching,
+    ComparisonMetrics,
+    FloorTotals,
+    Pricing,
+    ScalingPoint,
+    ScalingResult,
+    StrategyTotals,
+)
 from helpers.evaluation.room_charts import (
     MIN_FONT_PT,
     ROOM_PIXELS,
@@ -20,36 +29,83 @@ from helpers.evaluation.room_charts import (
     totals_figure,
 )
 
-COMPARISON = {
-    "model": "gpt-4o",
-    "totals": {
-        "inline": {"prompt_tokens": 292_266, "passed": 13, "cases": 13},
-        "box": {"prompt_tokens": 56_149, "passed": 13, "cases": 13},
-        "middle": {"prompt_tokens": 5_276, "passed": 2, "cases": 13},
-        "floor": {"prompt_tokens": 26_261, "cases": 13},
+
+def _totals(prompt_tokens: int, passed: int, cases: int = 13) -> StrategyTotals:
+    return StrategyTotals(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=0,
+        passed=passed,
+        cases=cases,
+        context_overflows=0,
+        ratio_to_inline=None,
+        ratio_to_floor=None,
+        seconds=0.0,
+    )
+
+
+COMPARISON = ComparisonMetrics(
+    model="gpt-4o",
+    threshold=None,
+    limit_chars=600,
+    token_unit="o200k_base tokens",
+    pricing=Pricing(
+        model="gpt-4o",
+        checked="2026-11-01",
+        input_usd_per_mtok=2.5,
+        cached_input_usd_per_mtok=1.25,
+        output_usd_per_mtok=10.0,
+    ),
+    box_goal_ratio=1.05,
+    cases={},
+    totals={
+        "inline": _totals(292_266, 13),
+        "box": _totals(56_149, 13),
+        "middle": _totals(5_276, 2),
     },
-}
-SCALING = {
-    "sizes_bytes": [1_000, 10_000, 100_000, 1_000_000],
-    "context_window_tokens": 128_000,
-    "runs": {
-        "inline": [
-            {"size_bytes": s, "prompt_tokens": t, "passed": p}
-            for s, t, p in [
-                (1e3, 4_799, True),
-                (1e4, 17_130, True),
-                (1e5, 139_988, True),
-                (1e6, 497_216, False),
+    floor=FloorTotals(prompt_tokens=26_261, prompt_tokens_all_tools=40_000, cases=13),
+    design_steps=[],
+    other_models={},
+    caching=Caching(cached_share={}, cheapest_changes=[]),
+    personas={},
+)
+
+
+def _points(rows: list[tuple[int, int, bool]]) -> list[ScalingPoint]:
+    return [
+        ScalingPoint(
+            size_bytes=size,
+            prompt_tokens=tokens,
+            usd_cached=0.01,
+            seconds=0.1,
+            passed=passed,
+            status="ok" if passed else "failed",
+            reason="" if passed else "failed",
+            looks_inside=0,
+            cut_at_output_tokens=0,
+        )
+        for size, tokens, passed in rows
+    ]
+
+
+SIZES = [1_000, 10_000, 100_000, 1_000_000]
+SCALING = ScalingResult(
+    sizes_bytes=SIZES,
+    price_model="gpt-4o",
+    context_window_tokens=128_000,
+    runs={
+        "inline": _points(
+            [
+                (1_000, 4_799, True),
+                (10_000, 17_130, True),
+                (100_000, 139_988, True),
+                (1_000_000, 497_216, False),
             ]
-        ],
-        "box": [
-            {"size_bytes": s, "prompt_tokens": 5_000, "passed": True} for s in (1e3, 1e4, 1e5, 1e6)
-        ],
-        "middle": [
-            {"size_bytes": s, "prompt_tokens": 4_000, "passed": False} for s in (1e3, 1e4, 1e5, 1e6)
-        ],
+        ),
+        "box": _points([(s, 5_000, True) for s in SIZES]),
+        "middle": _points([(s, 4_000, False) for s in SIZES]),
     },
-}
+    breaks={},
+)
 
 
 def _texts(figure) -> list[Text]:

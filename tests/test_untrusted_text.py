@@ -52,7 +52,9 @@ from helpers.escaping import (
     for_terminal,
     visible,
 )
-from helpers.evaluation.compare import comparison_markdown, headline_html
+from helpers.evaluation.compare import Comparison
+from helpers.evaluation.metrics import ScalingPoint, ScalingResult, load_comparison
+from helpers.evaluation.report import comparison_markdown, headline_html
 from helpers.evaluation.scaling import breaks_markdown, scaling_markdown
 from helpers.loop.agent import TurnRecord
 from helpers.tooling.store import ToolOutputStore
@@ -231,22 +233,29 @@ def test_dollars_in_code_stay_as_written() -> None:
 def test_a_scaling_failure_reason_from_a_model_is_quoted_as_data() -> None:
     """A reason the sentence cannot name in its own words is the run's (a refusal, an error
     body): the scaling section of compare.md and the README quote it."""
-    points = [
-        {"size_bytes": 1_000, "passed": True, "status": "ok", "prompt_tokens": 900, "reason": ""},
-        {
-            "size_bytes": 3_000,
-            "passed": False,
-            "status": "failed",
-            "prompt_tokens": 2_000,
-            "reason": f"refused: {CANARIES['onerror']} {CANARIES['md_image']} $\\href{{x}}$",
-        },
-    ]
-    data = {
-        "sizes_bytes": [1_000, 3_000],
-        "context_window_tokens": 12_000,
-        "price_model": "gpt-4o",
-        "runs": {"inline": points},
-    }
+
+    def point(size_bytes: int, tokens: int, reason: str) -> ScalingPoint:
+        return ScalingPoint(
+            size_bytes=size_bytes,
+            prompt_tokens=tokens,
+            usd_cached=0.0,
+            seconds=0.0,
+            passed=not reason,
+            status="failed" if reason else "ok",
+            reason=reason,
+            looks_inside=0,
+            cut_at_output_tokens=0,
+        )
+
+    reason = f"refused: {CANARIES['onerror']} {CANARIES['md_image']} $\\href{{x}}$"
+    points = [point(1_000, 900, ""), point(3_000, 2_000, reason)]
+    data = ScalingResult(
+        sizes_bytes=[1_000, 3_000],
+        context_window_tokens=12_000,
+        price_model="gpt-4o",
+        runs={"inline": points},
+        breaks={},
+    )
     for where, text in {
         "breaks_markdown": "\n".join(breaks_markdown(data)),
         "scaling_markdown": "\n".join(scaling_markdown(data)),
@@ -401,7 +410,7 @@ def test_cases_and_compare_show_model_text_as_data(hostile_env, capsys, tmp_path
     assert_terminal_safe(markdown, "compare.md")
     raw_json = (report / "compare.json").read_text(encoding="utf-8")
     assert raw_json.isascii() and json.loads(raw_json)["cases"]
-    data = json.loads(raw_json)
+    data = load_comparison(report / "compare.json")
     assert_markdown_inert(comparison_markdown(data), "comparison_markdown (notebook 05)")
     assert_html_inert(headline_html(data), "headline_html (notebook 05)")
     assert_hidden_from_mathjax(headline_html(data), "headline_html (notebook 05)")
@@ -469,18 +478,36 @@ def test_notebook_views_show_model_text_as_data() -> None:
     assert "$" in HOSTILE and "\\" in HOSTILE  # so the check above has something to find
 
 
-def test_the_headline_cards_escape_every_field_even_of_a_hand_edited_report() -> None:
-    """notebook 05's cards, from a ``compare.json`` whose every field is hostile text."""
+def test_the_headline_cards_escape_every_field_even_of_a_hand_edited_report(tmp_path) -> None:
+    """notebook 05's cards and compare.md, from a ``compare.json`` whose every text field is
+    hostile; hostile text where a number belongs is refused when the file is read."""
     hostile = "<img src=x onerror=alert(1)> $\\href{https://evil}{x}$"
-    row = dict.fromkeys(
-        ("ratio_to_inline", "ratio_to_floor", "usd_cached", "passed", "cases", "prompt_tokens"),
-        hostile,
-    )
-    data = {"totals": {hostile: row, "floor": {"prompt_tokens": 1}}}
-    html = headline_html(data)
+    document = json.loads(Comparison([], hostile, None, 600).metrics().as_json_text())
+    total = {
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "passed": 0,
+        "cases": 1,
+        "context_overflows": 0,
+        "ratio_to_inline": None,
+        "ratio_to_floor": 1.5,
+        "seconds": 0.0,
+        "usd_cached": 0.5,
+    }
+    document["totals"] = {hostile: total}
+    document["caching"]["cached_share"] = {hostile: 0.5}
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    metrics = load_comparison(path)
+    html = headline_html(metrics)
     assert_html_inert(html, "headline_html of a hand-edited compare.json")
     assert_hidden_from_mathjax(html, "headline_html of a hand-edited compare.json")
     assert "&lt;img" in html
+    assert_markdown_inert(comparison_markdown(metrics), "compare.md of a hand-edited compare.json")
+    for field in ("ratio_to_floor", "usd_cached", "passed", "cases", "prompt_tokens"):
+        path.write_text(json.dumps({**document, "totals": {"box": {**total, field: hostile}}}))
+        with pytest.raises(ValueError, match=field):
+            load_comparison(path)
 
 
 # -- every notebook that prints a model's text, against a hostile model -------------------------

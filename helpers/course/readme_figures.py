@@ -24,6 +24,8 @@ from pathlib import Path
 from helpers.cases import ALL_CASES, load_cases
 from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
+from helpers.evaluation.metrics import ComparisonMetrics
+from helpers.evaluation.report import caching_markdown
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
     DESIGN_STEPS,
@@ -83,7 +85,7 @@ def _ask_table(store: ToolOutputStore) -> str:
     return "\n".join(lines)
 
 
-def _comparison(store: ToolOutputStore) -> dict:
+def _comparison(store: ToolOutputStore) -> ComparisonMetrics:
     """Every shipped case (the large ones too) under every strategy and design step, the
     personas on the regular cases, and the scaling run up to 10 MB."""
     cases = load_cases(ALL_CASES)
@@ -96,7 +98,7 @@ def _comparison(store: ToolOutputStore) -> dict:
     regular = load_cases()
     runs += run_personas(regular, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
     scaling = run_scaling(store=store)
-    return Comparison(runs, "offline-reference", None, 600, scaling=scaling).to_json()
+    return Comparison(runs, "offline-reference", None, 600, scaling=scaling).metrics()
 
 
 def _usd(value: float | None, places: int = 2) -> str:
@@ -107,78 +109,74 @@ def _usd(value: float | None, places: int = 2) -> str:
     return f"{'-' if value < 0 else ''}${abs(value):,.{places}f}"
 
 
-def _compare_table(data: dict) -> str:
-    pricing = data["pricing"]
+def _compare_table(metrics: ComparisonMetrics) -> str:
+    pricing = metrics.pricing
     lines = [
-        f"Dollars at {pricing['model']} list prices (checked {pricing['checked']}), with prompt "
+        f"Dollars at {pricing.model} list prices (checked {pricing.checked}), with prompt "
         "caching; totals over the runs that passed.",
         "",
         "| strategy | passed | context overflows | prompt tokens | × inline | × floor | $ uncached | $ cached |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for strategy, t in data["totals"].items():
-        if strategy == "floor":
-            continue
-        ratio = f"{t['ratio_to_inline']:.2f}" if t["ratio_to_inline"] is not None else "–"
-        floor = f"{t['ratio_to_floor']:.2f}" if t["ratio_to_floor"] is not None else "–"
+    for strategy, t in metrics.totals.items():
+        ratio = f"{t.ratio_to_inline:.2f}" if t.ratio_to_inline is not None else "–"
+        floor = f"{t.ratio_to_floor:.2f}" if t.ratio_to_floor is not None else "–"
         lines.append(
-            f"| {strategy} | {t['passed']}/{t['cases']} | {t['context_overflows']} | "
-            f"{t['prompt_tokens']:,} | {ratio} | {floor} | {_usd(t.get('usd_uncached'))} | "
-            f"{_usd(t.get('usd_cached'))} |"
+            f"| {strategy} | {t.passed}/{t.cases} | {t.context_overflows} | "
+            f"{t.prompt_tokens:,} | {ratio} | {floor} | {_usd(t.usd_uncached)} | "
+            f"{_usd(t.usd_cached)} |"
         )
-    goals = [e["box_goal"] for e in data["cases"].values() if "box_goal" in e]
-    met = sum(1 for g in goals if g["met"])
-    ratios = [g["ratio"] for g in goals if g.get("ratio") is not None]
+    goals = list(metrics.box_goals().values())
+    met = sum(1 for g in goals if g.met)
+    ratios = [g.ratio for g in goals if g.ratio is not None]
     lines += [
         "",
-        f"Box goal (at most {data['box_goal_ratio']}× the cheaper of inline and truncate): met on "
+        f"Box goal (at most {metrics.box_goal_ratio}× the cheaper of inline and truncate): met on "
         f"{met} of {len(goals)} cases; the highest ratio is {max(ratios):.2f}, and on "
-        f"{sum(1 for g in goals if g.get('ratio') is None)} cases box is the only one of the three "
+        f"{sum(1 for g in goals if g.ratio is None)} cases box is the only one of the three "
         "that passes.",
     ]
     return "\n".join(lines)
 
 
-def _design_table(data: dict) -> str:
+def _design_table(metrics: ComparisonMetrics) -> str:
     lines = [
         "| design | what the step changes | prompt tokens | saved | $ cached saved |",
         "|---|---|---:|---:|---:|",
     ]
-    for row in data["design_steps"]:
-        saved = row.get("tokens_saved")
-        cached = row.get("usd_cached_saved")
+    for row in metrics.design_steps:
+        saved = row.tokens_saved
+        cached = row.usd_cached_saved
         lines.append(
-            f"| `{row['strategy']}` | {row['step']} | {row['prompt_tokens']:,} | "
+            f"| `{row.strategy}` | {row.step} | {row.totals.prompt_tokens:,} | "
             f"{f'{saved:,}' if saved is not None else '–'} | "
             f"{_usd(cached, 4)} |"
         )
     return "\n".join(lines)
 
 
-def _caching(data: dict) -> str:
-    from helpers.evaluation.compare import caching_markdown
-
-    return "\n".join(line for line in caching_markdown(data) if line.lstrip().startswith("-"))
+def _caching(metrics: ComparisonMetrics) -> str:
+    return "\n".join(line for line in caching_markdown(metrics) if line.lstrip().startswith("-"))
 
 
-def _scaling(data: dict) -> str:
-    return "\n".join(breaks_markdown(data["scaling"]))
+def _scaling(metrics: ComparisonMetrics) -> str:
+    return "\n".join(breaks_markdown(metrics.scaling)) if metrics.scaling else ""
 
 
-def _persona_table(data: dict) -> str:
+def _persona_table(metrics: ComparisonMetrics) -> str:
     lines = [
         "| persona | strategy | guard that catches it (times fired) | passed | prompt tokens | × ideal |",
         "|---|---|---|---:|---:|---:|",
     ]
-    for name, row in data["personas"].items():
+    for name, row in metrics.personas.items():
         guard = (
-            f"`{row['guard']}` ({row['guard_hits'].get(row['guard'], 0)})"
-            if row["guard"]
+            f"`{row.guard}` ({row.guard_hits.get(row.guard, 0)})"
+            if row.guard
             else "none: it only costs"
         )
         lines.append(
-            f"| {name} | {row['strategy']} | {guard} | {row['passed']}/{row['cases']} | "
-            f"{row['prompt_tokens']:,} | {row['ratio_to_ideal']:.2f} |"
+            f"| {name} | {row.strategy} | {guard} | {row.passed}/{row.cases} | "
+            f"{row.prompt_tokens:,} | {row.ratio_to_ideal or 0:.2f} |"
         )
     return "\n".join(lines)
 
@@ -195,7 +193,7 @@ def generate() -> dict[str, str]:
         store = ToolOutputStore(f"sqlite:///{Path(folder) / 'figures.sqlite'}")
         try:
             ask = _ask_table(store)
-            data = _comparison(store)
+            metrics = _comparison(store)
         finally:
             store.close()
             if saved is None:
@@ -204,11 +202,11 @@ def generate() -> dict[str, str]:
                 os.environ["WORKBOOK_VAR_DIR"] = saved
     return {
         "ask": ask,
-        "compare": _compare_table(data),
-        "personas": _persona_table(data),
-        "designs": _design_table(data),
-        "caching": _caching(data),
-        "scaling": _scaling(data),
+        "compare": _compare_table(metrics),
+        "personas": _persona_table(metrics),
+        "designs": _design_table(metrics),
+        "caching": _caching(metrics),
+        "scaling": _scaling(metrics),
     }
 
 

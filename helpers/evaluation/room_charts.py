@@ -1,6 +1,6 @@
 """Charts for a room: the comparison drawn to be read on a projector at 1280×720 pixels.
 
-``workbook compare`` writes detailed charts (:func:`helpers.evaluation.compare.plot`, every case
+``workbook compare`` writes detailed charts (:func:`helpers.evaluation.comparison_plots.plot`, every case
 × every strategy; :func:`helpers.evaluation.scaling.plot_scaling`, three panels) for a reader at a
 desk. On a projector those are unreadable: 130 bars and 9-point text shrunk to the width of a
 slide. The charts here show one idea each, at :data:`ROOM_PIXELS`, with text no smaller than
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 from matplotlib.figure import Figure
+
+from helpers.evaluation.metrics import ComparisonMetrics, ScalingResult
 
 #: The size of every room chart in pixels (width, height): a 720p projector or a laptop screen
 #: sharing one; saved at :data:`ROOM_DPI`.
@@ -51,13 +52,13 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def totals_figure(data: dict[str, Any]) -> Figure:
+def totals_figure(metrics: ComparisonMetrics) -> Figure:
     """Every strategy's prompt tokens over all cases, one horizontal bar each, cheapest on top.
 
     Args:
-        data: the JSON form of a comparison (``Comparison.to_json()``): its ``totals`` map each
-            strategy to ``prompt_tokens`` (tokens, summed over the cases it passed), ``passed``
-            and ``cases`` (counts), and ``floor`` to the floor's ``prompt_tokens``.
+        metrics: a comparison (``Comparison.metrics()``): each strategy's totals
+            (``prompt_tokens`` summed over the cases it passed, ``passed`` and ``cases``
+            counts) and the floor's ``prompt_tokens``.
 
     Returns:
         The figure. A strategy that failed any case is drawn hatched and pale, and its label
@@ -66,30 +67,30 @@ def totals_figure(data: dict[str, Any]) -> Figure:
     """
     import matplotlib
 
-    totals = {k: v for k, v in data["totals"].items() if k != "floor"}
-    order = sorted(totals, key=lambda k: totals[k]["prompt_tokens"], reverse=True)
-    floor = data["totals"]["floor"]["prompt_tokens"]
+    totals = metrics.totals
+    order = sorted(totals, key=lambda k: totals[k].prompt_tokens, reverse=True)
+    floor = metrics.floor.prompt_tokens
     with matplotlib.rc_context(_STYLE):
         fig = _new_figure()
         axes = fig.add_subplot()
-        peak = max(totals[k]["prompt_tokens"] for k in order)
+        peak = max(totals[k].prompt_tokens for k in order)
         for row, name in enumerate(order):
             entry = totals[name]
-            whole = entry["passed"] == entry["cases"]
+            whole = entry.passed_all()
             axes.barh(
                 row,
-                entry["prompt_tokens"],
+                entry.prompt_tokens,
                 color="C0" if whole else "0.85",
                 edgecolor="C0" if whole else "C3",
                 hatch=None if whole else "//",
             )
             note = (
-                f"{entry['prompt_tokens']:,}  ({entry['passed']}/{entry['cases']} passed)"
+                f"{entry.prompt_tokens:,}  ({entry.passed}/{entry.cases} passed)"
                 if whole
-                else f"{entry['prompt_tokens']:,}  only {entry['passed']}/{entry['cases']} passed"
+                else f"{entry.prompt_tokens:,}  only {entry.passed}/{entry.cases} passed"
             )
             axes.text(
-                entry["prompt_tokens"] + peak * 0.01,
+                entry.prompt_tokens + peak * 0.01,
                 row,
                 note,
                 va="center",
@@ -101,7 +102,7 @@ def totals_figure(data: dict[str, Any]) -> Figure:
         axes.set_xlim(0, peak * 1.45)
         axes.set_ylim(-0.6, len(order) + 0.2)
         axes.set_xlabel("prompt tokens, all cases (o200k_base; fewer is better)")
-        axes.set_title(f"{data['model']}: the same tasks under every strategy")
+        axes.set_title(f"{metrics.model}: the same tasks under every strategy")
         axes.ticklabel_format(axis="x", style="plain")
         axes.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
         for side in ("top", "right"):
@@ -109,18 +110,17 @@ def totals_figure(data: dict[str, Any]) -> Figure:
     return fig
 
 
-def plot_totals(data: dict[str, Any], path: Path) -> Path:
+def plot_totals(metrics: ComparisonMetrics, path: Path) -> Path:
     """Save :func:`totals_figure` as a PNG of :data:`ROOM_PIXELS`; returns ``path``."""
-    return _save(totals_figure(data), path)
+    return _save(totals_figure(metrics), path)
 
 
-def scaling_figure(data: dict[str, Any]) -> Figure:
+def scaling_figure(scaling: ScalingResult) -> Figure:
     """Prompt tokens against the size of one result, one line per strategy, log-log.
 
     Args:
-        data: a scaling run's JSON (:func:`helpers.evaluation.scaling.run_scaling`):
-            ``sizes_bytes``, ``context_window_tokens`` and ``runs`` (strategy → points with
-            ``size_bytes``, ``prompt_tokens`` and ``passed``).
+        scaling: a scaling run (:func:`helpers.evaluation.scaling.run_scaling`): its sizes in
+            bytes, the context window in tokens, and each strategy's points.
 
     Returns:
         The figure: each line ends at its last passed size, labelled there; a failed run is a
@@ -133,10 +133,10 @@ def scaling_figure(data: dict[str, Any]) -> Figure:
         fig = _new_figure()
         axes = fig.add_subplot()
         ends: list[tuple[float, float, str, str]] = []
-        for index, (strategy, points) in enumerate(data["runs"].items()):
+        for index, (strategy, points) in enumerate(scaling.runs.items()):
             colour = f"C{index % 10}"
-            good = [(p["size_bytes"], p["prompt_tokens"]) for p in points if p["passed"]]
-            bad = [(p["size_bytes"], p["prompt_tokens"]) for p in points if not p["passed"]]
+            good = [(p.size_bytes, p.prompt_tokens) for p in points if p.passed]
+            bad = [(p.size_bytes, p.prompt_tokens) for p in points if not p.passed]
             if good:
                 axes.plot(*zip(*good, strict=True), color=colour, marker="o", linewidth=2.5)
                 ends.append((good[-1][0], good[-1][1], strategy, colour))
@@ -144,9 +144,9 @@ def scaling_figure(data: dict[str, Any]) -> Figure:
                 axes.scatter(*zip(*bad, strict=True), marker="x", s=90, color="C3", zorder=3)
                 if not good:  # it never passed: name it at its first failure
                     ends.append((bad[0][0], bad[0][1], f"{strategy} ×", "C3"))
-        window = data["context_window_tokens"]
+        window = scaling.context_window_tokens
         axes.axhline(window, color="C3", linestyle="--", linewidth=1.5)
-        axes.text(data["sizes_bytes"][0], window * 1.08, f"context window {window:,} tokens")
+        axes.text(scaling.sizes_bytes[0], window * 1.08, f"context window {window:,} tokens")
         axes.set_xscale("log")
         axes.set_yscale("log")
         # labels at the lines' ends, pushed apart (in decades of the log axis) so that lines
@@ -158,7 +158,7 @@ def scaling_figure(data: dict[str, Any]) -> Figure:
                 label_y += LABEL_GAP_DECADES / 4
             placed.setdefault(x, []).append(label_y)
             axes.annotate(f" {strategy}", (x, 10**label_y), color=colour, va="center")
-        sizes = data["sizes_bytes"]
+        sizes = scaling.sizes_bytes
         axes.set_xlim(sizes[0] * 0.7, sizes[-1] * 6)
         axes.set_xlabel("size of the one long result (bytes, log scale)")
         axes.set_ylabel("prompt tokens per turn (log scale)")
@@ -169,6 +169,6 @@ def scaling_figure(data: dict[str, Any]) -> Figure:
     return fig
 
 
-def plot_scaling_room(data: dict[str, Any], path: Path) -> Path:
+def plot_scaling_room(scaling: ScalingResult, path: Path) -> Path:
     """Save :func:`scaling_figure` as a PNG of :data:`ROOM_PIXELS`; returns ``path``."""
-    return _save(scaling_figure(data), path)
+    return _save(scaling_figure(scaling), path)

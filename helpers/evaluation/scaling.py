@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from helpers.cases import Case
 from helpers.escaping import for_markdown
+from helpers.evaluation.metrics import ScalingPoint, ScalingResult
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
@@ -123,13 +123,12 @@ def run_scaling(
     store: ToolOutputStore | None = None,
     context_window_tokens: int | None = None,
     on_done: Callable[[int, str], None] | None = None,
-) -> dict[str, Any]:
-    """Run the scaling task at every size under every strategy with the offline model.
+) -> ScalingResult:
+    """Run the scaling task at every size (bytes) under every strategy with the offline model.
 
     Returns:
-        ``{"sizes_bytes": [...], "price_model": ..., "context_window_tokens": ...,
-        "runs": {strategy: [{"size_bytes", "prompt_tokens", "usd_cached", "seconds",
-        "passed", "status", "reason"}, ...]}, "breaks": {strategy: sentence}}``.
+        Each strategy's :class:`~helpers.evaluation.metrics.ScalingPoint` per size, smallest
+        first, and where each breaks (:func:`where_it_breaks`).
     """
     sizes, strategies = list(sizes), list(strategies)
     price = load_prices().get(price_model)
@@ -142,7 +141,7 @@ def run_scaling(
     registry = scaling_registry()
     own_store = store is None
     store = store or ToolOutputStore("sqlite://")
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in strategies}
+    runs: dict[str, list[ScalingPoint]] = {v: [] for v in strategies}
     common = RunOptions(client=client, model=config.model, store=store, registry=registry)
     try:
         warm_up = scaling_case(1_000)  # the first turn of a process pays for imports and caches
@@ -154,34 +153,34 @@ def run_scaling(
                 run = run_case(case, strategy, **common)
                 record = run.record
                 runs[strategy].append(
-                    {
-                        "size_bytes": size,
-                        "prompt_tokens": refused_prompt_tokens(record)
+                    ScalingPoint(
+                        size_bytes=size,
+                        prompt_tokens=refused_prompt_tokens(record)
                         or record.usage()["prompt_tokens"],
-                        "usd_cached": round(turn_cost(record, price).cached_usd, 6),
-                        "seconds": round(run.seconds, 3),
-                        "passed": run.passed,
-                        "status": record.status,
-                        "reason": "" if run.passed else run.validation.reasons[0],
-                        "looks_inside": sum(1 for t in record.tool_calls if t.name not in registry),
-                        "cut_at_output_tokens": max(
+                        usd_cached=round(turn_cost(record, price).cached_usd, 6),
+                        seconds=round(run.seconds, 3),
+                        passed=run.passed,
+                        status=record.status,
+                        reason="" if run.passed else run.validation.reasons[0],
+                        looks_inside=sum(1 for t in record.tool_calls if t.name not in registry),
+                        cut_at_output_tokens=max(
                             (c.completion_tokens for c in record.model_calls if c.cut_in_call),
                             default=0,
                         ),
-                    }
+                    )
                 )
                 if on_done:
                     on_done(size, strategy)
     finally:
         if own_store:
             store.close()
-    return {
-        "sizes_bytes": sizes,
-        "price_model": price_model,
-        "context_window_tokens": model.context_window_tokens,
-        "runs": runs,
-        "breaks": {v: where_it_breaks(points) for v, points in runs.items()},
-    }
+    return ScalingResult(
+        sizes_bytes=sizes,
+        price_model=price_model,
+        context_window_tokens=model.context_window_tokens,
+        runs=runs,
+        breaks={v: where_it_breaks(points) for v, points in runs.items()},
+    )
 
 
 def _size(n_bytes: int) -> str:
@@ -192,80 +191,78 @@ def _size(n_bytes: int) -> str:
 
 
 def where_it_breaks(
-    points: list[dict[str, Any]], *, quote: Callable[[str], str] = lambda text: text
+    points: list[ScalingPoint], *, quote: Callable[[str], str] = lambda text: text
 ) -> str:
     """One sentence: the first size at which the strategy fails, and how.
 
-    ``points`` are one strategy's runs, smallest size first (``size_bytes``, ``passed``,
-    ``status``, ``prompt_tokens``, ``reason``, ``cut_at_output_tokens``: the completion tokens of
-    a response cut at the model's output limit inside a tool call, else 0). A failure reason the
+    ``points`` are one strategy's runs, smallest size first. A failure reason the
     sentence cannot name in its own words is quoted from the run, and it can hold a model's or a
     provider's text, so it goes through ``quote``: the escaping function of the sink the
     sentence is written to (for ``compare.json``, none).
     """
-    failed = next((p for p in points if not p["passed"]), None)
+    failed = next((p for p in points if not p.passed), None)
     if failed is None:
         top = points[-1] if points else None
         if top is None:
             return "not run"
         return (
-            f"passes at every size up to {_size(top['size_bytes'])} "
-            f"({top['prompt_tokens']:,} prompt tokens there)"
+            f"passes at every size up to {_size(top.size_bytes)} "
+            f"({top.prompt_tokens:,} prompt tokens there)"
         )
-    size = _size(failed["size_bytes"])
-    if failed["status"] == "context_exceeded":
-        how = f"the request ({failed['prompt_tokens']:,} tokens) overflows the context window"
-    elif failed.get("cut_at_output_tokens"):
+    size = _size(failed.size_bytes)
+    if failed.status == "context_exceeded":
+        how = f"the request ({failed.prompt_tokens:,} tokens) overflows the context window"
+    elif failed.cut_at_output_tokens:
         how = (
             "the model must write the whole result into one tool call, and a response stops at "
-            f"its output limit ({failed['cut_at_output_tokens']:,} tokens)"
+            f"its output limit ({failed.cut_at_output_tokens:,} tokens)"
         )
-    elif failed["status"] == "max_iterations":
+    elif failed.status == "max_iterations":
         how = "it runs out of model calls reading the result page by page"
-    elif "byte-exact" in failed["reason"] and failed.get("looks_inside"):
+    elif "byte-exact" in failed.reason and failed.looks_inside:
         how = (
-            f"the tool receives a copy the model rebuilt from {failed['looks_inside']} reads of "
+            f"the tool receives a copy the model rebuilt from {failed.looks_inside} reads of "
             "the saved file, not the document's bytes"
         )
-    elif "byte-exact" in failed["reason"]:
+    elif "byte-exact" in failed.reason:
         how = "the tool receives the cut text the model saw (no way back to the whole)"
     else:
-        how = quote(failed["reason"] or failed["status"])
+        how = quote(failed.reason or failed.status)
     return f"breaks at {size}: {how}"
 
 
-def breaks_markdown(data: dict[str, Any]) -> list[str]:
+def breaks_markdown(scaling: ScalingResult) -> list[str]:
     """Where each strategy of a scaling run breaks, one Markdown list item per strategy, any
     quoted failure reason written with :func:`helpers.escaping.for_markdown`."""
     return [
         f"- **{v}** {where_it_breaks(points, quote=for_markdown)}."
-        for v, points in data["runs"].items()
+        for v, points in scaling.runs.items()
     ]
 
 
-def scaling_markdown(data: dict[str, Any]) -> list[str]:
+def scaling_markdown(scaling: ScalingResult) -> list[str]:
     """The scaling section of ``compare.md``: where each strategy breaks, and the figures."""
-    sizes = data["sizes_bytes"]
+    sizes = scaling.sizes_bytes
     lines = [
         "",
         f"## How cost grows with one result ({_size(min(sizes))} to {_size(max(sizes))})",
         "",
         f"Task: route the whole result to a tool byte-exact and quote its last line. Context "
-        f"window {data['context_window_tokens']:,} tokens; dollars at {data['price_model']} "
+        f"window {scaling.context_window_tokens:,} tokens; dollars at {scaling.price_model} "
         "with caching. ❌ the run failed (an overflow shows the refused request's size).",
         "",
-        *breaks_markdown(data),
+        *breaks_markdown(scaling),
         "",
         "| strategy | " + " | ".join(_size(s) for s in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
     ]
-    for strategy, points in data["runs"].items():
-        cells = [f"{p['prompt_tokens']:,}{'' if p['passed'] else ' ❌'}" for p in points]
+    for strategy, points in scaling.runs.items():
+        cells = [f"{p.prompt_tokens:,}{'' if p.passed else ' ❌'}" for p in points]
         lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
     return lines
 
 
-def plot_scaling(data: dict[str, Any], path: Path) -> Path:
+def plot_scaling(scaling: ScalingResult, path: Path) -> Path:
     """``scaling.png``: prompt tokens, cached dollars and wall time against the result's size,
     log-log, one line per strategy; a failed run is an open red-edged marker, and the context
     window is a dashed line on the tokens panel."""
@@ -277,15 +274,15 @@ def plot_scaling(data: dict[str, Any], path: Path) -> Path:
     fig, panels = plt.subplots(1, 3, figsize=(18, 5.6))
     metrics = (
         ("prompt_tokens", "prompt tokens per turn"),
-        ("usd_cached", f"dollars per turn ({data['price_model']}, cached)"),
+        ("usd_cached", f"dollars per turn ({scaling.price_model}, cached)"),
         ("seconds", "wall time per turn (s)"),
     )
-    for index, (strategy, points) in enumerate(data["runs"].items()):
+    for index, (strategy, points) in enumerate(scaling.runs.items()):
         colour = f"C{index % 10}"
         marker = "osD^v<>ph*"[index % 10]
         for panel, (key, _label) in zip(panels, metrics, strict=True):
-            good = [(p["size_bytes"], max(p[key], 1e-9)) for p in points if p["passed"]]
-            bad = [(p["size_bytes"], max(p[key], 1e-9)) for p in points if not p["passed"]]
+            good = [(p.size_bytes, max(getattr(p, key), 1e-9)) for p in points if p.passed]
+            bad = [(p.size_bytes, max(getattr(p, key), 1e-9)) for p in points if not p.passed]
             if good:
                 panel.plot(
                     *zip(*good, strict=True),
@@ -311,10 +308,10 @@ def plot_scaling(data: dict[str, Any], path: Path) -> Path:
         panel.set_xlabel("size of the result (bytes, log scale)")
         panel.set_ylabel(f"{label} (log scale)")
         panel.grid(alpha=0.3, which="both")
-    panels[0].axhline(data["context_window_tokens"], color="red", linestyle="--", linewidth=1)
+    panels[0].axhline(scaling.context_window_tokens, color="red", linestyle="--", linewidth=1)
     panels[0].annotate(
-        f"context window {data['context_window_tokens']:,}",
-        (data["sizes_bytes"][0], data["context_window_tokens"]),
+        f"context window {scaling.context_window_tokens:,}",
+        (scaling.sizes_bytes[0], scaling.context_window_tokens),
         color="red",
         fontsize=9,
         va="bottom",

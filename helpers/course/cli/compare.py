@@ -27,7 +27,8 @@ from helpers.course.cli.common import (
     usage_error,
 )
 from helpers.escaping import for_rich
-from helpers.evaluation.compare import Comparison, write_report_data
+from helpers.evaluation.compare import Comparison, write_report
+from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
@@ -152,47 +153,46 @@ def run(args: argparse.Namespace) -> int:
                 on_done=lambda _size, _strategy: progress.advance(task),
             )
     store.close()
-    comparison = Comparison(
+    metrics = Comparison(
         runs, config.model, args.threshold, args.limit, price_model=price_model, scaling=scaling
-    )
-    data = comparison.to_json()
-    paths = write_report_data(data, Path(args.out), focus_case=args.focus)
-    _print_summary(out, data, scaling)
+    ).metrics()
+    paths = write_report(metrics, Path(args.out), focus_case=args.focus)
+    _print_summary(out, metrics)
     for kind, path in paths.items():
         out.print(f"wrote {path} ({kind})")
     return EXIT_OK
 
 
-def _print_summary(out: Console, data: dict[str, Any], scaling: dict[str, Any] | None) -> None:
+def _print_summary(out: Console, metrics: ComparisonMetrics) -> None:
     """The totals table, where box missed its goal, where each strategy breaks as the result
     grows, and the personas' table."""
-    out.print(_totals_table(data))
-    missed = {
-        c: e["box_goal"]
-        for c, e in data["cases"].items()
-        if e.get("box_goal", {}).get("met") is False
-    }
+    out.print(_totals_table(metrics))
+    missed = {c: g for c, g in metrics.box_goals().items() if not g.met}
     if missed:
         out.print(f"[yellow]box goal missed on {len(missed)} case(s):[/]")
         for case_id, goal in missed.items():
-            out.print(f"  {for_rich(case_id)}: {for_rich(goal.get('why', ''))}")
+            out.print(f"  {for_rich(case_id)}: {for_rich(goal.why or '')}")
     else:
         out.print(
-            f"[green]box goal met on every case[/] (≤ {data['box_goal_ratio']}× the cheaper of "
+            f"[green]box goal met on every case[/] (≤ {metrics.box_goal_ratio}× the cheaper of "
             "inline and truncate)"
         )
-    if scaling:
-        for strategy, sentence in scaling["breaks"].items():
+    if metrics.scaling is not None:
+        for strategy, sentence in metrics.scaling.breaks.items():
             out.print(f"  [bold]{strategy}[/] {for_rich(sentence)}")
-    if data["personas"]:
-        out.print(_persona_table(data["personas"]))
+    if metrics.personas:
+        out.print(_persona_table(metrics.personas))
 
 
-def _totals_table(data: dict[str, Any]) -> Table:
-    pricing = data["pricing"]
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else str(value)
+
+
+def _totals_table(metrics: ComparisonMetrics) -> Table:
+    pricing = metrics.pricing
     table = Table(
         title="Totals per strategy (runs that passed)",
-        caption=f"dollars at {pricing['model']} list prices (checked {pricing['checked']}); "
+        caption=f"dollars at {pricing.model} list prices (checked {pricing.checked}); "
         "× inline over the cases both passed, × floor over the cases the strategy passed",
     )
     columns = (
@@ -207,24 +207,22 @@ def _totals_table(data: dict[str, Any]) -> Table:
     )
     for column in columns:
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for strategy, total in data["totals"].items():
-        if strategy == "floor":
-            table.add_row("floor", "–", "–", f"{total['prompt_tokens']:,}", "", "1.0", "", "")
-            continue
+    for strategy, total in metrics.totals.items():
         table.add_row(
             strategy,
-            f"{total['passed']}/{total['cases']}",
-            str(total["context_overflows"]),
-            f"{total['prompt_tokens']:,}",
-            str(total["ratio_to_inline"] if total["ratio_to_inline"] is not None else "–"),
-            str(total["ratio_to_floor"] if total["ratio_to_floor"] is not None else "–"),
-            f"${total.get('usd_uncached', 0):,.4f}",
-            f"${total.get('usd_cached', 0):,.4f}",
+            f"{total.passed}/{total.cases}",
+            str(total.context_overflows),
+            f"{total.prompt_tokens:,}",
+            _ratio(total.ratio_to_inline),
+            _ratio(total.ratio_to_floor),
+            f"${total.usd_uncached or 0:,.4f}",
+            f"${total.usd_cached or 0:,.4f}",
         )
+    table.add_row("floor", "–", "–", f"{metrics.floor.prompt_tokens:,}", "", "1.0", "", "")
     return table
 
 
-def _persona_table(rows: dict[str, Any]) -> Table:
+def _persona_table(rows: dict[str, PersonaRow]) -> Table:
     table = Table(
         title="When the model gets it wrong (offline personas)",
         caption="guard: the client check meant to catch the mistake (✓ it fired); × ideal: "
@@ -234,17 +232,17 @@ def _persona_table(rows: dict[str, Any]) -> Table:
         numeric = column in ("passed", "prompt tokens", "× ideal")
         table.add_column(column, justify="right" if numeric else "left")
     for name, row in rows.items():
-        if row["guard"] is None:
+        if row.guard is None:
             guard = "[yellow]none: costs tokens[/]"
         else:
-            mark = "[green]✓[/]" if row["caught"] else "[red]✗[/]"
-            guard = f"{mark} {row['guard']} ×{row['guard_hits'].get(row['guard'], 0)}"
+            mark = "[green]✓[/]" if row.caught else "[red]✗[/]"
+            guard = f"{mark} {row.guard} ×{row.guard_hits.get(row.guard, 0)}"
         table.add_row(
             name,
-            row["strategy"],
+            row.strategy,
             guard,
-            f"{row['passed']}/{row['cases']}",
-            f"{row['prompt_tokens']:,}",
-            str(row["ratio_to_ideal"]),
+            f"{row.passed}/{row.cases}",
+            f"{row.prompt_tokens:,}",
+            str(row.ratio_to_ideal),
         )
     return table

@@ -1,0 +1,313 @@
+"""The comparison in words: ``compare.md`` and notebook 05's headline cards.
+
+Both read a :class:`helpers.evaluation.metrics.ComparisonMetrics`. Text from a model, a provider
+or a case file (case ids, strategy and model names, failure reasons) reaches Markdown through
+:func:`helpers.escaping.for_markdown` and HTML through :func:`helpers.escaping.for_html`; the
+report's own dollar amounts are written as ``\\$`` (:func:`helpers.escaping.dollars_as_text`), so
+a notebook's MathJax never reads two of them as a formula.
+"""
+
+from __future__ import annotations
+
+from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
+from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
+
+
+def usd(value: float | None) -> str:
+    """Dollars to the hundredth of a cent under $1, to the cent above: ``-$0.0407``, ``$1.21``;
+    ``–`` for no figure."""
+    if value is None:
+        return "–"
+    sign, amount = ("-" if value < 0 else ""), abs(value)
+    return f"{sign}${amount:,.4f}" if amount < 1 else f"{sign}${amount:,.2f}"
+
+
+def _or_dash(value: object) -> str:
+    return "–" if value is None else str(value)
+
+
+def comparison_markdown(metrics: ComparisonMetrics) -> str:
+    """``compare.md``: per-case tokens side by side with the floor and the box goal, where box
+    missed its goal, totals, the design steps, what caching changes, other models, why runs
+    failed, then the scaling and the personas."""
+    from helpers.evaluation.scaling import scaling_markdown
+
+    lines, failures = _cases_markdown(metrics)
+    lines += _box_goal_markdown(metrics)
+    lines += _totals_markdown(metrics)
+    lines += _design_steps_markdown(metrics)
+    lines += caching_markdown(metrics)
+    lines += _other_models_markdown(metrics)
+    if failures:
+        lines += ["", "## Why runs failed", "", *failures]
+    if metrics.scaling is not None:
+        lines += scaling_markdown(metrics.scaling)
+    lines += persona_markdown(metrics.personas)
+    return dollars_as_text("\n".join(lines) + "\n")
+
+
+def _cell(m: RunMetrics) -> str:
+    if m.context_overflow:
+        refused = m.refused_prompt_tokens
+        return f"overflow ({refused:,}) ❌" if refused else "overflow ❌"
+    return f"{m.prompt_tokens:,} {'✅' if m.passed else '❌'}"
+
+
+def _cases_markdown(metrics: ComparisonMetrics) -> tuple[list[str], list[str]]:
+    """The per-case table, and a line for each run that failed (for "Why runs failed")."""
+    strategies = metrics.strategies()
+    lines = [
+        f"# Truncation vs boxing, side by side ({for_markdown(metrics.model)})",
+        "",
+        "Prompt tokens summed over every model call of the turn (o200k_base, from `usage`). "
+        f"Preview limit {metrics.limit_chars} chars. ✅ the case passed its checks, ❌ it did "
+        "not (reason below); *overflow (N)*: a request of N tokens was refused for the context "
+        "window. The floor is a lower bound: the prompt, the tools the task calls, one bare "
+        "reference per long result, the looks inside it needs, the answer.",
+        "",
+        "| case | " + " | ".join(for_markdown(v) for v in strategies) + " | floor | box goal |",
+        "|---|" + "---:|" * (len(strategies) + 1) + "---|",
+    ]
+    failures = []
+    for case_id, entry in metrics.cases.items():
+        cells = []
+        for strategy in strategies:
+            m = entry.runs.get(strategy)
+            if m is None:
+                cells.append("–")
+                continue
+            cells.append(_cell(m))
+            if not m.passed:
+                reasons = for_markdown("; ".join(m.reasons))
+                failures.append(f"- {for_markdown(case_id)} / {for_markdown(strategy)}: {reasons}")
+        floor = entry.floor.prompt_tokens if entry.floor else None
+        goal = entry.box_goal
+        if goal is None:
+            goal_cell = "–"
+        elif goal.ratio is None:
+            goal_cell = "✅ only box passes" if goal.met else "❌ box failed"
+        else:
+            goal_cell = f"{'✅' if goal.met else '❌'} {goal.ratio:.2f}× {goal.against}"
+        lines.append(
+            f"| {for_markdown(case_id)} | "
+            + " | ".join(cells)
+            + f" | {f'{floor:,}' if floor else '–'} | {goal_cell} |"
+        )
+    return lines, failures
+
+
+def _box_goal_markdown(metrics: ComparisonMetrics) -> list[str]:
+    """Whether box met its goal on every case, else where and why not."""
+    missed = {c: g for c, g in metrics.box_goals().items() if not g.met}
+    lines = [
+        "",
+        f"**Box goal** (≤ {metrics.box_goal_ratio}× the cheaper of inline and truncate): ",
+    ]
+    if missed:
+        lines[-1] += f"missed on {len(missed)} case(s):"
+        lines += [""] + [
+            f"- {for_markdown(c)}: {for_markdown(g.why or '')}" for c, g in missed.items()
+        ]
+    else:
+        lines[-1] += "met on every case."
+    return lines
+
+
+def _totals_markdown(metrics: ComparisonMetrics) -> list[str]:
+    """Totals per strategy over the runs that passed, the floor, and box's gap to it."""
+    pricing = metrics.pricing
+    lines = [
+        "",
+        "## Totals (runs that passed)",
+        "",
+        f"Dollars at {for_markdown(pricing.model)} list prices (input "
+        f"${pricing.input_usd_per_mtok}, cached input ${pricing.cached_input_usd_per_mtok}, "
+        f"output ${pricing.output_usd_per_mtok} per million tokens; checked {pricing.checked}, "
+        "data/pricing.yaml); *cached*: each call's prefix shared with the call before it at the "
+        "cached price.",
+        "",
+        "| strategy | passed | context overflows | prompt tokens | × inline | × floor | $ uncached | $ cached | cached share | seconds |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    share = metrics.caching.cached_share
+    for strategy, t in metrics.totals.items():
+        cached_share = share.get(strategy)
+        lines.append(
+            f"| {for_markdown(strategy)} | {t.passed}/{t.cases} | {t.context_overflows} | "
+            f"{t.prompt_tokens:,} | {_or_dash(t.ratio_to_inline)} | {_or_dash(t.ratio_to_floor)} | "
+            f"{usd(t.usd_uncached)} | {usd(t.usd_cached)} | "
+            f"{f'{cached_share:.0%}' if cached_share is not None else '–'} | {t.seconds} |"
+        )
+    floor = metrics.floor
+    lines.append(f"| floor | – | – | {floor.prompt_tokens:,} | | 1.0 | | | | |")
+    box = metrics.totals.get("box")
+    if box and floor.prompt_tokens and box.ratio_to_floor:
+        gap = box.prompt_tokens - floor.prompt_tokens
+        tools = floor.prompt_tokens_all_tools - floor.prompt_tokens
+        lines += [
+            "",
+            f"Box is {box.ratio_to_floor}× the floor. Of the {gap:,} tokens between them, "
+            f"{tools:,} are the schemas of tools offered in every call that the task never calls "
+            "(a tool whitelist per mode, notebook 06, removes them); the rest is the system "
+            "message, the preview under each reference and the note with it.",
+        ]
+    return lines
+
+
+def _design_steps_markdown(metrics: ComparisonMetrics) -> list[str]:
+    """Each box design step between tool-context-relay's and the workbook's, and what it saved."""
+    if not metrics.design_steps:
+        return []
+    lines = [
+        "",
+        "## From tool-context-relay's box to the workbook's, one step at a time",
+        "",
+        "| design | what the step changes | passed | prompt tokens | saved | $ uncached saved | $ cached saved |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in metrics.design_steps:
+        saved = row.tokens_saved
+        lines.append(
+            f"| {row.strategy} | {row.step} | {row.totals.passed}/{row.totals.cases} | "
+            f"{row.totals.prompt_tokens:,} | {f'{saved:,}' if saved is not None else '–'} | "
+            f"{usd(row.usd_uncached_saved)} | {usd(row.usd_cached_saved)} |"
+        )
+    return lines
+
+
+def _other_models_markdown(metrics: ComparisonMetrics) -> list[str]:
+    """The same runs priced at other models' list prices."""
+    if not metrics.other_models:
+        return []
+    strategies = metrics.strategies()
+    lines = [
+        "",
+        "## The same runs on other models (cached dollars, runs that passed)",
+        "",
+        "| model | " + " | ".join(for_markdown(v) for v in strategies) + " |",
+        "|---|" + "---:|" * len(strategies),
+    ]
+    for name, row in metrics.other_models.items():
+        cells = " | ".join(usd(row.get(v)) for v in strategies)
+        lines.append(f"| {for_markdown(name)} | {cells} |")
+    return lines
+
+
+def caching_markdown(metrics: ComparisonMetrics) -> list[str]:
+    """What caching changes, in words, from the figures: the lazy-tools step, where a stable
+    prefix beats a small one, each strategy's cached share, and the cases whose cheapest
+    strategy changes."""
+    lines = ["", "## What prompt caching changes", ""]
+    lazy = next((row for row in metrics.design_steps if row.design == "lazy-tools"), None)
+    if lazy and lazy.usd_cached_saved is not None:
+        cached = lazy.usd_cached_saved
+        effect = f"saves {usd(cached)}" if cached >= 0 else f"costs {usd(-cached)} more"
+        lines.append(
+            f"- Offering the resolve tool only once a reference exists saves "
+            f"{lazy.tokens_saved or 0:,} prompt tokens ({usd(lazy.usd_uncached_saved)} "
+            f"uncached) but {effect} once cached: the tool list changes mid-turn, and a provider "
+            "reuses nothing of a request whose tools changed."
+        )
+    stable_wins = [
+        m
+        for m, row in metrics.other_models.items()
+        if "box-tcr" in row and row["box-tcr"] < row.get("box", 0)
+    ]
+    if stable_wins:
+        lines.append(
+            f"- Cached, box-tcr costs less than box on {', '.join(stable_wins)}: its prompt is "
+            "larger, but its tool list never changes and every request is over the caching "
+            "minimum, so most of it is billed at the cached price. Where cached input is cheap, "
+            "a stable prefix beats a small one; count tokens uncached, and dollars with caching."
+        )
+    ranked = sorted(
+        ((v, s) for v, s in metrics.caching.cached_share.items() if s is not None),
+        key=lambda item: -item[1],
+    )
+    if ranked:
+        lines.append(
+            "- Share of prompt tokens served from the cache: "
+            + ", ".join(f"{for_markdown(v)} {s:.0%}" for v, s in ranked)
+            + ". A stable system message and tool list, and a conversation that only grows, "
+            "are what a cache reuses."
+        )
+    changes = metrics.caching.cheapest_changes
+    if not changes:
+        lines.append("- No case's cheapest passing strategy changes once caching is counted.")
+        return lines
+    lines.append(
+        "- Cases whose cheapest passing strategy changes once caching is counted (a request "
+        "under the provider's minimum, 1,024 tokens for OpenAI, is not cached at all, so a "
+        "smaller conversation can cost more than a larger one that is):"
+    )
+    for change in changes:
+        a, b = change.cheapest_uncached, change.cheapest_cached
+        share = change.cached_share
+        lines.append(
+            f"  - {for_markdown(change.case)}: {a} uncached; cached, {b} "
+            f"({usd(change.usd_cached[b])}, {share[b]:.0%} of its prompt cached) beats "
+            f"{a} ({usd(change.usd_cached[a])}, {share[a]:.0%} cached)"
+        )
+    return lines
+
+
+def persona_markdown(personas: dict[str, PersonaRow]) -> list[str]:
+    """The "When the model gets it wrong" section of ``compare.md`` (no lines without personas)."""
+    if not personas:
+        return []
+    lines = [
+        "",
+        "## When the model gets it wrong",
+        "",
+        "Each offline persona makes one mistake real models make, on every case, under the "
+        "strategy where it can happen. *Guard* is the client check meant to catch it; *fired* "
+        "counts what fired; tokens are prompt tokens against the ideal model on the same runs.",
+        "",
+        "| persona | strategy | mistake | guard | fired | passed | prompt tokens | × ideal | "
+        "model calls (ideal) |",
+        "|---|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for name, row in personas.items():
+        lines.append(
+            f"| {for_markdown(name)} | {for_markdown(row.strategy)} | "
+            f"{for_markdown(row.mistake)} | {f'`{row.guard}`' if row.guard else 'none'} | "
+            f"{guard_hits_text(row)} | {row.passed}/{row.cases} | {row.prompt_tokens:,} | "
+            f"{row.ratio_to_ideal} | {row.model_calls} ({row.ideal_model_calls}) |"
+        )
+    failing = [(n, f) for n, row in personas.items() for f in row.failures]
+    if failing:
+        lines += ["", "Why persona runs failed:", ""]
+        lines += [f"- {for_markdown(name)}, {for_markdown(failure)}" for name, failure in failing]
+    return lines
+
+
+def guard_hits_text(row: PersonaRow) -> str:
+    """How often each guard fired on a persona's runs: ``unbox ×3, repeat ×1``, or ``–``."""
+    return ", ".join(f"{g} ×{n}" for g, n in row.guard_hits.items()) or "–"
+
+
+def headline_html(metrics: ComparisonMetrics) -> str:
+    """The headline numbers, large, for a notebook: per strategy its prompt tokens against the
+    floor, its cached dollars and how many cases it passed, a failing strategy in red however
+    cheap.
+
+    Every text field reaches the HTML through :func:`helpers.escaping.for_html`, and the whole
+    through :func:`helpers.escaping.for_notebook_html` (out of MathJax's reach); numbers are
+    numbers (:class:`~helpers.evaluation.metrics.ComparisonMetrics` refuses anything else)."""
+    cells = []
+    for strategy, total in metrics.totals.items():
+        colour = "#2e7d32" if total.passed_all() else "#c62828"
+        ratio = "–" if total.ratio_to_floor is None else f"{total.ratio_to_floor}×"
+        cells.append(
+            "<div style='padding:8px 14px;border:1px solid #ddd;border-radius:8px;min-width:120px'>"
+            f"<div style='font-size:14px;color:#555'>{for_html(strategy)}</div>"
+            f"<div style='font-size:30px;font-weight:bold'>{for_html(ratio)}</div>"
+            "<div style='font-size:12px;color:#555'>prompt tokens of the floor</div>"
+            f"<div style='font-size:12px;color:#555'>{for_html(usd(total.usd_cached))}"
+            " cached</div>"
+            f"<div style='font-size:18px;font-weight:bold;color:{colour}'>"
+            f"{total.passed}/{total.cases} passed</div></div>"
+        )
+    return for_notebook_html(
+        "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
+    )
