@@ -144,8 +144,8 @@ _PUBLIC: dict[str, str] = {
     "var_dir": "helpers.paths",
     "outbox_dir": "helpers.paths",
     "GUARDS": "helpers.guards",
-    "PERSONAS": "helpers.personas",
-    "MISTAKE_PERSONAS": "helpers.personas",
+    "PERSONAS": "helpers.models.personas",
+    "MISTAKE_PERSONAS": "helpers.models.personas",
     "for_terminal": "helpers.escaping",
     "load_case": "helpers.cases",
     # the comparison's reports and charts
@@ -423,8 +423,8 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.models.llm import ModelConfig, make_client, resolve_model
     from helpers.models.offline import OfflineModel, offline_client
     from helpers.models.offline_server import OfflineServer
+    from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
     from helpers.paths import outbox_dir, var_dir
-    from helpers.personas import MISTAKE_PERSONAS, PERSONAS
     from helpers.tokens import count_chat_tokens, count_tokens
     from helpers.tooling.registry import Tool, ToolContext, ToolRegistry, tool_from_function
     from helpers.tooling.store import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine

@@ -15,7 +15,13 @@ from helpers.cases import load_cases
 from helpers.evaluation.runs import run_case
 from helpers.evaluation.validation import case_tool_name
 from helpers.models.offline import OfflineModel, WireError, offline_client
-from helpers.personas import MISTAKE_PERSONAS, PERSONAS, get_persona, persona_for_model
+from helpers.models.personas import (
+    MISTAKE_PERSONAS,
+    PERSONAS,
+    Persona,
+    get_persona,
+    persona_for_model,
+)
 
 CASES = {case.id: case for case in load_cases()}
 
@@ -137,3 +143,28 @@ def test_workbook_cases_with_personas() -> None:
         timeout=HANG_GUARD_S,
     )
     assert real.returncode == 2 and "offline" in json.loads(real.stdout)["error"]
+
+
+class _ForgetsArguments(Persona):
+    """A mistake the workbook does not ship: the first call of a turn is made with no
+    arguments at all."""
+
+    name = "forgets-arguments"
+    mistake = "the first time, calls a tool with no arguments"
+    seen_in = "models that stop a tool call early"
+
+    def wrong_arguments(self, tool, arguments, first_time):
+        return {} if arguments and first_time("forget") else None
+
+
+def test_a_new_mistake_is_one_class_and_the_turn_goes_on(store, client, monkeypatch) -> None:
+    """A persona is one subclass overriding one hook, registered by name: its bad call becomes
+    an error result, the model reads it and corrects itself, and the case still passes."""
+    persona = _ForgetsArguments()
+    monkeypatch.setitem(PERSONAS, persona.name, persona)
+    assert persona_for_model(persona.model_name) is persona
+    run = run_case(CASES["case1"], "box", client=client, model=persona.model_name, store=store)
+    first, second = run.record.tool_calls[:2]
+    assert json.loads(first.arguments) == {} and first.result_kind == "error"
+    assert first.name == second.name and json.loads(second.arguments) != {}
+    assert run.record.status == "ok" and run.passed, run.validation.reasons

@@ -40,8 +40,8 @@ from helpers.ids import reproducible_ids
 from helpers.loop.agent import run_turn
 from helpers.models.llm import resolve_model
 from helpers.models.offline import offline_client
+from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
 from helpers.paths import PROJECT_ROOT
-from helpers.personas import MISTAKE_PERSONAS, PERSONAS
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 

@@ -26,7 +26,7 @@ counted with o200k_base. **The box goal**: on every case, ``box`` costs at most
 :data:`BOX_GOAL_RATIO` × the cheaper of ``inline`` and ``truncate`` (of those that passed);
 where it does not, the report says why, in figures.
 
-**Personas** (offline only, :mod:`helpers.personas`): each mistake persona runs every case
+**Personas** (offline only, :mod:`helpers.models.personas`): each mistake persona runs every case
 under its strategy; its row says which guard should catch the mistake, how often each guard
 fired, how many cases still passed, and what the mistake cost in prompt tokens against the ideal
 model on the same cases and strategy.
@@ -72,7 +72,7 @@ from helpers.evaluation.runs import DESIGN_STEPS, CaseRun, refused_prompt_tokens
 from helpers.guards import GUARDS
 from helpers.instructions import GENERAL
 from helpers.loop.agent import TurnRecord
-from helpers.personas import PERSONAS
+from helpers.models.personas import PERSONAS
 from helpers.tokens import count_chat_tokens
 
 RESOLVE_TOOL_NAMES = {fn.__name__ for fn in RESOLVE_TOOL_FUNCTIONS} | {"internal_resource"}

@@ -134,7 +134,7 @@ class DesignStep(_Figures):
 
 
 class PersonaRow(_Figures):
-    """One mistake persona over its runs (:mod:`helpers.personas`): the guard meant to catch
+    """One mistake persona over its runs (:mod:`helpers.models.personas`): the guard meant to catch
     it, how often each guard fired, what passed, and its prompt tokens and model calls against
     the ideal model's on the same cases and strategy."""
 

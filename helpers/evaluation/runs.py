@@ -7,7 +7,7 @@ a *policy* (:mod:`helpers.context.policies`, :mod:`helpers.context.anchors`) is 
 ``box-tcr`` (tool-context-relay's design), ``middle`` (head + tail) and the anchors ``codex``,
 ``deepagents``, ``claude-code`` and ``agents-sdk`` (:mod:`helpers.context.anchors`).
 
-Offline, :func:`run_personas` runs the same cases with the personas of :mod:`helpers.personas`,
+Offline, :func:`run_personas` runs the same cases with the personas of :mod:`helpers.models.personas`,
 each under the strategy where its mistake can happen, so a report can set each one beside the
 ideal model.
 """
@@ -34,7 +34,7 @@ from helpers.evaluation.validation import Validation, validate
 from helpers.loop.agent import CompactionSettings, TurnRecord, run_turn
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
 from helpers.models.offline import OfflineModel
-from helpers.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
+from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
 from helpers.tooling.registry import ToolRegistry
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry

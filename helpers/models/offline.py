@@ -31,7 +31,7 @@ import httpx2
 import openai
 
 from helpers.models.offline_plan import classify, interpret
-from helpers.personas import (
+from helpers.models.personas import (
     IDEAL,
     OFFLINE_MODEL_NAME,
     Persona,
@@ -169,13 +169,13 @@ class OfflineModel:
             (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
         )
         if last_user is None:
-            return _thinking(persona, {"role": "assistant", "content": "Please ask me something."})
+            return persona.reply({"role": "assistant", "content": "Please ask me something."})
         prompt = messages[last_user].get("content")
         if isinstance(prompt, list):
             prompt = " ".join(str(p.get("text", "")) for p in prompt if isinstance(p, dict))
         plan = self.plans.get(normalize_prompt(str(prompt or "")))
         if plan is None:
-            return _thinking(persona, {"role": "assistant", "content": NO_PLAN_ANSWER})
+            return persona.reply({"role": "assistant", "content": NO_PLAN_ANSWER})
         tool_results = {
             m.get("tool_call_id"): str(m.get("content") or "")
             for m in messages[last_user:]
@@ -196,11 +196,10 @@ class OfflineModel:
                     call_id = call["id"]
                     wanted = steps.send(classify(call_id, tool_results.get(call_id, "")))
         except StopIteration as done:
-            return _thinking(persona, {"role": "assistant", "content": str(done.value)})
+            return persona.reply({"role": "assistant", "content": str(done.value)})
         arguments = json.dumps(wanted.arguments, ensure_ascii=False)
-        call_id = "0" if persona.numbers_ids_zero else "call_" + secrets.token_hex(12)
-        return _thinking(
-            persona,
+        call_id = persona.tool_call_id()
+        return persona.reply(
             {
                 "role": "assistant",
                 "content": None,
@@ -217,7 +216,7 @@ class OfflineModel:
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a ``/chat/completions`` request body with a ``chat.completion`` object.
 
-        The requested model name chooses the persona (:mod:`helpers.personas`):
+        The requested model name chooses the persona (:mod:`helpers.models.personas`):
         ``offline-reference:<persona>``; any other name is the ideal model.
 
         Raises:
@@ -235,8 +234,9 @@ class OfflineModel:
         except UnknownPersonaError as exc:
             raise WireError(str(exc)) from None
         _check_pairing(messages)
-        if persona.thinks:
-            _check_reasoning_sent_back(messages)
+        refused = persona.refusal(messages)
+        if refused is not None:
+            raise WireError(refused)
         tools = request.get("tools") or []
         prompt_tokens = count_chat_tokens(messages, tools)
         if prompt_tokens > self.context_window_tokens:
@@ -361,38 +361,6 @@ def _log_usage(prompt_tokens: int, completion_tokens: int) -> None:
     line = json.dumps({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
     with open(path, "a", encoding="utf-8") as log:
         log.write(line + "\n")
-
-
-def _thinking(persona: Persona, message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` with a ``reasoning_content`` first, when the persona thinks aloud."""
-    if not persona.thinks:
-        return message
-    calls = message.get("tool_calls") or []
-    thought = (
-        f"The plan's next step is a call to {calls[0]['function']['name']}."
-        if calls
-        else "I have what I need; time to answer."
-    )
-    return {"role": "assistant", "reasoning_content": thought, **message}
-
-
-#: DeepSeek's answer when a thinking-mode tool call comes back without its reasoning.
-REASONING_MISSING = (
-    "Missing `reasoning_content` field in the assistant message at message index {index}. For "
-    "more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
-)
-
-
-def _check_reasoning_sent_back(messages: list[Mapping[str, Any]]) -> None:
-    """Reject, as DeepSeek's thinking mode does, an assistant message with tool calls that comes
-    back without the ``reasoning_content`` it was sent with."""
-    for index, message in enumerate(messages):
-        if (
-            message.get("role") == "assistant"
-            and message.get("tool_calls")
-            and message.get("reasoning_content") is None
-        ):
-            raise WireError(REASONING_MISSING.format(index=index))
 
 
 def _api_error(

@@ -42,12 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.context.anchors import NUMBERED_ROW_RE
-from helpers.context.boxing import SCHEME
 from helpers.context.preview import parse_preview
-from helpers.context.read_back import Seen
+from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import OP_TOOL_NAMES
 from helpers.context.strategies import read_back
-from helpers.personas import IDEAL, Persona
+from helpers.models.personas import IDEAL, Persona
 from helpers.plans import Plan, PlanError
 
 # -- what the model sees ------------------------------------------------------------------------
@@ -83,11 +82,6 @@ Step = Generator[Call, Seen, Any]
 #: an ideal model does not fetch the same output twice.
 Memory = dict[str, str]
 
-#: What the persona ``invents`` passes instead of a real reference or tool_call_id: the ids of
-#: the few-shot examples in the system prompt (:mod:`helpers.instructions`).
-INVENTED_REFERENCE = "internal://Zx81Qa0pLm3v"
-INVENTED_TOOL_CALL_ID = "call_1"
-
 
 @dataclass
 class _Mind:
@@ -109,40 +103,21 @@ class _Mind:
         return True
 
 
+def _failed(seen: Seen) -> bool:
+    return seen.kind == "error"
+
+
 def _check_error(seen: Seen, name: str) -> Seen:
-    if seen.kind == "error":
+    if _failed(seen):
         message = json.loads(seen.content)["error"]
         raise _Stop(f"I could not finish: the call to {name} returned an error: {message}")
     return seen
 
 
-def _map_references(value: Any, change: Any) -> Any:
-    """``value`` with every bare reference string replaced by ``change(reference)``."""
-    if isinstance(value, str) and value.startswith(SCHEME) and " " not in value:
-        return change(value)
-    if isinstance(value, dict):
-        return {k: _map_references(v, change) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_map_references(v, change) for v in value]
+def _just(value: Any) -> Step:
+    """A step that needs no tool call: ``value`` at once."""
     return value
-
-
-def _mistaken(call: Call, mind: _Mind) -> Call | None:
-    """The call as the persona gets it wrong, or ``None`` when it gets this one right."""
-    persona = mind.persona
-    internal = call.name.startswith("internal_resource_")
-    has_ref = _map_references(call.arguments, lambda r: "\0") != call.arguments
-    if persona.invents_ids:
-        if call.name == "fetch_tool_output" and mind.once("invent"):
-            return Call(call.name, {**call.arguments, "tool_call_id": INVENTED_TOOL_CALL_ID})
-        if has_ref and mind.once("invent"):
-            return Call(call.name, _map_references(call.arguments, lambda r: INVENTED_REFERENCE))
-    if persona.embeds_references and has_ref and not internal and mind.once("embed"):
-        return Call(call.name, _map_references(call.arguments, lambda r: f"Here is the text: {r}"))
-    if persona.wraps_references and has_ref:
-        quote = (lambda r: f'"{r}"') if internal else (lambda r: f"`{r}`")
-        return Call(call.name, _map_references(call.arguments, quote))
-    return None
+    yield  # a generator, so ``yield from`` takes it like any other step
 
 
 #: The five resolve tools as operations of the one ``internal_resource`` tool.
@@ -172,49 +147,306 @@ def _as_offered(call: Call, mind: _Mind) -> Call:
 
 
 def _call(call: Call, mind: _Mind) -> Step:
-    """Make ``call``; a persona makes its mistake first, and corrects it if an error comes back
-    (a mistake that goes through unrefused stands: the client's guard was missing)."""
+    """Make ``call``; a persona makes its mistake first (:meth:`Persona.wrong_arguments`), and
+    corrects it if an error comes back (a mistake that goes through unrefused stands: the
+    client's guard was missing)."""
     call = _as_offered(call, mind)
-    wrong = _mistaken(call, mind)
+    persona = mind.persona
+    wrong = persona.wrong_arguments(call.name, call.arguments, mind.once)
     if wrong is not None:
-        seen = yield wrong
-        if seen.kind != "error" or mind.persona.wraps_references:
+        seen = yield Call(call.name, wrong)
+        if not _failed(seen) or not persona.corrects_after_error:
             return seen
     return (yield call)
 
 
-def _fetch_full(seen: Seen, mind: _Mind) -> Step:
-    if seen.call_id in mind.memory:
-        return mind.memory[seen.call_id]
-    preview = parse_preview(seen.content)
-    assert preview is not None
-    while True:
-        fetched = yield from _call(
-            Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id}), mind
-        )
-        fetched = _check_error(fetched, "fetch_tool_output")
-        if fetched.kind != "truncated":
-            break
-        # the fetch itself came back cut: chase the new marker, as a model would
-        preview = parse_preview(fetched.content)
-        assert preview is not None
-    data = json.loads(fetched.content)
-    mind.memory[seen.call_id] = data["tool_output"]
-    return data["tool_output"]
-
-
-# -- results saved to a file (deepagents, Claude Code) ---------------------------------------
+# -- what a model does with each kind of result it sees -----------------------------------------
 
 #: Lines an ideal model reads per call of a file-reading tool.
 FILE_PAGE_LINES = 2_000
 _GREP_ROW_RE = re.compile(r"^(?:.*?:)?(\d+):(.*)$")
+_GREP_LINE_RE = re.compile(r"^\d+: (.*)$")
+_NO_MATCH = "(no match)"
 
 
-def _file_tools(mind: _Mind) -> tuple[str, str, bool]:
-    """The read and grep tools offered, and whether read offsets count from 1 (Claude Code)."""
-    if "Read" in mind.tools:
-        return "Read", "Grep", True
-    return "read_file", "grep", False
+def _visible_lines(text: str, cut: bool) -> list[str]:
+    """The whole lines of a preview (its last line is partial when the preview was cut)."""
+    lines = text.splitlines()
+    return lines[:-1] if cut and lines and not text.endswith("\n") else lines
+
+
+def _matching_lines(value: str, pattern: str, window: int) -> list[str]:
+    """The lines of ``value`` that match ``pattern``, each with ``window`` lines around it."""
+    lines = value.splitlines()
+    regex = re.compile(pattern)
+    keep: set[int] = set()
+    for i, line in enumerate(lines):
+        if regex.search(line):
+            keep.update(range(max(0, i - window), min(len(lines), i + window + 1)))
+    return [lines[i] for i in sorted(keep)]
+
+
+def _first_match(lines: Iterable[str], pattern: str) -> str | None:
+    regex = re.compile(pattern)
+    return next((line for line in lines if regex.search(line)), None)
+
+
+class _View:
+    """A result whose whole value is in the message (``inline``, ``middle``): copied and
+    searched where it stands. Each subclass is what a model does with a result it sees only
+    part of; :data:`_VIEWS` picks one by :attr:`Seen.kind`.
+
+    Each intent is a step (:data:`Step`): a generator that yields the tool calls it needs and
+    returns the value.
+    """
+
+    #: Whether the message shows a truncated preview (what ``passes-preview`` passes on).
+    shows_preview = False
+
+    def __init__(self, seen: Seen, mind: _Mind):
+        self.seen, self.mind = seen, mind
+
+    def known(self) -> str | None:
+        """The full value, if the model has already fetched or read it this turn."""
+        return self.mind.memory.get(self.seen.call_id)
+
+    def remember(self, value: str) -> str:
+        self.mind.memory[self.seen.call_id] = value
+        return value
+
+    def pass_on(self) -> Step:
+        """The value to put in another tool's argument: the value, or what stands for it."""
+        return (yield from self.read())
+
+    def read(self) -> Step:
+        """The full value, for the model to read."""
+        return self.seen.content
+        yield
+
+    def tail(self, chars: int) -> Step:
+        """The last ``chars`` characters of the value."""
+        known = self.known()
+        value = known if known is not None else (yield from self.read())
+        return value[-chars:]
+
+    def find(self, pattern: str, window: int) -> Step:
+        """The lines that match ``pattern``, with ``window`` lines of context: all of them, so
+        from the full value (a preview may hide further matches)."""
+        known = self.known()
+        value = known if known is not None else (yield from self.read())
+        return _matching_lines(value, pattern, window)
+
+    def first(self, pattern: str) -> Step:
+        """The first line that matches ``pattern``: what the message shows is looked at first,
+        and a hit there needs no tool call."""
+        known = self.known()
+        if known is not None:
+            return _first_match(known.splitlines(), pattern) or _NO_MATCH
+        hit = _first_match(self.in_sight(), pattern)
+        if hit is not None:
+            return hit
+        return (yield from self.first_beyond_sight(pattern))
+
+    def in_sight(self) -> list[str]:
+        """The whole lines the message shows of the value."""
+        return _visible_lines(self.seen.content, False)
+
+    def first_beyond_sight(self, pattern: str) -> Step:
+        """The first match in what the message does not show (here: nothing)."""
+        return _NO_MATCH
+        yield
+
+
+class _PreviewView(_View):
+    """A truncated preview and its marker: the rest is fetched with ``fetch_tool_output``."""
+
+    shows_preview = True
+
+    def read(self) -> Step:
+        known = self.known()
+        if known is not None:
+            return known
+        preview = parse_preview(self.seen.content)
+        assert preview is not None
+        while True:
+            fetched = yield from _call(
+                Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id}), self.mind
+            )
+            fetched = _check_error(fetched, "fetch_tool_output")
+            if not _VIEWS[fetched.kind].shows_preview:
+                break
+            # the fetch itself came back cut: chase the new marker, as a model would
+            preview = parse_preview(fetched.content)
+            assert preview is not None
+        return self.remember(json.loads(fetched.content)["tool_output"])
+
+    def in_sight(self) -> list[str]:
+        preview = parse_preview(self.seen.content)
+        return _visible_lines(preview.text, True) if preview else self.seen.content.splitlines()
+
+    def first_beyond_sight(self, pattern: str) -> Step:
+        full = yield from self.read()
+        return _first_match(full.splitlines(), pattern) or _NO_MATCH
+
+
+class _LookInsideView(_View):
+    """A result kept out of the context (a reference, a saved file): passed on as it is seen,
+    looked inside with tools only for what the plan needs; the preview under it (``head``)
+    is looked at first."""
+
+    def in_sight(self) -> list[str]:
+        return _visible_lines(self.seen.head, True) if self.seen.head else []
+
+    def first_beyond_sight(self, pattern: str) -> Step:
+        lines = yield from self.find(pattern, 0)
+        return lines[0] if lines else _NO_MATCH
+
+
+class _ReferenceView(_LookInsideView):
+    """An opaque reference or a resource link: passed on unread, looked inside with the
+    resolve tools the request offers."""
+
+    def pass_on(self) -> Step:
+        if self.mind.persona.reads_before_use():  # reads what it only had to route, then copies
+            return (yield from self.read())
+        return self.seen.uri
+
+    def read(self) -> Step:
+        known = self.known()
+        if known is not None:
+            return known
+        got = yield from _call(
+            Call("internal_resource_read", {"opaque_reference": self.seen.uri}), self.mind
+        )
+        return self.remember(_check_error(got, "internal_resource_read").content)
+
+    def _read_first(self) -> Step:
+        if self.mind.persona.reads_before_use():
+            yield from self.read()
+
+    def tail(self, chars: int) -> Step:
+        yield from self._read_first()
+        if self.known() is not None:
+            return (yield from super().tail(chars))
+        got = yield from _call(
+            Call(
+                "internal_resource_read_slice",
+                {"opaque_reference": self.seen.uri, "start_index": -chars, "length": chars},
+            ),
+            self.mind,
+        )
+        return _check_error(got, "internal_resource_read_slice").content
+
+    def find(self, pattern: str, window: int) -> Step:
+        yield from self._read_first()
+        if self.known() is not None:
+            return (yield from super().find(pattern, window))
+        got = yield from _call(
+            Call(
+                "internal_resource_grep",
+                {"opaque_reference": self.seen.uri, "pattern": pattern, "window": window},
+            ),
+            self.mind,
+        )
+        text = _check_error(got, "internal_resource_grep").content
+        return [m[1] for line in text.splitlines() if (m := _GREP_LINE_RE.match(line))]
+
+
+class _SavedFileView(_LookInsideView):
+    """A notice of a result saved to a file (deepagents, Claude Code): read back page by page
+    or grepped with the tools that agent offers."""
+
+    def _tools(self) -> tuple[str, str, bool]:
+        """The read and grep tools offered, and whether read offsets count from 1 (Claude
+        Code)."""
+        if "Read" in self.mind.tools:
+            return "Read", "Grep", True
+        return "read_file", "grep", False
+
+    def _page(self, first_line: int, count: int) -> Step:
+        """Lines ``first_line`` (from 1) onwards, at most ``count``: ``(rows, more_may_follow)``."""
+        read, _, one_based = self._tools()
+        offset = first_line if one_based else first_line - 1
+        got = yield from _call(
+            Call(read, {"file_path": self.seen.uri, "offset": offset, "limit": count}), self.mind
+        )
+        if _failed(got) and "exceeds file length" in got.content:
+            return [], False
+        content = _check_error(got, read).content
+        rows = _numbered_rows(content)
+        return rows, len(rows) >= count or "[cut at" in content
+
+    def _grep(self, pattern: str, mode: str) -> Step:
+        _, grep, one_based = self._tools()
+        args: dict[str, Any] = {"pattern": pattern, "path": self.seen.uri}
+        if one_based:
+            args["output_mode"] = mode
+        got = yield from _call(Call(grep, args), self.mind)
+        return _check_error(got, grep).content
+
+    def read(self) -> Step:
+        """The whole saved file, read page by page (what a model must do to copy it)."""
+        known = self.known()
+        if known is not None:
+            return known
+        lines: list[str] = []
+        next_line = 1
+        while True:
+            rows, more = yield from self._page(next_line, FILE_PAGE_LINES)
+            lines += [text for _, text in rows]
+            if not rows or not more:
+                break
+            next_line = rows[-1][0] + 1
+            if self.seen.total_lines is not None and next_line > self.seen.total_lines:
+                break
+        return self.remember("\n".join(lines))
+
+    def _length(self) -> Step:
+        """The number of lines of the saved file: from the notice, or a grep that counts them."""
+        if self.seen.total_lines is not None:
+            return self.seen.total_lines
+        content = (yield from self._grep("^", "count")).strip()
+        return int(content) if content.isdigit() else len(content.splitlines())
+
+    def tail(self, chars: int) -> Step:
+        """From the notice's tail if it shows the last ``chars`` whole, else from the last lines
+        read."""
+        from helpers.context.anchors import DEEPAGENTS_PREVIEW_LINE_CHARS
+
+        if self.known() is not None:
+            return (yield from super().tail(chars))
+        tail = self.seen.tail
+        whole = tail is not None and all(
+            len(line) < DEEPAGENTS_PREVIEW_LINE_CHARS for line in tail.splitlines()
+        )
+        if tail is not None and whole and len(tail) >= chars:
+            return tail[-chars:]
+        total = yield from self._length()
+        count = 50
+        while True:
+            first = max(total - count + 1, 1)
+            rows, _ = yield from self._page(first, count)
+            text = "\n".join(t for _, t in rows)
+            if len(text) >= chars or first == 1:
+                return text[-chars:]
+            count *= 4
+
+    def find(self, pattern: str, window: int) -> Step:
+        if self.known() is not None:
+            return (yield from super().find(pattern, window))
+        content = yield from self._grep(pattern, "content")
+        hits = [(int(m[1]), m[2]) for row in content.splitlines() if (m := _GREP_ROW_RE.match(row))]
+        if window == 0:
+            return [text for _, text in hits]
+        wanted: set[int] = set()
+        for n, _ in hits:
+            wanted.update(range(max(1, n - window), n + window + 1))
+        found: dict[int, str] = {}
+        for n in sorted(wanted):
+            if n not in found:
+                rows, _ = yield from self._page(n, 2 * window + 1)
+                found.update(rows)
+        return [found[n] for n in sorted(wanted) if n in found]
 
 
 def _numbered_rows(content: str) -> list[tuple[int, str]]:
@@ -231,205 +463,23 @@ def _numbered_rows(content: str) -> list[tuple[int, str]]:
     return rows
 
 
-def _file_page(seen: Seen, first_line: int, count: int, mind: _Mind) -> Step:
-    """Lines ``first_line`` (from 1) onwards, at most ``count``: ``(rows, more_may_follow)``."""
-    read, _, one_based = _file_tools(mind)
-    offset = first_line if one_based else first_line - 1
-    got = yield from _call(
-        Call(read, {"file_path": seen.uri, "offset": offset, "limit": count}), mind
-    )
-    if got.kind == "error" and "exceeds file length" in got.content:
-        return [], False
-    content = _check_error(got, read).content
-    rows = _numbered_rows(content)
-    return rows, len(rows) >= count or "[cut at" in content
+#: What the model does with each kind of result (:data:`helpers.context.read_back.ResultKind`):
+#: an error result is never looked at (the plan stops at it), so it reads as what it says.
+_VIEWS: dict[ResultKind, type[_View]] = {
+    "inline": _View,
+    "middle": _View,
+    "error": _View,
+    "truncated": _PreviewView,
+    "boxed": _ReferenceView,
+    "saved": _SavedFileView,
+}
 
 
-def _file_all(seen: Seen, mind: _Mind) -> Step:
-    """The whole saved file, read page by page (what a model must do to copy it)."""
-    if seen.call_id in mind.memory:
-        return mind.memory[seen.call_id]
-    lines: list[str] = []
-    next_line = 1
-    while True:
-        rows, more = yield from _file_page(seen, next_line, FILE_PAGE_LINES, mind)
-        lines += [text for _, text in rows]
-        if not rows or not more:
-            break
-        next_line = rows[-1][0] + 1
-        if seen.total_lines is not None and next_line > seen.total_lines:
-            break
-    mind.memory[seen.call_id] = "\n".join(lines)
-    return mind.memory[seen.call_id]
+def _view(seen: Seen, mind: _Mind) -> _View:
+    return _VIEWS[seen.kind](seen, mind)
 
 
-def _file_grep(seen: Seen, pattern: str, mind: _Mind) -> Step:
-    """``(line number, text)`` of the lines of the saved file that match ``pattern``."""
-    _, grep, one_based = _file_tools(mind)
-    args: dict[str, Any] = {"pattern": pattern, "path": seen.uri}
-    if one_based:
-        args["output_mode"] = "content"
-    got = yield from _call(Call(grep, args), mind)
-    content = _check_error(got, grep).content
-    return [(int(m[1]), m[2]) for row in content.splitlines() if (m := _GREP_ROW_RE.match(row))]
-
-
-def _file_length(seen: Seen, mind: _Mind) -> Step:
-    """The number of lines of the saved file: from the notice, or a grep that counts them."""
-    if seen.total_lines is not None:
-        return seen.total_lines
-    _, grep, one_based = _file_tools(mind)
-    args: dict[str, Any] = {"pattern": "^", "path": seen.uri}
-    if one_based:
-        args["output_mode"] = "count"
-    got = yield from _call(Call(grep, args), mind)
-    content = _check_error(got, grep).content.strip()
-    return int(content) if content.isdigit() else len(content.splitlines())
-
-
-def _file_tail(seen: Seen, chars: int, mind: _Mind) -> Step:
-    """The last ``chars`` characters of the saved file, from the notice's tail if it shows
-    them whole, else from the last lines read."""
-    from helpers.context.anchors import DEEPAGENTS_PREVIEW_LINE_CHARS
-
-    tail = seen.tail
-    whole = tail is not None and all(
-        len(line) < DEEPAGENTS_PREVIEW_LINE_CHARS for line in tail.splitlines()
-    )
-    if tail is not None and whole and len(tail) >= chars:
-        return tail[-chars:]
-    total = yield from _file_length(seen, mind)
-    count = 50
-    while True:
-        first = max(total - count + 1, 1)
-        rows, _ = yield from _file_page(seen, first, count, mind)
-        text = "\n".join(t for _, t in rows)
-        if len(text) >= chars or first == 1:
-            return text[-chars:]
-        count *= 4
-
-
-def _visible_lines(text: str, cut: bool) -> list[str]:
-    """The whole lines of a preview (its last line is partial when the preview was cut)."""
-    lines = text.splitlines()
-    return lines[:-1] if cut and lines and not text.endswith("\n") else lines
-
-
-def _pass_on(seen: Seen, mind: _Mind) -> Step:
-    """The value to put in another tool's argument: copy, fetch, or pass the reference."""
-    if seen.kind == "boxed":
-        if mind.persona.reads_everything:  # reads what it only had to route, then copies it
-            return (yield from _read(seen, mind))
-        return seen.uri
-    if seen.kind == "truncated":
-        return (yield from _fetch_full(seen, mind))
-    if seen.kind == "saved":
-        return (yield from _file_all(seen, mind))
-    return seen.content
-
-
-def _read(seen: Seen, mind: _Mind) -> Step:
-    """The full value, for the model to read."""
-    if seen.call_id in mind.memory:
-        return mind.memory[seen.call_id]
-    if seen.kind == "boxed":
-        got = yield from _call(Call("internal_resource_read", {"opaque_reference": seen.uri}), mind)
-        mind.memory[seen.call_id] = _check_error(got, "internal_resource_read").content
-        return mind.memory[seen.call_id]
-    if seen.kind == "truncated":
-        return (yield from _fetch_full(seen, mind))
-    if seen.kind == "saved":
-        return (yield from _file_all(seen, mind))
-    return seen.content
-
-
-def _tail(seen: Seen, chars: int, mind: _Mind) -> Step:
-    if seen.kind == "boxed" and mind.persona.reads_everything:
-        yield from _read(seen, mind)
-    if seen.call_id in mind.memory:
-        return mind.memory[seen.call_id][-chars:]
-    if seen.kind == "boxed":
-        got = yield from _call(
-            Call(
-                "internal_resource_read_slice",
-                {"opaque_reference": seen.uri, "start_index": -chars, "length": chars},
-            ),
-            mind,
-        )
-        return _check_error(got, "internal_resource_read_slice").content
-    if seen.kind == "truncated":
-        return (yield from _fetch_full(seen, mind))[-chars:]
-    if seen.kind == "saved":
-        return (yield from _file_tail(seen, chars, mind))
-    return seen.content[-chars:]
-
-
-_GREP_LINE_RE = re.compile(r"^\d+: (.*)$")
-
-
-def _find(seen: Seen, pattern: str, window: int, mind: _Mind) -> Step:
-    """Lines matching ``pattern`` (with context when window > 0)."""
-    if seen.kind == "boxed" and mind.persona.reads_everything:
-        yield from _read(seen, mind)
-    if seen.kind == "boxed" and seen.call_id not in mind.memory:
-        got = yield from _call(
-            Call(
-                "internal_resource_grep",
-                {"opaque_reference": seen.uri, "pattern": pattern, "window": window},
-            ),
-            mind,
-        )
-        text = _check_error(got, "internal_resource_grep").content
-        return [m[1] for line in text.splitlines() if (m := _GREP_LINE_RE.match(line))]
-    if seen.kind == "saved" and seen.call_id not in mind.memory:
-        hits = yield from _file_grep(seen, pattern, mind)
-        if window == 0:
-            return [text for _, text in hits]
-        wanted: set[int] = set()
-        for n, _ in hits:
-            wanted.update(range(max(1, n - window), n + window + 1))
-        found: dict[int, str] = {}
-        for n in sorted(wanted):
-            if n not in found:
-                rows, _ = yield from _file_page(seen, n, 2 * window + 1, mind)
-                found.update(rows)
-        return [found[n] for n in sorted(wanted) if n in found]
-    # a preview may hide further matches: finding *all* of them needs the full value
-    if seen.call_id in mind.memory:
-        value = mind.memory[seen.call_id]
-    elif seen.kind == "truncated":
-        value = yield from _fetch_full(seen, mind)
-    else:
-        value = seen.content
-    lines = value.splitlines()
-    regex = re.compile(pattern)
-    keep: set[int] = set()
-    for i, line in enumerate(lines):
-        if regex.search(line):
-            keep.update(range(max(0, i - window), min(len(lines), i + window + 1)))
-    return [lines[i] for i in sorted(keep)]
-
-
-def _first(seen: Seen, pattern: str, mind: _Mind) -> Step:
-    """The first line matching ``pattern``: a preview that shows one needs no fetch."""
-    regex = re.compile(pattern)
-    memory = mind.memory
-    if seen.kind in ("boxed", "saved") and seen.head and seen.call_id not in memory:
-        # the head shown with a reference or a saved file's notice: a hit there needs no look
-        hit = next((ln for ln in _visible_lines(seen.head, True) if regex.search(ln)), None)
-        if hit is not None:
-            return hit
-    if seen.call_id in memory or seen.kind in ("inline", "truncated"):
-        preview = parse_preview(seen.content) if seen.call_id not in memory else None
-        visible = memory.get(seen.call_id) or (preview.text if preview else seen.content)
-        lines = _visible_lines(visible, preview is not None)
-        hit = next((line for line in lines if regex.search(line)), None)
-        if hit is not None or seen.kind == "inline" or seen.call_id in memory:
-            return hit or "(no match)"
-        full = yield from _fetch_full(seen, mind)
-        return next((line for line in full.splitlines() if regex.search(line)), "(no match)")
-    lines = yield from _find(seen, pattern, 0, mind)
-    return lines[0] if lines else "(no match)"
+# -- answers ------------------------------------------------------------------------------------
 
 
 def _rows(value: str) -> str:
@@ -461,7 +511,7 @@ def _render_answer(template: str, mind: _Mind) -> Step:
         pos = match.end()
         name, transform = match[1], match[2]
         if name.startswith("result") and name[6:].isdigit():
-            value: Any = yield from _read(_result(mind.results, int(name[6:])), mind)
+            value: Any = yield from _view(_result(mind.results, int(name[6:])), mind).read()
         elif name in mind.notes:
             value = mind.notes[name]
         else:
@@ -485,14 +535,17 @@ def _result(results: list[Seen], number: Any) -> Seen:
     return results[number - 1]
 
 
+# -- the plan's steps ---------------------------------------------------------------------------
+
+
 def _resolve_args(args: Any, mind: _Mind, *, previews_as_seen: bool = False) -> Step:
     """The plan's arguments with ``{result: N}`` filled in. With ``previews_as_seen``, a preview
     is passed on as it was seen, marker and all (the mistake of ``passes-preview``)."""
     if isinstance(args, dict) and set(args) == {"result"}:
-        seen = _result(mind.results, args["result"])
-        if previews_as_seen and seen.kind == "truncated":
-            return seen.content
-        return (yield from _pass_on(seen, mind))
+        view = _view(_result(mind.results, args["result"]), mind)
+        if previews_as_seen and view.shows_preview:
+            return view.seen.content
+        return (yield from view.pass_on())
     if isinstance(args, dict):
         out = {}
         for key, value in args.items():
@@ -506,19 +559,52 @@ def _resolve_args(args: Any, mind: _Mind, *, previews_as_seen: bool = False) -> 
     return args
 
 
-def _uses_preview(args: Any, results: list[Seen]) -> bool:
+def _uses_preview(args: Any, mind: _Mind) -> bool:
+    """Whether the plan's arguments pass on a result the model sees as a truncated preview."""
     if isinstance(args, dict) and set(args) == {"result"}:
         number = args["result"]
+        results = mind.results
         return (
             isinstance(number, int)
             and 1 <= number <= len(results)
-            and (results[number - 1].kind == "truncated")
+            and _view(results[number - 1], mind).shows_preview
         )
     if isinstance(args, dict):
-        return any(_uses_preview(v, results) for v in args.values())
+        return any(_uses_preview(v, mind) for v in args.values())
     if isinstance(args, list):
-        return any(_uses_preview(v, results) for v in args)
+        return any(_uses_preview(v, mind) for v in args)
     return False
+
+
+def _call_step(step: dict[str, Any], mind: _Mind) -> Step:
+    """A ``call`` step: its arguments filled in, the call made, its result kept (a persona
+    that passes previews may pass one on, once; a tool that ran on it keeps that result)."""
+    plan_args = step.get("args", {})
+    if _uses_preview(plan_args, mind) and mind.persona.passes_preview(mind.once):
+        wrong = yield from _resolve_args(plan_args, mind, previews_as_seen=True)
+        seen = yield Call(step["call"], wrong)
+        if not _failed(seen):  # nothing refused it: the tool ran on a preview
+            mind.results.append(seen)
+            return
+    args = yield from _resolve_args(plan_args, mind)
+    seen = yield from _call(Call(step["call"], args), mind)
+    mind.results.append(_check_error(seen, step["call"]))
+
+
+def _note_step(step: dict[str, Any], mind: _Mind) -> Step:
+    """A ``tail``, ``find``, ``first`` or ``read`` step: a note of part of a result."""
+    if "tail" in step:
+        view = _view(_result(mind.results, step["tail"]), mind)
+        return (yield from view.tail(int(step.get("chars", 200))))
+    if "find" in step:
+        view = _view(_result(mind.results, step["find"]), mind)
+        return (yield from view.find(step["pattern"], int(step.get("window", 0))))
+    if "first" in step:
+        return (yield from _view(_result(mind.results, step["first"]), mind).first(step["pattern"]))
+    return (yield from _view(_result(mind.results, step["read"]), mind).read())
+
+
+_NOTE_STEPS = ("tail", "find", "first", "read")
 
 
 def interpret(plan: Plan, persona: Persona = IDEAL, tools: Iterable[str] = ()) -> Step:
@@ -528,34 +614,9 @@ def interpret(plan: Plan, persona: Persona = IDEAL, tools: Iterable[str] = ()) -
     try:
         for step in plan:
             if "call" in step:
-                plan_args = step.get("args", {})
-                if (
-                    persona.passes_previews
-                    and _uses_preview(plan_args, mind.results)
-                    and mind.once("preview")
-                ):
-                    wrong = yield from _resolve_args(plan_args, mind, previews_as_seen=True)
-                    seen = yield Call(step["call"], wrong)
-                    if seen.kind != "error":  # nothing refused it: the tool ran on a preview
-                        mind.results.append(seen)
-                        continue
-                args = yield from _resolve_args(plan_args, mind)
-                seen = yield from _call(Call(step["call"], args), mind)
-                mind.results.append(_check_error(seen, step["call"]))
-            elif "tail" in step:
-                seen = _result(mind.results, step["tail"])
-                mind.notes[step["as"]] = yield from _tail(seen, int(step.get("chars", 200)), mind)
-            elif "find" in step:
-                seen = _result(mind.results, step["find"])
-                mind.notes[step["as"]] = yield from _find(
-                    seen, step["pattern"], int(step.get("window", 0)), mind
-                )
-            elif "first" in step:
-                seen = _result(mind.results, step["first"])
-                mind.notes[step["as"]] = yield from _first(seen, step["pattern"], mind)
-            elif "read" in step:
-                seen = _result(mind.results, step["read"])
-                mind.notes[step["as"]] = yield from _read(seen, mind)
+                yield from _call_step(step, mind)
+            elif any(key in step for key in _NOTE_STEPS):
+                mind.notes[step["as"]] = yield from _note_step(step, mind)
             elif "answer" in step:
                 return (yield from _render_answer(step["answer"], mind))
             else:

@@ -37,7 +37,7 @@ from helpers.course.cli.common import (
 from helpers.escaping import for_json, for_markdown, for_rich
 from helpers.evaluation.runs import CaseRun, client_for_cases, run_cases
 from helpers.models.llm import ConfigError, ModelConfig, resolve_model
-from helpers.personas import PERSONAS
+from helpers.models.personas import PERSONAS
 from helpers.tooling.tools import default_registry
 
 

@@ -26,8 +26,8 @@ from helpers.context.strategies import strategy_names
 from helpers.escaping import for_json, for_terminal
 from helpers.loop.agent import CompactionSettings
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
+from helpers.models.personas import PERSONAS, get_persona
 from helpers.paths import CASES_DIR
-from helpers.personas import PERSONAS, get_persona
 from helpers.redaction import mask_url_password
 from helpers.tooling.store import ToolOutputStore
 

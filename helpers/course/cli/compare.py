@@ -40,7 +40,7 @@ from helpers.evaluation.runs import (
 )
 from helpers.evaluation.scaling import SCALING_SIZES_BYTES, run_scaling
 from helpers.models.llm import ConfigError, resolve_model
-from helpers.personas import MISTAKE_PERSONAS, PERSONAS
+from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
 
 
 def add_command(sub: Any) -> None:
