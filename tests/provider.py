@@ -2,7 +2,8 @@
 real shapes) or in-process (:meth:`ScriptedProvider.transport`, :func:`scripted_client`).
 
 Real providers are messy in ways the offline model never is. :class:`ScriptedProvider` is a
-standard-library HTTP server on 127.0.0.1 that answers each ``POST …/chat/completions`` with the
+standard-library HTTP server on 127.0.0.1 (the plumbing the offline model shares,
+:mod:`helpers.models.loopback`) that answers each ``POST …/chat/completions`` with the
 next step of a script, and records every request (path, headers, JSON body) so a test can check
 what the client really sent.
 
@@ -21,20 +22,18 @@ import itertools
 import json
 import re
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx2
 import openai
 
-#: DeepSeek's message when reasoning_content is not sent back (its thinking-mode guide).
-DEEPSEEK_MISSING = (
-    "Missing `reasoning_content` field in the assistant message at message index {index}. "
-    "For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
-)
+from helpers.models.loopback import LoopbackServer, Reply, Request, mock_transport
+from helpers.models.personas import PERSONAS
+
+#: DeepSeek's thinking mode, as the offline persona ``deepseek-thinking`` has it: one copy of
+#: the provider's rule and its error text (api-docs.deepseek.com, thinking mode, tool calls).
+DEEPSEEK = PERSONAS["deepseek-thinking"]
 
 
 #: Gemini 3's answer when a tool call comes back without its thought signature (Gemini API
@@ -53,22 +52,9 @@ MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "na
 TOOL_CALL_FIELDS = frozenset({"id", "type", "function", "index"})
 
 
-@dataclass
-class Answer:
-    """One HTTP response: status, body (bytes, text or a JSON value), content type, delay."""
-
-    body: Any
-    status: int = 200
-    content_type: str = "application/json"
-    delay_s: float = 0.0
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def encoded(self) -> bytes:
-        if isinstance(self.body, bytes):
-            return self.body
-        if isinstance(self.body, str):
-            return self.body.encode()
-        return json.dumps(self.body).encode()
+#: One HTTP response of a step: the plumbing's :class:`~helpers.models.loopback.Reply`
+#: (status, body, content type, headers, ``delay_s``).
+Answer = Reply
 
 
 Step = Callable[[dict[str, Any]], Any]
@@ -184,50 +170,23 @@ class ScriptedProvider:
         self.requests: list[dict[str, Any]] = []
         self.chat_bodies: list[dict[str, Any]] = []  # each chat request's JSON body, as it came
         self._lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                answer = outer._answer(self.path, dict(self.headers), raw)
-                if answer.delay_s:
-                    time.sleep(answer.delay_s)
-                data = answer.encoded()
-                try:
-                    self.send_response(answer.status)
-                    self.send_header("Content-Type", answer.content_type)
-                    self.send_header("Content-Length", str(len(data)))
-                    for key, value in answer.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up
-                    pass
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._handler = Handler
-        self.httpd: ThreadingHTTPServer | None = None  # loopback HTTP, opened by ``with``
+        self.server: LoopbackServer | None = None  # loopback HTTP, opened by ``with``
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1`` (with the configured prefix)."""
-        assert self.httpd is not None, "enter the provider (with ...) to serve it on loopback"
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}{self.prefix}"
+        assert self.server is not None, "enter the provider (with ...) to serve it on loopback"
+        return self.server.base_url
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
         """The JSON bodies of the chat requests received, in order."""
         return [r["json"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
-    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> Answer:
+    def _respond(self, request: Request) -> Answer:
+        path, headers = request.path, request.headers
         try:
-            body = json.loads(raw or b"{}")
+            body = json.loads(request.body or b"{}")
         except ValueError:
             body = None
         with self._lock:
@@ -236,15 +195,9 @@ class ScriptedProvider:
             if path.split("?")[0].rstrip("/") != expected:
                 return Answer({"error": {"message": f"no route {path}"}}, status=404)
             self.chat_bodies.append(body)
-            if self.thinking:
-                for index, message in enumerate(body.get("messages", [])):
-                    if (
-                        message.get("role") == "assistant"
-                        and message.get("tool_calls")
-                        and message.get("reasoning_content") is None
-                    ):
-                        error = {"message": DEEPSEEK_MISSING.format(index=index)}
-                        return Answer({"error": error}, status=400)
+            missing = DEEPSEEK.refusal(body.get("messages", [])) if self.thinking else None
+            if missing is not None:
+                return Answer({"error": {"message": missing}}, status=400)
             refused = self._refusal(body)
             if refused is not None:
                 return refused
@@ -310,24 +263,15 @@ class ScriptedProvider:
     def transport(self) -> httpx2.MockTransport:
         """The same provider in-process: an ``httpx2`` transport that answers each request as
         the loopback server would (no socket, no delay)."""
-
-        def handle(request: httpx2.Request) -> httpx2.Response:
-            answer = self._answer(request.url.path, dict(request.headers), request.read())
-            headers = {"content-type": answer.content_type, **answer.headers}
-            return httpx2.Response(answer.status, content=answer.encoded(), headers=headers)
-
-        return httpx2.MockTransport(handle)
+        return mock_transport(self._respond)
 
     def __enter__(self) -> ScriptedProvider:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.server = LoopbackServer(self._respond, prefix=self.prefix).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
+        if self.server is not None:
+            self.server.stop()
 
 
 # -- a hostile model and endpoint ------------------------------------------------------------

@@ -30,6 +30,7 @@ from typing import Any
 import httpx2
 import openai
 
+from helpers.models.loopback import Reply, Request, mock_transport
 from helpers.models.offline_plan import classify, interpret
 from helpers.models.personas import (
     IDEAL,
@@ -278,16 +279,16 @@ class OfflineModel:
         if method == "GET" and path.endswith("/models"):
             return 200, {"object": "list", "data": [{"id": self.name, "object": "model"}]}
         if method != "POST" or not path.endswith("/chat/completions"):
-            return 404, _api_error(f"no route for {method} {path}", "not_found_error")
+            return 404, api_error(f"no route for {method} {path}", "not_found_error")
         try:
             request = json.loads(body or b"{}")
             if not isinstance(request, dict):
                 raise WireError("the request body must be a JSON object")
             return 200, self.complete(request)
         except WireError as exc:
-            return 400, _api_error(str(exc), "invalid_request_error", exc.code, exc.param)
+            return 400, api_error(str(exc), "invalid_request_error", exc.code, exc.param)
         except ValueError as exc:  # PlanError and bad JSON alike
-            return 400, _api_error(str(exc), "invalid_request_error")
+            return 400, api_error(str(exc), "invalid_request_error")
 
 
 #: Set to a file path, every answer's usage is appended there as one JSON line (the instructor
@@ -363,9 +364,11 @@ def _log_usage(prompt_tokens: int, completion_tokens: int) -> None:
         log.write(line + "\n")
 
 
-def _api_error(
+def api_error(
     message: str, kind: str, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
+    """An error body in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``
+    (platform.openai.com/docs/guides/error-codes)."""
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
@@ -373,14 +376,15 @@ def _api_error(
 
 
 def offline_transport(model: OfflineModel | None = None) -> httpx2.MockTransport:
-    """An ``httpx2`` transport that answers every request from ``model`` in-process."""
+    """An ``httpx2`` transport that answers every request from ``model`` in-process (the
+    plumbing every fake provider shares: :func:`helpers.models.loopback.mock_transport`)."""
     model = model or OfflineModel()
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        status, payload = model.respond(request.method, request.url.path, request.read())
-        return httpx2.Response(status, json=payload)
+    def respond(request: Request) -> Reply:
+        status, payload = model.respond(request.method, request.path, request.body)
+        return Reply(payload, status=status)
 
-    return httpx2.MockTransport(handler)
+    return mock_transport(respond)
 
 
 def offline_client(model: OfflineModel | None = None, *, max_retries: int = 0) -> openai.OpenAI:
