@@ -56,6 +56,8 @@ _LAYERS: tuple[str, ...] = (
 _PUBLIC: dict[str, str] = {
     # the turn
     "run_turn": "helpers.loop.agent",
+    "Agent": "helpers.loop.agent",
+    "RunConfig": "helpers.loop.agent",
     "TurnRecord": "helpers.loop.agent",
     "ToolCallRecord": "helpers.loop.agent",
     "ModelCallRecord": "helpers.loop.agent",
@@ -194,6 +196,7 @@ __all__ = [
     "STATUSES",
     "STRATEGIES",
     "SUMMARY_HEADER",
+    "Agent",
     "AgentsSdkTrimmerPolicy",
     "Base",
     "BoxDesign",
@@ -216,6 +219,7 @@ __all__ = [
     "Presented",
     "ReferenceRefused",
     "ResultPolicy",
+    "RunConfig",
     "StoredOutput",
     "Strategy",
     "StrategyOptions",
@@ -411,8 +415,10 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.limits import TurnLimits
     from helpers.loop.agent import (
         STATUSES,
+        Agent,
         CompactionSettings,
         ModelCallRecord,
+        RunConfig,
         ToolCallRecord,
         TurnRecord,
         dispatch,

@@ -7,12 +7,13 @@ import json
 
 import httpx2
 import openai
+import pytest
 from provider import scripted_client, tool_calls
 
 from helpers.cases import load_cases
 from helpers.context.policies import make_policy
 from helpers.limits import TurnLimits
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.tooling.outbox import read_outbox
 from helpers.tooling.tools import yt_transcribe
 
@@ -167,3 +168,22 @@ def test_endpoint_failure_is_a_failed_record_not_a_crash(registry, store) -> Non
     )
     rec = run_turn("x", client=client, model="m", policy=make_policy("inline"), registry=registry)
     assert rec.status == "error" and "InternalServerError" in rec.error
+
+
+def test_one_agent_runs_many_turns_each_with_its_own_configuration(client, registry, store) -> None:
+    """What is built once (client, model, policy, tools, store) is the Agent; what may change
+    per turn is a RunConfig. A second turn in the same thread routes the first turn's
+    reference; a turn with max_iterations=1 stops, as run_turn would."""
+    agent = Agent(client, "offline-reference", make_policy("box"), registry, store)
+    first = agent.run(CASE1)
+    assert first.ok and first.tool_calls[0].result.startswith("internal://"), first.error
+    second = agent.run(CASE1, thread_id=first.thread_id, config=RunConfig(few_shot=False))
+    assert second.ok and second.thread_id == first.thread_id
+    assert "Example" not in second.messages[0]["content"]  # no few-shot examples this turn
+    short = agent.run(CASE1, config=RunConfig(max_iterations=1))
+    assert short.status == "max_iterations" and len(short.model_calls) == 1
+    same = _turn(CASE1, client, registry, store, "box")
+    assert [t.name for t in same.tool_calls] == [t.name for t in first.tool_calls]  # an Agent
+    assert same.messages[0] == first.messages[0] and same.tool_schemas == first.tool_schemas
+    with pytest.raises(ValueError, match="needs a ToolOutputStore"):
+        Agent(client, "offline-reference", make_policy("box"), registry)

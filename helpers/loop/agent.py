@@ -406,45 +406,102 @@ def run_turn(
     Raises:
         ValueError: the policy needs a store and none was given.
     """
-    if policy.needs_store and store is None:
-        raise ValueError(f"the {policy.name} strategy needs a ToolOutputStore")
-    turn = _Turn.start(
-        prompt,
-        client=client,
-        model=model,
-        policy=policy,
-        registry=registry,
-        store=store,
-        thread_id=thread_id or new_thread_id(),
+    agent = Agent(client, model, policy, registry, store, provider_profile)
+    config = RunConfig(
+        max_iterations=max_iterations,
         few_shot=few_shot,
         system=system,
-        history=history or [],
         temperature=temperature,
-        emit=on_event or (lambda _event: None),
         compaction=compaction,
         limits=limits or TurnLimits(),
-        provider_profile=provider_profile or profile_of(client),
     )
-    return turn.run(max_iterations)
+    return agent.run(prompt, thread_id=thread_id, history=history, config=config, on_event=on_event)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How one turn runs, apart from what the agent is (:class:`Agent`): the most model calls
+    (``max_iterations``), the system message (the policy's, with its few-shot examples if
+    ``few_shot``, unless ``system`` replaces it), the sampling ``temperature`` (``None``: the
+    provider's default), history ``compaction`` (``None``: none) and the caps on tool calls and
+    stored bytes (``limits``). Each field is as :func:`run_turn` documents it."""
+
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    few_shot: bool = True
+    system: str | None = None
+    temperature: float | None = None
+    compaction: CompactionSettings | None = None
+    limits: TurnLimits = field(default_factory=TurnLimits)
+
+
+@dataclass
+class Agent:
+    """What is built once and runs many turns: the ``client`` and ``model`` it asks, the
+    ``policy`` that decides what the model sees of tool results, the real tools
+    (``registry``), the ``store`` every dispatch and message is logged to, and the endpoint's
+    rules (``provider_profile``; default: the client's, :func:`helpers.providers.profile_of`).
+
+    ``agent.run(prompt)`` is one turn (:func:`run_turn` builds an agent for one turn).
+
+    Raises:
+        ValueError: the policy needs a store and none was given.
+    """
+
+    client: openai.OpenAI
+    model: str
+    policy: ResultPolicy
+    registry: ToolRegistry
+    store: ToolOutputStore | None = None
+    provider_profile: ProviderProfile | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy.needs_store and self.store is None:
+            raise ValueError(f"the {self.policy.name} strategy needs a ToolOutputStore")
+        if self.provider_profile is None:
+            self.provider_profile = profile_of(self.client)
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The endpoint's rules (set by ``__post_init__``, never ``None`` after it)."""
+        assert self.provider_profile is not None
+        return self.provider_profile
+
+    def run(
+        self,
+        prompt: str,
+        *,
+        thread_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        config: RunConfig | None = None,
+        on_event: EventHook | None = None,
+    ) -> TurnRecord:
+        """One turn for ``prompt`` in ``thread_id`` (a new thread if ``None``), after the
+        thread's earlier ``history`` (:func:`helpers.loop.threads.load_history`), run as
+        ``config`` says; ``on_event`` sees each :data:`TurnEvent`. Returns the record, whose
+        ``status`` is one of :data:`STATUSES`: every failure ends in a verdict, not a raise."""
+        config = config or RunConfig()
+        turn = _Turn.start(
+            self,
+            prompt,
+            config=config,
+            thread_id=thread_id or new_thread_id(),
+            history=history or [],
+            emit=on_event or (lambda _event: None),
+        )
+        return turn.run(config.max_iterations)
 
 
 @dataclass
 class _Turn:
     """One turn in progress: what the phases of :func:`run_turn` share, and the phases."""
 
-    client: openai.OpenAI
-    model: str
-    policy: ResultPolicy
-    registry: ToolRegistry  # the real tools
+    agent: Agent
+    config: RunConfig
     tools: ToolRegistry  # the real tools and the policy's: what a call may run
-    store: ToolOutputStore | None
     ctx: ToolContext
     record: TurnRecord
     secrets: list[str]
-    temperature: float | None
     emit: EventHook
-    compaction: CompactionSettings | None
-    provider_profile: ProviderProfile
     used_ids: set[str] = field(default_factory=set)
     provider_ids_seen: set[str] = field(default_factory=set)
     calls_run: int = 0  # tool calls dispatched in this turn (for TurnLimits)
@@ -454,39 +511,35 @@ class _Turn:
     @classmethod
     def start(
         cls,
+        agent: Agent,
         prompt: str,
         *,
-        client: openai.OpenAI,
-        model: str,
-        policy: ResultPolicy,
-        registry: ToolRegistry,
-        store: ToolOutputStore | None,
+        config: RunConfig,
         thread_id: str,
-        few_shot: bool,
-        system: str | None,
         history: list[dict[str, Any]],
-        temperature: float | None,
         emit: EventHook,
-        compaction: CompactionSettings | None,
-        limits: TurnLimits,
-        provider_profile: ProviderProfile,
     ) -> _Turn:
         """The system message, the history (secrets redacted) and an empty record."""
+        policy, registry = agent.policy, agent.registry
         secrets_to_hide = [
             *configured_secrets(),
-            *[k for k in [getattr(client, "api_key", None)] if k and k not in _NO_KEY],
+            *[k for k in [getattr(agent.client, "api_key", None)] if k and k not in _NO_KEY],
         ]
         ctx = ToolContext(
-            store=store, thread_id=thread_id, secrets=tuple(secrets_to_hide), limits=limits
+            store=agent.store,
+            thread_id=thread_id,
+            secrets=tuple(secrets_to_hide),
+            limits=config.limits,
         )
         ctx.shown_references.update(_shown_references(history))
+        system = config.system or policy.instructions(few_shot=config.few_shot)
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system or policy.instructions(few_shot=few_shot)},
+            {"role": "system", "content": system},
             # a secret configured after an earlier turn was stored still never goes to the model
             *(map_strings(m, lambda text: redact(text, secrets_to_hide)) for m in history),
         ]
         record = TurnRecord(
-            model=model,
+            model=agent.model,
             strategy=policy.name,
             boxing=policy.boxing,
             thread_id=thread_id,
@@ -498,20 +551,34 @@ class _Turn:
             box_rule=policy.box_rule(),
         )
         return cls(
-            client=client,
-            model=model,
-            policy=policy,
-            registry=registry,
+            agent=agent,
+            config=config,
             tools=registry.merged(policy.internal_tools()),
-            store=store,
             ctx=ctx,
             record=record,
             secrets=secrets_to_hide,
-            temperature=temperature,
             emit=emit,
-            compaction=compaction,
-            provider_profile=provider_profile,
         )
+
+    @property
+    def client(self) -> openai.OpenAI:
+        return self.agent.client
+
+    @property
+    def model(self) -> str:
+        return self.agent.model
+
+    @property
+    def policy(self) -> ResultPolicy:
+        return self.agent.policy
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self.agent.registry
+
+    @property
+    def store(self) -> ToolOutputStore | None:
+        return self.agent.store
 
     def run(self, max_iterations: int) -> TurnRecord:
         """The loop of notebook 01: ask the model, run the tools it calls, until it answers (or
@@ -562,8 +629,8 @@ class _Turn:
         return schemas
 
     def compact_if_due(self, schemas: list[dict[str, Any]], index: int) -> None:
-        if self.compaction is not None:
-            settings = self.compaction
+        if self.config.compaction is not None:
+            settings = self.config.compaction
             if settings.rules is None:  # the library's rules, knowing this registry's categories
                 tools = self.registry.merged(self.policy.internal_tools())
                 rules = CompactionRules(categorize=categorizer(tools))
@@ -589,11 +656,11 @@ class _Turn:
         started = time.perf_counter()
         sent = self.policy.messages_for_call(self.messages)
         reply = _ask_model(
-            self.client, self.model, sent, schemas, self.temperature, self.provider_profile
+            self.client, self.model, sent, schemas, self.config.temperature, self.agent.profile
         )
         if self.secrets:  # a key the model repeats goes no further: not to a tool either
             reply = reply.map_text(lambda text: redact(text, self.secrets))
-        new_id = self.provider_profile.ids_for(self.model).make
+        new_id = self.agent.profile.ids_for(self.model).make
         calls = _name_tool_calls(reply, self.used_ids, self.provider_ids_seen, self.record, new_id)
         call_record = _model_call_record(reply, calls, sent, schemas, index, started)
         if reply.prompt_tokens is not None and _prompt_cut(reply.prompt_tokens, sent, schemas):
