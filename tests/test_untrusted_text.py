@@ -35,6 +35,7 @@ from provider import (
     hostile_replies,
     tool_call,
 )
+from pydantic import BaseModel
 from rich.markup import render
 
 import helpers
@@ -52,6 +53,7 @@ from helpers.escaping import (
     for_terminal,
     visible,
 )
+from helpers.evaluation import metrics as metrics_module
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ScalingPoint, ScalingResult, load_comparison
 from helpers.evaluation.report import comparison_markdown, headline_html
@@ -565,3 +567,62 @@ def test_a_notebook_shows_a_hostile_models_text_as_data(name, hostile_env, monke
                 shown += "window.__pwned=1" in text
     assert SECRET not in nbformat.writes(notebook)
     assert shown, f"{name} printed none of the hostile model's text"
+
+
+def _hostile_strings(value: Any, names: dict[str, str]) -> Any:
+    """``value`` (a compare.json document) with every string, keys included, replaced by a
+    hostile one: the same string always by the same hostile text, so references between fields
+    (a strategy named in totals, in a box goal, in a caching change) still agree."""
+    if isinstance(value, str):
+        return names.setdefault(
+            value, f"{CANARIES['onerror']} {CANARIES['md_image']} #{len(names)}"
+        )
+    if isinstance(value, dict):
+        return {
+            k if k in _FIELD_NAMES else _hostile_strings(k, names): _hostile_strings(v, names)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_hostile_strings(v, names) for v in value]
+    return value
+
+
+#: The field names of compare.json's models (kept: they are the schema, not text).
+_FIELD_NAMES = {
+    name
+    for model in vars(metrics_module).values()
+    if isinstance(model, type) and issubclass(model, BaseModel)
+    for name in model.model_fields
+}
+
+
+def test_every_text_field_of_a_report_reaches_markdown_and_html_escaped(
+    client, store, tmp_path
+) -> None:
+    """A real comparison (runs, design steps, personas, a scaling run) whose every string in
+    compare.json, keys included, is replaced by hostile text: compare.md and the cards are
+    inert however the file was edited."""
+    from helpers.cases import load_cases
+    from helpers.evaluation.runs import run_cases, run_personas
+    from helpers.evaluation.scaling import run_scaling
+    from helpers.models.personas import PERSONAS
+
+    cases = [c for c in load_cases() if c.id in ("case1", "case3")]
+    strategies = ["inline", "truncate", "box", "box-tcr", "box-one-tool"]
+    runs = run_cases(cases, strategies, client=client, model="m", store=store)
+    runs += run_personas(cases, [PERSONAS["embeds"]], client=client, store=store)
+    scaling = run_scaling([1_000], ["inline", "box"], store=store)
+    document = json.loads(
+        Comparison(runs, "m", None, 600, scaling=scaling).metrics().as_json_text()
+    )
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(_hostile_strings(document, {})), encoding="utf-8")
+    metrics = load_comparison(path)
+    markdown = comparison_markdown(metrics)
+    assert_markdown_inert(markdown, "compare.md, every text field hostile")
+    assert_hidden_from_mathjax(
+        _MARKDOWN.render(markdown_view(markdown).data), "compare.md, every text field hostile"
+    )
+    html = headline_html(metrics)
+    assert_html_inert(html, "headline_html, every text field hostile")
+    assert html.count("&lt;img") == len(metrics.totals)

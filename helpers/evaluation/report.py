@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
+from helpers.guards import GUARDS
 
 
 def usd(value: float | None) -> str:
@@ -87,7 +88,9 @@ def _cases_markdown(metrics: ComparisonMetrics) -> tuple[list[str], list[str]]:
         elif goal.ratio is None:
             goal_cell = "✅ only box passes" if goal.met else "❌ box failed"
         else:
-            goal_cell = f"{'✅' if goal.met else '❌'} {goal.ratio:.2f}× {goal.against}"
+            goal_cell = (
+                f"{'✅' if goal.met else '❌'} {goal.ratio:.2f}× {for_markdown(goal.against or '')}"
+            )
         lines.append(
             f"| {for_markdown(case_id)} | "
             + " | ".join(cells)
@@ -122,7 +125,7 @@ def _totals_markdown(metrics: ComparisonMetrics) -> list[str]:
         "",
         f"Dollars at {for_markdown(pricing.model)} list prices (input "
         f"${pricing.input_usd_per_mtok}, cached input ${pricing.cached_input_usd_per_mtok}, "
-        f"output ${pricing.output_usd_per_mtok} per million tokens; checked {pricing.checked}, "
+        f"output ${pricing.output_usd_per_mtok} per million tokens; checked {for_markdown(pricing.checked)}, "
         "data/pricing.yaml); *cached*: each call's prefix shared with the call before it at the "
         "cached price.",
         "",
@@ -168,7 +171,7 @@ def _design_steps_markdown(metrics: ComparisonMetrics) -> list[str]:
     for row in metrics.design_steps:
         saved = row.tokens_saved
         lines.append(
-            f"| {row.strategy} | {row.step} | {row.totals.passed}/{row.totals.cases} | "
+            f"| {for_markdown(row.strategy)} | {for_markdown(row.step)} | {row.totals.passed}/{row.totals.cases} | "
             f"{row.totals.prompt_tokens:,} | {f'{saved:,}' if saved is not None else '–'} | "
             f"{usd(row.usd_uncached_saved)} | {usd(row.usd_cached_saved)} |"
         )
@@ -215,7 +218,7 @@ def caching_markdown(metrics: ComparisonMetrics) -> list[str]:
     ]
     if stable_wins:
         lines.append(
-            f"- Cached, box-tcr costs less than box on {', '.join(stable_wins)}: its prompt is "
+            f"- Cached, box-tcr costs less than box on {for_markdown(', '.join(stable_wins))}: its prompt is "
             "larger, but its tool list never changes and every request is over the caching "
             "minimum, so most of it is billed at the cached price. Where cached input is cheap, "
             "a stable prefix beats a small one; count tokens uncached, and dollars with caching."
@@ -242,11 +245,12 @@ def caching_markdown(metrics: ComparisonMetrics) -> list[str]:
     )
     for change in changes:
         a, b = change.cheapest_uncached, change.cheapest_cached
+        a_text, b_text = for_markdown(a), for_markdown(b)
         share = change.cached_share
         lines.append(
-            f"  - {for_markdown(change.case)}: {a} uncached; cached, {b} "
+            f"  - {for_markdown(change.case)}: {a_text} uncached; cached, {b_text} "
             f"({usd(change.usd_cached[b])}, {share[b]:.0%} of its prompt cached) beats "
-            f"{a} ({usd(change.usd_cached[a])}, {share[a]:.0%} cached)"
+            f"{a_text} ({usd(change.usd_cached[a])}, {share[a]:.0%} cached)"
         )
     return lines
 
@@ -270,7 +274,7 @@ def persona_markdown(personas: dict[str, PersonaRow]) -> list[str]:
     for name, row in personas.items():
         lines.append(
             f"| {for_markdown(name)} | {for_markdown(row.strategy)} | "
-            f"{for_markdown(row.mistake)} | {f'`{row.guard}`' if row.guard else 'none'} | "
+            f"{for_markdown(row.mistake)} | {_guard_cell(row.guard)} | "
             f"{guard_hits_text(row)} | {row.passed}/{row.cases} | {row.prompt_tokens:,} | "
             f"{row.ratio_to_ideal} | {row.model_calls} ({row.ideal_model_calls}) |"
         )
@@ -281,9 +285,18 @@ def persona_markdown(personas: dict[str, PersonaRow]) -> list[str]:
     return lines
 
 
+def _guard_cell(guard: str | None) -> str:
+    """A guard's name as code when it is one of the workbook's (:data:`helpers.guards.GUARDS`),
+    else as text from a file (a code span would show an escape as written)."""
+    if guard is None:
+        return "none"
+    return f"`{guard}`" if guard in GUARDS else for_markdown(guard)
+
+
 def guard_hits_text(row: PersonaRow) -> str:
-    """How often each guard fired on a persona's runs: ``unbox ×3, repeat ×1``, or ``–``."""
-    return ", ".join(f"{g} ×{n}" for g, n in row.guard_hits.items()) or "–"
+    """How often each guard fired on a persona's runs, for Markdown: ``unbox ×3, repeat ×1``,
+    or ``–`` (guard names through :func:`helpers.escaping.for_markdown`)."""
+    return ", ".join(f"{for_markdown(g)} ×{n}" for g, n in row.guard_hits.items()) or "–"
 
 
 def headline_html(metrics: ComparisonMetrics) -> str:

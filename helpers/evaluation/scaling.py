@@ -235,7 +235,7 @@ def breaks_markdown(scaling: ScalingResult) -> list[str]:
     """Where each strategy of a scaling run breaks, one Markdown list item per strategy, any
     quoted failure reason written with :func:`helpers.escaping.for_markdown`."""
     return [
-        f"- **{v}** {where_it_breaks(points, quote=for_markdown)}."
+        f"- **{for_markdown(v)}** {where_it_breaks(points, quote=for_markdown)}."
         for v, points in scaling.runs.items()
     ]
 
@@ -248,7 +248,7 @@ def scaling_markdown(scaling: ScalingResult) -> list[str]:
         f"## How cost grows with one result ({_size(min(sizes))} to {_size(max(sizes))})",
         "",
         f"Task: route the whole result to a tool byte-exact and quote its last line. Context "
-        f"window {scaling.context_window_tokens:,} tokens; dollars at {scaling.price_model} "
+        f"window {scaling.context_window_tokens:,} tokens; dollars at {for_markdown(scaling.price_model)} "
         "with caching. ❌ the run failed (an overflow shows the refused request's size).",
         "",
         *breaks_markdown(scaling),
@@ -258,7 +258,7 @@ def scaling_markdown(scaling: ScalingResult) -> list[str]:
     ]
     for strategy, points in scaling.runs.items():
         cells = [f"{p.prompt_tokens:,}{'' if p.passed else ' ❌'}" for p in points]
-        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+        lines.append(f"| {for_markdown(strategy)} | " + " | ".join(cells) + " |")
     return lines
 
 
