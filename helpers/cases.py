@@ -130,6 +130,11 @@ class Case:
     sink_exact: list[dict[str, Any]] = field(default_factory=list)
     offline_plan: Plan | None = None
 
+    def expected_tools(self) -> list[str]:
+        """The names of the tools the task is expected to call (its ``tool_calls``), each once,
+        in order of first mention."""
+        return list(dict.fromkeys(entry["tool_name"] for entry in self.tool_calls))
+
 
 def load_case(path: str | Path) -> Case:
     """Parse one case file.

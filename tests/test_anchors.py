@@ -3,20 +3,24 @@ inside a saved result, and the offline model using it through the real client.""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from helpers.context.anchors import (
     AGENTS_SDK_PREVIEW_CHARS,
     CLAUDE_CODE_MAX_OUTPUT_CHARS,
-    CODEX_TOOL_OUTPUT_TOKENS,
     DEEPAGENTS_CHARS_PER_TOKEN,
     DEEPAGENTS_EVICT_TOKENS,
     AgentsSdkTrimmerPolicy,
     ClaudeCodePolicy,
+    CodexBudget,
     CodexPolicy,
     DeepAgentsPolicy,
     codex_truncate,
 )
+from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL
 from helpers.evaluation.runs import client_for_cases, policy_for, run_case
 from helpers.evaluation.scaling import document, scaling_case, scaling_registry
 from helpers.loop.agent import run_turn
@@ -25,25 +29,43 @@ from helpers.models.offline_plan import classify
 from helpers.tooling.registry import ToolContext, tool_from_function
 
 
-def test_codex_keeps_head_and_tail_within_its_token_budget() -> None:
-    small = "x" * (CODEX_TOOL_OUTPUT_TOKENS * 4)
-    assert codex_truncate(small) is small  # exactly the budget: untouched
-    text = "".join(f"line {i:06d}\n" for i in range(20_000))  # 240,000 bytes
-    cut = codex_truncate(text)
-    assert cut.startswith("Warning: truncated output (original token count: 60000)\n")
-    assert "Total output lines: 20000\n" in cut
-    head, _, tail = cut.partition("…")
-    assert "line 000000" in head and "line 019999" in tail
-    removed = int(tail.split(" tokens truncated…")[0])
-    assert removed == (240_000 - 40_000) // 4  # 4 bytes a token, 40,000 bytes kept
-    body = cut.split("\n\n", 1)[1]
-    assert len(body.encode()) - len(f"…{removed} tokens truncated…".encode()) == 40_000
+def test_codex_budget_follows_the_model_family() -> None:
+    """model_info.rs: bytes(10,000) by default (gpt-4o, the gpt-5 family), tokens(10,000) for
+    the Codex models; a function-call output gets 20% more, rounded up."""
+    assert CodexBudget.for_model("gpt-4o") == CodexBudget("bytes", 10_000)
+    assert CodexBudget.for_model("gpt-5.1") == CodexBudget("bytes", 10_000)
+    assert CodexBudget.for_model("gpt-5.1-codex-max") == CodexBudget("tokens", 10_000)
+    assert CodexBudget("bytes", 10_000).for_tool_output() == CodexBudget("bytes", 12_000)
+    assert CodexBudget("tokens", 10_000).for_tool_output().bytes == 48_000
+    assert CodexPolicy().model == DEFAULT_PRICE_MODEL  # priced at gpt-4o: the byte budget
+    assert CodexPolicy().budget == CodexBudget("bytes", 12_000)
 
 
-def test_codex_cuts_on_character_boundaries() -> None:
-    text = "é" * 50_000  # two bytes each
-    cut = codex_truncate(text)
-    assert "\ufffd" not in cut and "tokens truncated" in cut
+def test_codex_keeps_head_and_tail_within_its_byte_budget() -> None:
+    budget = CodexBudget("bytes", 12_000)
+    small = "x" * 12_000
+    assert codex_truncate(small, budget) is small  # exactly the budget: untouched
+    text = "".join(f"line {i:06d}\n" for i in range(20_000))  # 240,000 bytes, ASCII
+    cut = codex_truncate(text, budget)
+    assert not cut.startswith("Warning")  # the header is exec output's, not a tool's
+    head, marker, tail = re.fullmatch(r"(.*)(…\d+ chars truncated…)(.*)", cut, re.S).groups()
+    assert text.startswith(head) and text.endswith(tail)
+    assert len(head.encode()) == 6_000 and len(tail.encode()) == 6_000
+    assert marker == f"…{240_000 - 12_000} chars truncated…"
+
+
+def test_codex_cuts_on_character_boundaries_and_counts_characters() -> None:
+    text = "é" * 50_000  # two bytes each: 100,000 bytes
+    cut = codex_truncate(text, CodexBudget("bytes", 12_001))
+    head, marker, tail = re.fullmatch(r"(é*)(…\d+ chars truncated…)(é*)", cut).groups()
+    assert len(head) == 3_000 and len(tail) == 3_000  # 6,000 and 6,001 bytes: whole characters
+    assert marker == f"…{50_000 - 6_000} chars truncated…"
+
+
+def test_codex_under_a_token_budget_counts_estimated_tokens() -> None:
+    text = "x" * 100_000
+    cut = codex_truncate(text, CodexBudget("tokens", 12_000))  # 48,000 bytes kept
+    assert cut == "x" * 24_000 + f"…{(100_000 - 48_000) // 4} tokens truncated…" + "x" * 24_000
 
 
 def _ctx(store, thread: str) -> ToolContext:
@@ -106,13 +128,15 @@ def test_deepagents_evicts_over_20000_tokens_and_pages_with_read_file(store) -> 
     assert grep == "/large_tool_results/call_big:3000:row 2999: " + "y" * 30
 
 
-def test_claude_code_saves_over_30000_chars_with_a_2kb_preview(store) -> None:
+def test_claude_code_saves_over_50000_chars_with_a_2kb_preview(store) -> None:
     policy = ClaudeCodePolicy()
-    output = "\n".join(f"{i}: " + "w" * 2_500 for i in range(20))  # lines over 2,000 chars
+    output = "\n".join(f"{i}: " + "w" * 2_500 for i in range(24))  # lines over 2,000 chars
     assert len(output) > CLAUDE_CODE_MAX_OUTPUT_CHARS
+    kept = "x" * CLAUDE_CODE_MAX_OUTPUT_CHARS  # exactly the threshold: inline
+    assert _saved(policy, store, kept, "call_kept")[0] == kept
     notice, ctx = _saved(policy, store, output, "call_cc")
     assert notice.startswith(
-        "<persisted-output>\nOutput too large (48.9KB). Full output saved to: "
+        "<persisted-output>\nOutput too large (58.7KB). Full output saved to: "
     )
     assert "/tool-results/call_cc.txt" in notice and "Preview (first 2KB):\n0: www" in notice
     seen = classify("call_cc", notice)
@@ -205,20 +229,21 @@ def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, strategy)
     tail = document(200_000).rstrip("\n")[-30:]
     if strategy == "codex":  # no way back: the tail is visible, the whole is not
         assert names == ["get_document", "deep_check"] and tail in record.tool_calls[0].result
-        # the model copies the cut text it saw, longer than one response holds (gpt-4o's 16,384
-        # output tokens): the call is cut, refused, and nothing reaches the tool
+        # the model copies the cut text it saw (12,000 bytes for gpt-4o, the marker between
+        # head and tail): the tool receives that copy, never the document
         routed = record.tool_calls[1]
-        assert any(c.cut_in_call for c in record.model_calls) and routed.result_kind == "error"
-        assert not routed.ran
+        sent = json.loads(routed.arguments)["text"]
+        assert routed.ran and re.search(r"…\d+ chars truncated…", sent)
+        assert len(sent.encode()) < 12_100 and sent != document(200_000)
     else:  # the model reads the saved file page by page to copy it
         read = "read_file" if strategy == "deepagents" else "Read"
         assert names[0] == "get_document" and read in names and "deep_check" in names
 
 
 def test_anchor_parameters_are_the_published_ones() -> None:
-    assert CodexPolicy().budget_tokens == 10_000
+    assert CodexPolicy().budget == CodexBudget("bytes", 12_000)  # gpt-4o: bytes(10,000) × 1.2
     assert DeepAgentsPolicy().evict_tokens == 20_000
-    assert ClaudeCodePolicy().max_output_chars == 30_000
+    assert ClaudeCodePolicy().max_output_chars == 50_000
     sdk = AgentsSdkTrimmerPolicy()
     assert (sdk.recent_turns, sdk.max_output_chars, sdk.preview_chars) == (2, 500, 200)
 
@@ -232,6 +257,7 @@ def test_run_case_under_every_anchor_on_a_shipped_case(store) -> None:
         run = run_case(case, strategy, client=client, model="m", store=store)
         assert run.passed, (strategy, run.validation.reasons)
     claude = run_case(case, "claude-code", client=client, model="m", store=store)
-    # 44,499 chars: saved; the title is in the 2 KB preview, so nothing is read
+    # 44,499 chars: under the 50,000 a non-Bash tool result may have, so it stays inline
     assert [t.name for t in claude.record.tool_calls] == ["get_page"]
-    assert claude.record.tool_calls[0].result_kind == "saved"
+    assert claude.record.tool_calls[0].result_kind == "inline"
+    assert claude.record.tool_calls[0].output_chars < CLAUDE_CODE_MAX_OUTPUT_CHARS

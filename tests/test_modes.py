@@ -16,7 +16,7 @@ from helpers import resolve_model
 from helpers.cases import load_cases
 from helpers.context.modes import for_mode
 from helpers.context.policies import make_policy
-from helpers.evaluation.runs import STRATEGIES, client_for_cases, run_cases
+from helpers.evaluation.runs import STRATEGIES, client_for_cases, run_cases, runnable_cases
 from helpers.loop.agent import run_turn
 from helpers.paths import outbox_dir
 from helpers.tooling.registry import UnknownToolError
@@ -94,23 +94,36 @@ def test_cli_mode_flag() -> None:
     write = next(t for t in data["tool_calls"] if t["name"] == "google_drive_write_file")
     assert write["result_kind"] == "error" and "not available in mode 'explore'" in write["result"]
     assert "could not finish" in data["answer"]
-    cases = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "helpers.course.cli",
-            "cases",
-            "data/cases/case2.md",
-            "--mode",
-            "explore",
-            "--json",
-        ],
+
+
+def _cases_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "helpers.course.cli", "cases", *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=HANG_GUARD_S,
     )
-    assert cases.returncode == 1 and json.loads(cases.stdout)["failed"] == 1
+
+
+def test_cases_in_explore_run_every_case_that_needs_no_write_and_say_which_were_not_run() -> None:
+    """explore is read-only: a case whose task writes cannot pass there under any strategy, so
+    it is reported as not run (naming the withheld tool), and every other case passes."""
+    writes = {c.id for c in load_cases() if "google_drive_write_file" in c.expected_tools()}
+    assert {"case2", "pipe1"} <= writes
+    done = _cases_cli("data/cases/*.md", "--strategy", "all", "--mode", "explore", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["failed"] == 0 and data["runs"]
+    assert {r["case"] for r in data["runs"]}.isdisjoint(writes)
+    assert {s["case"] for s in data["skipped"]} == writes
+    for skipped in data["skipped"]:
+        assert skipped["withheld"] == ["google_drive_write_file"]
+        assert "mode 'explore' withholds it" in skipped["reason"]
+    alone = _cases_cli("data/cases/case2.md", "--mode", "explore")
+    assert alone.returncode == 2
+    assert "no case can run in mode 'explore': case2 needs google_drive_write_file" in alone.stderr
 
 
 def test_a_new_tool_is_offered_in_explore_by_its_read_only_property() -> None:
@@ -148,8 +161,8 @@ def test_every_strategy_passes_in_explore_each_case_that_needs_no_write(tmp_path
     exactly when it passes with every tool."""
     full = default_registry()
     explore = for_mode(full, "explore")
-    writes = {t.name for t in full if t.name not in explore}  # the strategies' tools aside
-    cases = [c for c in load_cases() if not writes & {t["tool_name"] for t in c.tool_calls}]
+    cases, skipped = runnable_cases(load_cases(), explore, full)
+    assert skipped and all(s.withheld == ["google_drive_write_file"] for s in skipped)
     assert {"web1", "web2", "case1"} <= {c.id for c in cases}
     store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
     common = {"client": client_for_cases(resolve_model("offline"), cases), "store": store}

@@ -23,9 +23,9 @@ SOLUTIONS = sorted(SOLUTIONS_DIR.glob("*.ipynb"))
 PARAMETERS: dict[int, tuple[int, ...]] = {
     16_384: (store.CHUNK_CHARS,),
     256: (policies.DEFAULT_BOX_THRESHOLD_CHARS,),
-    10_000: (anchors.CODEX_TOOL_OUTPUT_TOKENS,),
+    12_000: (anchors.CodexPolicy().budget.bytes,),  # gpt-4o's, the model the run stands for
     20_000: (anchors.DEEPAGENTS_EVICT_TOKENS,),
-    30_000: (anchors.CLAUDE_CODE_MAX_OUTPUT_CHARS,),
+    50_000: (anchors.CLAUDE_CODE_MAX_OUTPUT_CHARS,),
     200: (anchors.AGENTS_SDK_PREVIEW_CHARS, compaction.MAX_SUMMARY_ITEM_CHARS),
 }
 #: Names that carry a number that is not a figure: a standard, an RFC, an HTTP status.

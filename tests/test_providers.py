@@ -601,6 +601,33 @@ def test_a_reply_cut_at_the_completion_limit_is_incomplete(ask) -> None:
     assert provider.chat_requests[0]["max_tokens"] == 8
 
 
+def test_tool_calls_cut_at_the_completion_limit_are_not_run_and_the_turn_is_incomplete(
+    ask,
+) -> None:
+    """A reply that stops at the output limit inside a tool call's arguments: the cut call is
+    not run, its error result says the reply was cut (not just "malformed JSON"), and a turn
+    that never gets past it ends ``incomplete``, naming the limit, not ``max_iterations``."""
+    cut_call = tool_call("deep_check", '{"text": "The transcript s', "call_cut")
+    whole = tool_call("yt_transcribe", {"video_id": "123"}, "call_whole")
+    cut = completion(tool_calls=[whole, cut_call], finish_reason="length", usage=(10, 8))
+    with ScriptedProvider([lambda r: cut]) as provider:
+        run = ask(provider, env={"LOCAL_MAX_COMPLETION_TOKENS": "8"})
+        second = provider.chat_requests[1]["messages"]
+    assert run.code == EXIT_INCOMPLETE and run.data["status"] == "incomplete"
+    assert run.data["error"].startswith("the model's output limit: ")
+    assert "finish_reason 'length'" in run.data["error"]
+    assert "chat template" not in run.data["error"]  # not blamed on a local server
+    first = next(c for c in run.data["tool_calls"] if c["name"] == "deep_check")
+    assert first["result_kind"] == "error" and not first["ran"]
+    assert "stopped at your output limit" in first["result"]
+    assert (
+        "inside the arguments of deep_check" in tool_messages({"messages": second})[-1]["content"]
+    )
+    # the whole call of the same reply ran; the cut one never reached the tool
+    assert next(c["name"] for c in run.data["tool_calls"] if c["ran"]) == "yt_transcribe"
+    assert not any(c["ran"] for c in run.data["tool_calls"] if c["name"] == "deep_check")
+
+
 def test_an_unknown_provider_profile_is_a_usage_error(ask) -> None:
     with ScriptedProvider([answer()]) as provider:
         run = ask(provider, env={"LOCAL_PROVIDER_PROFILE": "mistrall"})

@@ -8,6 +8,34 @@ from __future__ import annotations
 WRONG_ANSWERS: dict[tuple[str, int], list[tuple[str, str]]] = {
     ("01", 1): [
         (
+            "empty arguments not read as no arguments (json.loads(''))",
+            """def handle_tool_calls(messages, message, registry):
+    messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls]})
+    for call in message.tool_calls:
+        try:
+            content = registry.get(call.function.name).call(json.loads(call.function.arguments))
+        except Exception as exc:
+            content = json.dumps({"error": str(exc)})
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+""",
+        ),
+        (
+            "the whole model_dump() echoed (refusal, audio, annotations: fields providers refuse)",
+            """def handle_tool_calls(messages, message, registry):
+    messages.append(message.model_dump())
+    for call in message.tool_calls:
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+            content = registry.get(call.function.name).call(arguments)
+        except Exception as exc:
+            content = json.dumps({"error": str(exc)})
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+""",
+        ),
+        (
             "a partial echo: only the call ids",
             """def handle_tool_calls(messages, message, registry):
     messages.append({"role": "assistant", "content": message.content,
@@ -328,6 +356,54 @@ def prune(engine, older_than=None, thread_id=None):
     ],
     ("04", 4): [
         (
+            "lines split on \\n and \\r\\n only (not every line end splitlines knows)",
+            """import re
+
+
+def grep(value, pattern, window):
+    lines = re.split(r"\\r?\\n", value)
+    if lines and lines[-1] == "":
+        lines.pop()
+    ranges = []
+    for i, line in enumerate(lines):
+        if re.search(pattern, line):
+            start, end = max(0, i - window), min(len(lines) - 1, i + window)
+            if ranges and start <= ranges[-1][1] + 1:
+                ranges[-1][1] = max(ranges[-1][1], end)
+            else:
+                ranges.append([start, end])
+    if not ranges:
+        return "No matches found."
+    return "\\n\\n".join(
+        f"Lines {s + 1}-{e + 1}:\\n" + "\\n".join(f"{n + 1}: {lines[n]}" for n in range(s, e + 1))
+        for s, e in ranges
+    )
+""",
+        ),
+        (
+            "trailing whitespace stripped from each line",
+            """import re
+
+
+def grep(value, pattern, window):
+    lines = [line.rstrip() for line in value.splitlines()]
+    ranges = []
+    for i, line in enumerate(lines):
+        if re.search(pattern, line):
+            start, end = max(0, i - window), min(len(lines) - 1, i + window)
+            if ranges and start <= ranges[-1][1] + 1:
+                ranges[-1][1] = max(ranges[-1][1], end)
+            else:
+                ranges.append([start, end])
+    if not ranges:
+        return "No matches found."
+    return "\\n\\n".join(
+        f"Lines {s + 1}-{e + 1}:\\n" + "\\n".join(f"{n + 1}: {lines[n]}" for n in range(s, e + 1))
+        for s, e in ranges
+    )
+""",
+        ),
+        (
             "lines numbered from 0",
             """import re
 
@@ -523,6 +599,30 @@ def grep(value, pattern, window):
         ),
     ],
     ("07", 3): [
+        (
+            "any object with a content field read as content parts (not only a list)",
+            """def summarize(result, max_chars=300):
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "content" in data:
+        parts = []
+        for part in data["content"]:
+            if part.get("type") == "text":
+                parts.append(part["text"])
+            else:
+                size = len(base64.b64decode(part.get("data", "")))
+                parts.append(f"[{part.get('mimeType', part.get('type'))}, {size} bytes]")
+        return "\\n".join(parts)[:max_chars]
+    if isinstance(data, dict):
+        fields = list(data.items())[:4]
+        shown = [f"{k}=" + (f"[{len(v)} items]" if isinstance(v, list) else str(v)[:40])
+                 for k, v in fields]
+        return ("Result: " + ", ".join(shown))[:max_chars]
+    return result[:max_chars]
+""",
+        ),
         (
             "no cap on the JSON summary",
             """def summarize(result, max_chars=300):

@@ -2,28 +2,38 @@
 published parameters, so ``workbook compare`` can set the workbook's strategies beside them.
 
 Each runs with the same offline model and the same plans; the plan interpreter
-(:mod:`helpers.models.offline_plan`) looks inside each one's way (a saved file read by offset and limit, a
-grep over it, or nothing at all). The parameters are the projects' own defaults, read from their
-code (versions of late 2025); a project may change them in a later release.
+(:mod:`helpers.models.offline_plan`) looks inside each one's way (a saved file read by offset and
+limit, a grep over it, or nothing at all). The parameters are the projects' own defaults, read
+from their code at the commits named below; a project may change them in a later release.
 
-- ``codex``: OpenAI **Codex CLI** (``openai/codex``, ``codex-rs``). A tool output over its
-  budget of 10,000 tokens (``TruncationPolicyConfig::tokens(10_000)`` for the Codex models in
-  ``models_manager/model_info.rs``; tokens estimated at 4 bytes each, ``APPROX_BYTES_PER_TOKEN``
-  in ``utils/string/src/truncate.rs``) keeps its first and last half-budget with
-  ``…N tokens truncated…`` between them, under a ``Warning: truncated output`` header
-  (``utils/output-truncation``). Nothing keeps the middle for the model: its way back is to run
-  a narrower command, which a non-shell tool cannot offer.
-- ``deepagents``: LangChain **deepagents** (``langchain-ai/deepagents``, ``FilesystemMiddleware``).
-  A result over ``tool_token_limit_before_evict = 20000`` tokens (4 characters a token,
+- ``codex``: OpenAI **Codex CLI** (openai/codex, ``codex-rs``). Its tool-output budget depends on
+  the model (``find_model_info_for_slug`` in ``core/src/models_manager/model_info.rs`` at
+  0666e95234407666790e1d6202d552a124e3f1a3): ``TruncationPolicyConfig::bytes(10_000)`` by
+  default, which gpt-4o and the gpt-5 family keep (openai/codex#7906), ``::tokens(10_000)`` for
+  the Codex models. Every function-call output gets 20% more (``policy * 1.2`` in
+  ``ContextManager::process_item``, ``core/src/context_manager/history.rs`` at
+  023fad268e08c252b94e4a95cb3c7f2f08c2a972): 12,000 bytes for gpt-4o, the model the comparison
+  stands for. A longer output keeps its first and last half-budget, on character boundaries,
+  with ``…N chars truncated…`` between them (``…N tokens truncated…`` under a token budget,
+  tokens estimated at 4 bytes each: ``truncate_with_byte_estimate`` in
+  ``utils/string/src/truncate.rs`` at b24d7f3c9a1acadc145019747224f7312bc9b3b4). The
+  ``Warning: truncated output`` header is added to shell (exec) output only
+  (``formatted_truncate_text``, ``utils/output-truncation/src/lib.rs`` at
+  820f85cf597b492adc6149759a22e71c72b01afa). Nothing keeps the middle for the model: its way
+  back is to run a narrower command, which a non-shell tool cannot offer.
+- ``deepagents``: LangChain **deepagents** (langchain-ai/deepagents, ``FilesystemMiddleware``,
+  values as at 23b83ad50f63d241d0069a3dc426d43b211adf2e of 2026-08-21, the same since January
+  2026). A result over ``tool_token_limit_before_evict = 20000`` tokens (4 characters a token,
   ``NUM_CHARS_PER_TOKEN``) is written to ``/large_tool_results/<tool_call_id>`` and replaced by
   ``TOO_LARGE_TOOL_MSG`` with the first and last 5 lines (each cut at 1,000 characters); the
   model reads it with ``read_file(file_path, offset, limit)`` (offset 0, limit 100 lines by
   default; lines over 5,000 characters continue on rows ``N.1``, ``N.2``) and can ``grep`` it.
-- ``claude-code``: Anthropic **Claude Code**. A Bash output over 30,000 characters
-  (``BASH_MAX_OUTPUT_LENGTH``'s default) is saved to a file and the model gets a
-  ``<persisted-output>`` note with the path and a 2 KB preview (as Claude Code transcripts show
-  it); it reads the file with ``Read(file_path, offset, limit)`` (2,000 lines by default, lines
-  over 2,000 characters cut) or searches it with ``Grep``.
+  Its own step limit is far above the workbook's (``recursion_limit`` 9,999 in ``graph.py``).
+- ``claude-code``: Anthropic **Claude Code** (closed source; its public CHANGELOG). A tool result
+  over 50,000 characters (v2.1.51; a Bash output has its own 30,000) is saved to a file and the
+  model gets a ``<persisted-output>`` note with the path and a 2 KB preview (as Claude Code
+  transcripts show it); it reads the file with ``Read(file_path, offset, limit)`` (2,000 lines
+  by default, lines over 2,000 characters cut) or searches it with ``Grep``.
 - ``agents-sdk``: the **OpenAI Agents SDK**'s ``ToolOutputTrimmer``
   (``agents/extensions/tool_output_trimmer.py``, a ``call_model_input_filter``): before each
   model call, a tool output older than the last ``recent_turns = 2`` user turns and longer than
@@ -37,7 +47,9 @@ Units: characters unless a name says bytes, tokens or lines.
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from helpers.context.policies import Presented, ResultPolicy
@@ -48,13 +60,67 @@ from helpers.tooling.store import StoredOutput, ToolOutputStore
 
 # -- Codex CLI ----------------------------------------------------------------------------------
 
-#: Codex CLI's tool-output budget for its Codex models, in (estimated) tokens.
-CODEX_TOOL_OUTPUT_TOKENS = 10_000
-#: Codex CLI's token estimate: bytes per token.
+#: The model the comparison stands for and prices at (``DEFAULT_PRICE_MODEL`` of
+#: :mod:`helpers.evaluation.pricing`, kept equal by a test): Codex picks its budget by model.
+CODEX_PRICED_MODEL = "gpt-4o"
+#: Codex CLI's tool-output budget (``TruncationPolicyConfig::bytes(10_000)`` for most models,
+#: ``::tokens(10_000)`` for the Codex models), ``codex-rs/core/src/models_manager/model_info.rs``.
+CODEX_TOOL_OUTPUT_BUDGET = 10_000
+#: What a non-shell tool's output gets on top of the budget: ``policy * 1.2``, "the existing 20%
+#: allowance for serialization and headers" (``ContextManager::process_item``,
+#: ``codex-rs/core/src/context_manager/history.rs``), rounded up.
+CODEX_SERIALIZATION_ALLOWANCE = 1.2
+#: Codex CLI's token estimate: bytes per token (``APPROX_BYTES_PER_TOKEN``).
 CODEX_BYTES_PER_TOKEN = 4
+#: Model-name prefixes and the budget unit Codex gives them, first match wins, in the order of
+#: ``find_model_info_for_slug`` (``codex-mini-latest`` keeps the byte default; every other
+#: Codex model counts tokens). Any other model: bytes.
+CODEX_TOKEN_BUDGET_PREFIXES: tuple[tuple[str, Literal["bytes", "tokens"]], ...] = (
+    ("codex-mini-latest", "bytes"),
+    ("test-gpt-5", "tokens"),
+    ("exp-codex", "tokens"),
+    ("codex-1p", "tokens"),
+    ("gpt-5.2-codex", "tokens"),
+    ("gpt-5.1-codex", "tokens"),
+    ("gpt-5-codex", "tokens"),
+    ("codex-", "tokens"),
+)
+
+
+@dataclass(frozen=True)
+class CodexBudget:
+    """A Codex truncation policy: ``bytes`` or ``tokens`` (estimated, 4 bytes each) and how many.
+
+    Which one a model gets is Codex's own rule (:meth:`for_model`).
+    """
+
+    unit: Literal["bytes", "tokens"]
+    size: int
+
+    @classmethod
+    def for_model(cls, model: str) -> CodexBudget:
+        """The budget Codex CLI gives ``model``'s tool outputs (``find_model_info_for_slug``):
+        ``tokens(10,000)`` for the Codex models (:data:`CODEX_TOKEN_BUDGET_PREFIXES`), else the
+        ``model_info!`` default ``bytes(10,000)``, which gpt-4o, o3, gpt-4.1 and the gpt-5
+        family keep (openai/codex#7906 reports the same for gpt-5.2)."""
+        slug = model.lower()
+        for prefix, unit in CODEX_TOKEN_BUDGET_PREFIXES:
+            if slug.startswith(prefix):
+                return cls(unit, CODEX_TOOL_OUTPUT_BUDGET)
+        return cls("bytes", CODEX_TOOL_OUTPUT_BUDGET)
+
+    def for_tool_output(self) -> CodexBudget:
+        """The budget with the 20% allowance every function-call output gets, rounded up."""
+        return CodexBudget(self.unit, math.ceil(self.size * CODEX_SERIALIZATION_ALLOWANCE))
+
+    @property
+    def bytes(self) -> int:
+        """The budget in bytes (``byte_budget``)."""
+        return self.size * (CODEX_BYTES_PER_TOKEN if self.unit == "tokens" else 1)
 
 
 def _codex_tokens(n_bytes: int) -> int:
+    """Codex's token estimate of ``n_bytes`` bytes, rounded up (``approx_tokens_from_byte_count``)."""
     return (n_bytes + CODEX_BYTES_PER_TOKEN - 1) // CODEX_BYTES_PER_TOKEN
 
 
@@ -64,32 +130,34 @@ def _cut_bytes(data: bytes, size: int, *, from_end: bool = False) -> str:
     return part.decode("utf-8", "ignore")
 
 
-def codex_truncate(output: str, budget_tokens: int = CODEX_TOOL_OUTPUT_TOKENS) -> str:
-    """``output`` as Codex CLI gives a long one to the model: unchanged within the budget,
-    else a header, the head and tail halves of the budget, and ``…N tokens truncated…``."""
+def codex_truncate(output: str, budget: CodexBudget) -> str:
+    """``output`` as Codex CLI's ``truncate_text`` leaves it for ``budget``: unchanged within
+    ``budget.bytes`` bytes (UTF-8), else the first half of those bytes and the last half, each
+    on a character boundary, with ``…N chars truncated…`` between them (``N`` characters cut;
+    ``…N tokens truncated…`` under a token budget, ``N`` the estimated tokens over it).
+    ``codex-rs/utils/string/src/truncate.rs`` (``truncate_with_byte_estimate``). No header:
+    Codex adds ``Warning: truncated output …`` to shell (exec) output only."""
     data = output.encode("utf-8", "surrogatepass")
-    if _codex_tokens(len(data)) <= budget_tokens:
+    max_bytes = budget.bytes
+    if len(data) <= max_bytes:
         return output
-    budget_bytes = budget_tokens * CODEX_BYTES_PER_TOKEN
-    head_bytes = budget_bytes // 2
-    head = _cut_bytes(data, head_bytes)
-    tail = _cut_bytes(data, budget_bytes - head_bytes, from_end=True)
-    removed = len(data) - len(head.encode()) - len(tail.encode())
-    lines = output.count("\n") + (0 if output.endswith("\n") else 1)
-    return (
-        f"Warning: truncated output (original token count: {_codex_tokens(len(data))})\n"
-        f"Total output lines: {lines}\n\n"
-        f"{head}…{_codex_tokens(removed)} tokens truncated…{tail}"
-    )
+    head = _cut_bytes(data, max_bytes // 2)
+    tail = _cut_bytes(data, max_bytes - max_bytes // 2, from_end=True)
+    if budget.unit == "tokens":
+        marker = f"…{_codex_tokens(len(data) - max_bytes)} tokens truncated…"
+    else:
+        marker = f"…{len(output) - len(head) - len(tail)} chars truncated…"
+    return f"{head}{marker}{tail}"
 
 
 class CodexPolicy(ResultPolicy):
-    """Codex CLI: head and tail within a 10,000-token budget, no way back (see the module)."""
+    """Codex CLI: head and tail within its tool-output budget for the model, no way back."""
 
     name = "codex"
 
-    def __init__(self, budget_tokens: int = CODEX_TOOL_OUTPUT_TOKENS):
-        self.budget_tokens = budget_tokens
+    def __init__(self, model: str = CODEX_PRICED_MODEL):
+        self.model = model
+        self.budget = CodexBudget.for_model(model).for_tool_output()
 
     def instructions(self, *, few_shot: bool = True) -> str:
         from helpers.instructions import system_instructions
@@ -99,11 +167,11 @@ class CodexPolicy(ResultPolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
-        shown = codex_truncate(output, self.budget_tokens)
+        shown = codex_truncate(output, self.budget)
         return Presented(shown, "inline" if shown is output else "middle")
 
     def describe(self) -> str:
-        return f"codex (head + tail within {self.budget_tokens:,} tokens)"
+        return f"codex (head + tail within {self.budget.size:,} {self.budget.unit}, as for {self.model})"
 
 
 # -- saved files: deepagents and Claude Code ------------------------------------------------------
@@ -130,8 +198,12 @@ DEEPAGENTS_TOO_LARGE_MSG = (
     "Here is a preview showing the head and tail of the result:\n\n{content_sample}"
 )
 
-#: Claude Code: a Bash output over this many characters is saved (``BASH_MAX_OUTPUT_LENGTH``).
-CLAUDE_CODE_MAX_OUTPUT_CHARS = 30_000
+#: Claude Code: a tool result over this many characters is persisted to a file. The CHANGELOG
+#: of anthropics/claude-code (``CHANGELOG.md`` at 5cfc0a1905ce0c0a9bd81d8a90fe6b62ff614357),
+#: v2.1.51: "Tool results larger than 50K characters are now persisted to disk (previously
+#: 100K)". The Bash tool keeps its own 30,000-character inline limit (``BASH_MAX_OUTPUT_LENGTH``,
+#: anthropics/claude-code#19901); the workbook's tools are not Bash.
+CLAUDE_CODE_MAX_OUTPUT_CHARS = 50_000
 #: Claude Code's preview of a saved output, in bytes ("Preview (first 2KB)").
 CLAUDE_CODE_PREVIEW_BYTES = 2_000
 CLAUDE_CODE_FOLDER = "/tool-results/"
@@ -353,7 +425,7 @@ class DeepAgentsPolicy(_SavedFilePolicy):
 
 
 class ClaudeCodePolicy(_SavedFilePolicy):
-    """Claude Code: outputs over 30,000 characters saved to a file with a 2 KB preview."""
+    """Claude Code: tool results over 50,000 characters saved to a file with a 2 KB preview."""
 
     name = "claude-code"
     folder = CLAUDE_CODE_FOLDER

@@ -155,6 +155,46 @@ def run_case(
     return CaseRun(case, strategy, record, validate(case, record), persona, seconds)
 
 
+@dataclass(frozen=True)
+class SkippedCase:
+    """A case not run because the registry does not offer a tool its task must call.
+
+    A mode's whitelist (:mod:`helpers.context.modes`) withholds tools on purpose: ``explore``
+    is read-only, so a task that writes a file cannot be done there by any strategy or model.
+    Running it would only measure that; the case is reported as not run, with the tools.
+
+    Attributes:
+        case: the case.
+        withheld: the tools its ``tool_calls`` name that the registry does not offer.
+    """
+
+    case: Case
+    withheld: list[str]
+
+    def reason(self, where: str = "this registry") -> str:
+        """One line for a report: which tools ``where`` (e.g. ``"mode 'explore'"``) withholds."""
+        them = "it" if len(self.withheld) == 1 else "them"
+        return f"needs {', '.join(self.withheld)} ({where} withholds {them})"
+
+
+def runnable_cases(
+    cases: Iterable[Case], offered: ToolRegistry, known: ToolRegistry
+) -> tuple[list[Case], list[SkippedCase]]:
+    """Split ``cases`` into those ``offered`` can run and those it cannot: a case is skipped
+    when a tool its task is expected to call (:meth:`Case.expected_tools`) is one of ``known``
+    (every registered tool) that ``offered`` (e.g. a mode's registry) withholds. A tool nobody
+    registered does not skip a case: its run fails and says so. Returns ``(runnable,
+    skipped)``, each in the order of ``cases``."""
+    runnable, skipped = [], []
+    for case in cases:
+        withheld = [n for n in case.expected_tools() if n in known and n not in offered]
+        if withheld:
+            skipped.append(SkippedCase(case, withheld))
+        else:
+            runnable.append(case)
+    return runnable, skipped
+
+
 class RunOptions(TypedDict, total=False):
     """The keyword arguments :func:`run_cases` and :func:`run_personas` pass on to
     :func:`run_case`, typed (``client`` and ``store`` are required by ``run_case``)."""

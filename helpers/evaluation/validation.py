@@ -37,7 +37,7 @@ from helpers.context.boxing import ReferenceRefused, find_references, reference_
 from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
 from helpers.context.resolve_tools import as_five_tool_name
 from helpers.context.strategies import read_back
-from helpers.loop.agent import ToolCallRecord, TurnRecord
+from helpers.loop.agent import ToolCallRecord, TurnRecord, output_limit_reason
 
 
 @dataclass
@@ -257,13 +257,9 @@ def validate(case: Case, record: TurnRecord) -> Validation:
     """Check ``record`` (a turn run on ``case.prompt``) against the case's expectations."""
     reasons: list[str] = []
     notes: list[str] = []
-    cut = [c for c in record.model_calls if c.cut_in_call]
-    if cut:  # the limit that decided the run comes first: it is why the calls went wrong
-        reasons.append(
-            f"the model's output limit: {len(cut)} response(s) stopped at "
-            f"{max(c.completion_tokens for c in cut):,} completion tokens (finish_reason "
-            "'length') inside a tool call, whose cut arguments were refused"
-        )
+    limit = output_limit_reason(record.model_calls)
+    if limit and record.ok:  # the limit comes first: it is why the calls went wrong
+        reasons.append(limit)  # (a turn it ended says so in its error)
     if not record.ok:
         reasons.append(f"no answer: {record.error or record.status}")
     calls = [c for c in record.tool_calls if c.ran]

@@ -39,7 +39,9 @@ sent them and the result as the model saw it, the answer, and a ``status``:
 ``ok``              the model answered
 ``incomplete``      the final message came back cut (``finish_reason`` ``length``), filtered
                     (``content_filter``), refused, empty, or with the answer only in its
-                    reasoning; ``answer`` and ``reasoning`` hold what did come back
+                    reasoning; ``answer`` and ``reasoning`` hold what did come back. Also a
+                    turn that ran out of model calls after replies cut at the output limit
+                    inside a tool call's arguments (those calls are not run)
 ``max_iterations``  no final answer within ``max_iterations`` model calls, or the model made
                     the same tool calls ``TurnLimits.max_identical_replies`` replies in a row
 ``context_exceeded`` a request was longer than the model's context window (HTTP 400
@@ -149,6 +151,20 @@ class ModelCallRecord:
         """The response stopped at the model's output limit (``finish_reason`` ``length``)
         while writing tool calls: their arguments are cut, and the client refuses them."""
         return self.finish_reason == "length" and self.tool_calls > 0
+
+
+def output_limit_reason(model_calls: list[ModelCallRecord]) -> str | None:
+    """Why the model's output limit decided a turn, or ``None``: how many responses stopped at
+    it inside a tool call (:attr:`ModelCallRecord.cut_in_call`), at how many completion
+    tokens. The one wording of this verdict (the turn's error, a case's reasons)."""
+    cut = [c for c in model_calls if c.cut_in_call]
+    if not cut:
+        return None
+    return (
+        f"the model's output limit: {len(cut)} response(s) stopped at "
+        f"{max(c.completion_tokens for c in cut):,} completion tokens (finish_reason 'length') "
+        "inside a tool call, whose cut arguments were not run"
+    )
 
 
 @dataclass
@@ -591,7 +607,7 @@ class _Turn:
                 reply, calls = self.ask_model(schemas, index)
                 if not calls or reply.finish_reason == "content_filter":
                     return self.finish(reply, calls)
-                fatal = self.run_tool_calls(calls)
+                fatal = self.run_tool_calls(calls, cut=reply.finish_reason == "length")
                 if fatal:
                     return self.fail(f"the turn stopped: {fatal}")
         except _TurnFailed as exc:
@@ -687,7 +703,7 @@ class _Turn:
             "row; its result is above in the conversation. Use it, or answer with what you have."
         )
 
-    def run_tool_calls(self, calls: list[_ToolCall]) -> str | None:
+    def run_tool_calls(self, calls: list[_ToolCall], *, cut: bool = False) -> str | None:
         """Dispatch each call and add its result; returns why the turn must stop, if it must.
 
         Raises:
@@ -696,7 +712,9 @@ class _Turn:
         A call past a cap of :class:`helpers.limits.TurnLimits` (per reply, per turn) is not
         run: its result is an error saying which cap, so the model can go on with fewer. The
         calls of a reply that repeats the previous ones too often are not run either, each
-        answered with an error (so no call is left without its result), and the turn stops."""
+        answered with an error (so no call is left without its result), and the turn stops.
+        In a reply ``cut`` at the output limit (``finish_reason`` ``length``), a call whose
+        arguments are not whole JSON is not run, and its error says the reply was cut."""
         limits = self.ctx.limits
         repeated = self.repeated(calls)
         if repeated is not None:
@@ -710,20 +728,28 @@ class _Turn:
                     {"role": "tool", "tool_call_id": call.id, "content": tool_record.result}
                 )
                 self.emit(tool_record)
+            likely = (
+                "" if cut else " (a local server whose chat template drops tool results does this)"
+            )
             raise _TurnFailed(
                 f"the turn stopped: the model made the same tool calls "
                 f"({', '.join(n for n, _ in self.last_calls)}) {self.identical_replies} replies "
-                "in a row without using their results (a local server whose chat template "
-                "drops tool results does this)",
+                f"in a row without using their results{likely}",
                 "max_iterations",
             )
         for index, call in enumerate(calls):
             over = _over_call_limit(limits, index, len(calls), self.calls_run)
+            unrun = _Call(
+                call.id, call.name, call.arguments, call.provider_id, self.ctx, len(self.ctx.guards)
+            )
             if over is not None:
-                ctx, guards = self.ctx, len(self.ctx.guards)
-                tool_record = _Call(
-                    call.id, call.name, call.arguments, call.provider_id, ctx, guards
-                ).refuse(over, guard="refused_over_limit")
+                tool_record = unrun.refuse(over, guard="refused_over_limit")
+            elif cut and not _parses(call.arguments):
+                tool_record = unrun.refuse(
+                    "not run: your reply stopped at your output limit (finish_reason 'length') "
+                    f"inside the arguments of {call.name}, so they are cut. Write less in one "
+                    "call: pass a long value by reference, or split the work."
+                )
             else:
                 self.calls_run += 1
                 tool_record = dispatch(
@@ -749,18 +775,29 @@ class _Turn:
         return self.record
 
     def fail(self, message: str, status: str = "error") -> TurnRecord:
+        """End the turn without an answer. A turn that ran out of model calls after responses
+        cut at the output limit inside tool calls is ``incomplete``: that limit decided it."""
+        limit = output_limit_reason(self.record.model_calls)
+        if limit and status == "max_iterations":
+            status, message = "incomplete", f"{limit}; {message}"
         self.record.status, self.record.error = status, redact(message, self.secrets)
         self.emit(TurnEnded(self.record.status, self.record.error))
         return self.record
 
     def out_of_iterations(self, max_iterations: int) -> TurnRecord:
-        self.record.status = "max_iterations"
-        self.record.error = f"no final answer after {max_iterations} model calls"
-        self.emit(TurnEnded(self.record.status, self.record.error))
-        return self.record
+        return self.fail(f"no final answer after {max_iterations} model calls", "max_iterations")
 
 
 # -- the phases of a turn -------------------------------------------------------------------
+
+
+def _parses(arguments: str) -> bool:
+    """Whether ``arguments`` is whole JSON (``""`` counts as no arguments)."""
+    try:
+        json.loads(arguments or "{}")
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _canonical_arguments(arguments: str) -> str:

@@ -484,12 +484,15 @@ class GrepCase:
 def grep_values(draw: Any) -> str:
     lines = draw(
         st.lists(
-            st.sampled_from(["a", "b", "ab", "img 1", "IMG 2", "A", "", " a", "é", "x y"]),
+            st.sampled_from(["a", "b", "ab", "img 1", "IMG 2", "A", "", " a", "a ", "é", "x\ty\t"]),
             max_size=9,
         )
     )
-    end = draw(st.sampled_from(["\n", "\r\n"]))
-    return end.join(lines) + (end if lines and draw(st.booleans()) else "")
+    # every line end str.splitlines knows: mostly \n or \r\n, now and then a rarer one
+    rare = ["\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+    ends = st.one_of(st.sampled_from(["\n", "\r\n"]), st.sampled_from(rare))
+    text = "".join(line + draw(ends) for line in lines[:-1]) + (lines[-1] if lines else "")
+    return text + (draw(ends) if lines and draw(st.booleans()) else "")
 
 
 grep_cases = st.builds(

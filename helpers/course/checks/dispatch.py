@@ -21,14 +21,17 @@ from helpers.course.checkpoint import Checkpoint, Property, attempt, expect, sho
 from helpers.course.checks.inputs import texts
 from helpers.tooling.registry import ToolRegistry, tool_from_function
 
-#: Kinds of tool call: one that works, and the four ways a call goes wrong.
+#: Kinds of tool call: one that works, one with no arguments at all (some providers send
+#: ``""`` for a tool without parameters), and the four ways a call goes wrong.
 GOOD = "good"
+NO_ARGUMENTS = "no arguments"
 BAD = ("malformed JSON", "unknown tool", "wrong arguments", "tool raises")
 
 
 def probe_registry() -> tuple[ToolRegistry, list[str]]:
-    """``echo(text)`` answers ``echo: <text>``; ``explode()`` raises. Returns the registry and
-    the list each run of ``echo`` appends to."""
+    """``echo(text)`` answers ``echo: <text>``; ``ping()`` answers ``pong``; ``explode()``
+    raises. Returns the registry and the list each run of ``echo`` or ``ping`` appends to
+    (``ping`` appends ``"ping"``)."""
     ran: list[str] = []
 
     def echo(text: str) -> str:
@@ -40,11 +43,17 @@ def probe_registry() -> tuple[ToolRegistry, list[str]]:
         ran.append(text)
         return f"echo: {text}"
 
+    def ping() -> str:
+        """Answer pong."""
+        ran.append("ping")
+        return "pong"
+
     def explode() -> str:
         """Always fails."""
         raise RuntimeError("the tool failed")
 
-    return ToolRegistry([tool_from_function(echo), tool_from_function(explode)]), ran
+    tools = [tool_from_function(echo), tool_from_function(ping), tool_from_function(explode)]
+    return ToolRegistry(tools), ran
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class Call:
     def wire(self, call_id: str) -> dict[str, Any]:
         name, arguments = {
             GOOD: ("echo", json.dumps({"text": self.text}, ensure_ascii=False)),
+            NO_ARGUMENTS: ("ping", ""),
             "malformed JSON": ("echo", '{"text": "unterminated'),
             "unknown tool": ("send_rocket", "{}"),
             "wrong arguments": ("echo", json.dumps({"txt": self.text})),
@@ -138,6 +148,11 @@ class _DispatchChecks:
         }
         got = new[0] if new else None
         expect(isinstance(got, dict), f"first appended: {short(want, 100)}", short(got))
+        expect(
+            set(got) == set(want),
+            f"the keys {sorted(want)} only (model_dump() adds fields some providers refuse)",
+            f"the keys {sorted(got)}",
+        )
         for key in ("role", "content", "tool_calls"):
             expect(
                 got.get(key) == want[key],
@@ -155,10 +170,11 @@ class _DispatchChecks:
         new, ran = self.dispatched(case)
         for i, (call, message) in enumerate(zip(case.calls, new[1:], strict=False)):
             content = message.get("content")
-            if call.kind == GOOD:
+            if call.kind in (GOOD, NO_ARGUMENTS):
+                want = f"echo: {call.text}" if call.kind == GOOD else "pong"
                 expect(
-                    content == f"echo: {call.text}",
-                    f"call #{i + 1}: {'echo: ' + call.text!r}",
+                    content == want,
+                    f"call #{i + 1} ({call.kind}, arguments {call.wire('')['function']['arguments']!r}): {want!r}",
                     short(content),
                 )
                 continue
@@ -171,7 +187,9 @@ class _DispatchChecks:
                 f'call #{i + 1} ({call.kind}): a JSON object {{"error": "<what went wrong>"}}',
                 short(content),
             )
-        good = [c.text for c in case.calls if c.kind == GOOD]
+        good = [
+            {GOOD: c.text}.get(c.kind, "ping") for c in case.calls if c.kind in (GOOD, NO_ARGUMENTS)
+        ]
         expect(ran == good, f"every good call runs once, in order: {short(good)}", short(ran))
 
 
@@ -189,8 +207,8 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
         [
             Property(
                 "first the assistant message, echoed whole: role, content, and every call's id, "
-                "type 'function', name and arguments as the model sent them",
-                cases((GOOD, *BAD)),
+                "type 'function', name and arguments as the model sent them; no other field",
+                cases((GOOD, NO_ARGUMENTS, *BAD)),
                 checks.echoed,
                 DispatchCase.shown,
                 terms=("assistant message", "id", "type", "name", "arguments"),
@@ -198,22 +216,24 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
             Property(
                 "then exactly one tool message per call, in order, with its call's tool_call_id "
                 "(even when a provider repeats an id)",
-                cases((GOOD, *BAD)),
+                cases((GOOD, NO_ARGUMENTS, *BAD)),
                 checks.one_per_call,
                 DispatchCase.shown,
                 terms=("one `tool` message per call", "tool_call_id", "repeats an id"),
             ),
             Property(
-                "a good call's tool message holds the tool's output unchanged; a bad call — "
+                "a good call's tool message holds the tool's output unchanged (arguments '' "
+                "mean no arguments); a bad call — "
                 'malformed JSON, an unknown tool, wrong arguments, a tool that raises — an {"error": "…"} '
                 "JSON object, and the other calls still run",
-                cases((GOOD, *BAD)),
+                cases((GOOD, NO_ARGUMENTS, *BAD)),
                 checks.results,
                 DispatchCase.shown,
                 terms=(
                     "registry.get(name).call(arguments)",
                     "malformed JSON",
                     "json.loads",
+                    'arguments or "{}"',
                     '{"error": "..."}',
                 ),
                 examples=80,

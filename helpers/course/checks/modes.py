@@ -304,11 +304,20 @@ def parts_results(draw: Any) -> str:
     return json.dumps({"content": parts}, ensure_ascii=draw(st.booleans()))
 
 
-objects = (
-    st.dictionaries(texts(8), json_values(), max_size=7)
-    .filter(lambda d: "content" not in d)
-    .map(json.dumps)
-)
+@st.composite
+def object_results(draw: Any) -> str:
+    """JSON objects that are not content parts; now and then one whose ``content`` field is a
+    value other than a list (a plain field, summarised like any other)."""
+    data = draw(
+        st.dictionaries(texts(8), json_values(), max_size=7).filter(lambda d: "content" not in d)
+    )
+    if draw(st.booleans()):
+        content = draw(json_values().filter(lambda v: not isinstance(v, list)))
+        data = {"content": content, **data}
+    return json.dumps(data)
+
+
+objects = object_results()
 others = st.one_of(
     texts(400), st.lists(st.integers(), max_size=60).map(json.dumps), st.just("{not json")
 )

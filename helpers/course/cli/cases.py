@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.progress import TaskID
 from rich.table import Table
 
@@ -35,7 +36,13 @@ from helpers.course.cli.common import (
     usage_error,
 )
 from helpers.escaping import for_json, for_markdown, for_rich
-from helpers.evaluation.runs import CaseRun, client_for_cases, run_cases
+from helpers.evaluation.runs import (
+    CaseRun,
+    SkippedCase,
+    client_for_cases,
+    run_cases,
+    runnable_cases,
+)
 from helpers.models.llm import ConfigError, ModelConfig, resolve_model
 from helpers.models.personas import PERSONAS
 from helpers.tooling.tools import default_registry
@@ -68,6 +75,13 @@ def run(args: argparse.Namespace) -> int:
     cases = load_cases_or_fail(args.pattern)
     if cases is None:
         return EXIT_USAGE
+    cases, skipped = runnable_cases(
+        cases, for_mode(default_registry(), args.mode), default_registry()
+    )
+    where = f"mode {args.mode!r}"
+    if not cases:
+        reasons = "; ".join(f"{s.case.id} {s.reason(where)}" for s in skipped)
+        return usage_error(args, f"no case can run in {where}: {reasons}")
     strategies = list(THE_THREE) if args.strategy == "all" else [args.strategy]
     targets = [(p, m) for p in (args.profile or [None]) for m in (args.model or [None])]
     personas: list[str | None] = [None]
@@ -114,6 +128,19 @@ def run(args: argparse.Namespace) -> int:
             ):
                 results.append((config, run))
     store.close()
+    return _report(args, out, results, skipped, several=len(configs) > 1)
+
+
+def _report(
+    args: argparse.Namespace,
+    out: Console,
+    results: list[tuple[ModelConfig, CaseRun]],
+    skipped: list[SkippedCase],
+    *,
+    several: bool,
+) -> int:
+    """Print the runs (a table, or JSON) and the cases not run, write the Markdown matrix if
+    asked; the exit code: 1 if any run failed."""
     failed = [run for _, run in results if not run.passed]
     if args.json:
         print(
@@ -121,12 +148,24 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "runs": [_run_json(c, r, args.few_shot) for c, r in results],
                     "failed": len(failed),
+                    "skipped": [
+                        {
+                            "case": s.case.id,
+                            "withheld": s.withheld,
+                            "reason": s.reason(f"mode {args.mode!r}"),
+                        }
+                        for s in skipped
+                    ],
                 }
             )
         )
     else:
-        table = _results_table(results, several=len(configs) > 1)
+        table = _results_table(results, several=several)
         out.print(table)
+        for s in skipped:
+            out.print(
+                f"[yellow]not run:[/] {for_rich(s.case.id)} {for_rich(s.reason(f'mode {args.mode!r}'))}"
+            )
     if args.markdown:
         path = Path(args.markdown)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,11 @@ positive = whole_number(1)
 
 def add_context_controls(parser: argparse.ArgumentParser) -> None:
     """--mode and --compact, shared by ask and cases."""
-    parser.add_argument("--mode", choices=tuple(MODES), help="expose only this mode's tools")
+    parser.add_argument(
+        "--mode",
+        choices=tuple(MODES),
+        help="expose only this mode's tools (cases: a case whose task calls a tool the mode withholds is reported as not run)",
+    )
     parser.add_argument(
         "--compact",
         nargs="?",
