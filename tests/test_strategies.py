@@ -179,7 +179,7 @@ def test_one_vocabulary_of_result_kinds_every_display_knows() -> None:
     from typing import get_args
 
     from helpers.context.read_back import ResultKind
-    from helpers.course.cli import KIND_STYLE
+    from helpers.course.cli.common import KIND_STYLE
     from helpers.course.views import KIND_COLOURS
 
     assert set(KIND_STYLE) == set(get_args(ResultKind))

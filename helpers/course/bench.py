@@ -10,7 +10,10 @@ Speed goals live here, not in timed tests. Each figure is printed with its goal:
 - one tool call whose argument is a 1 MB hostile text, per shape (goal < 1 s: linear scans);
 - lookup by ``tool_call_id`` among 100,000 rows (goal < 1 ms);
 - the offline run time of every solution notebook (goal: all of them under 180 s);
-- tokens: the comparison's totals per strategy and their ratio to the floor.
+- tokens: the comparison's totals per strategy and their ratio to the floor;
+- CPU seconds of the ``workbook`` command (user + system, of a child process): ``--help`` (goal
+  < 0.3 s), ``ask --help`` and one offline ``ask`` turn, beside what bounds them: importing the
+  ``openai`` SDK and SQLAlchemy, which a turn needs, in a bare interpreter.
 
 ``python -m helpers.course.bench [--db-url URL] [--quick] [--out build/bench.json]``; with
 ``WORKBOOK_BENCH_PG_URL`` set, the store figures are measured on PostgreSQL too.
@@ -22,8 +25,11 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -261,6 +267,38 @@ def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     }
 
 
+#: Commands whose CPU the bench measures, each with its goal in CPU seconds (None: shown, no goal).
+CLI_COMMANDS: dict[str, tuple[list[str], float | None]] = {
+    "workbook --help": (["-m", "helpers.course.cli", "--help"], 0.3),
+    "workbook ask --help": (["-m", "helpers.course.cli", "ask", "--help"], None),
+    "workbook ask (one offline turn)": (
+        ["-m", "helpers.course.cli", "ask", "-p", "offline", "--db", "sqlite://", "What is 2+2?"],
+        None,
+    ),
+    "bound: import openai": (["-c", "import openai"], None),
+    "bound: import sqlalchemy": (["-c", "import sqlalchemy"], None),
+    "bound: the interpreter alone": (["-c", "pass"], None),
+}
+
+
+def cpu_s(arguments: list[str]) -> float:
+    """CPU seconds (user + system) of ``python ARGUMENTS`` run as a child process, its output
+    discarded. Raises :class:`subprocess.CalledProcessError` if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, *arguments], check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_cli(repeat: int) -> dict[str, float]:
+    """Median CPU seconds of each of :data:`CLI_COMMANDS` (the first run warms the file cache)."""
+    figures = {}
+    for label, (arguments, _goal) in CLI_COMMANDS.items():
+        cpu_s(arguments)
+        figures[label] = statistics.median(cpu_s(arguments) for _ in range(repeat))
+    return figures
+
+
 def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     repeat = 5 if quick else 15
     folder = Path(tempfile.mkdtemp(prefix="workbook-bench-"))
@@ -281,6 +319,7 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
         if name == "sqlite":
             results["hostile_arguments_s"] = bench_hostile_arguments(store, 3)
         store.close()
+    results["cli_cpu_s"] = bench_cli(3 if quick else 5)
     results["notebooks_s"] = bench_notebooks()
     results["tokens"] = bench_tokens(ToolOutputStore(f"sqlite:///{folder / 'tokens.sqlite'}"))
     return results
@@ -316,6 +355,13 @@ def report(results: dict[str, Any], console: Console) -> None:
         table.add_column(column, justify="left" if column == "argument shape" else "right")
     for shape, seconds in results.get("hostile_arguments_s", {}).items():
         table.add_row(shape, f"{seconds:.3f}", "< 1 s")
+    console.print(table)
+    table = Table(title="The workbook command: CPU seconds (user + system, median)")
+    for column in ("command", "CPU s", "goal"):
+        table.add_column(column, justify="left" if column == "command" else "right")
+    for label, seconds in results["cli_cpu_s"].items():
+        goal = CLI_COMMANDS[label][1]
+        table.add_row(label, f"{seconds:.2f}", "" if goal is None else f"< {goal} s")
     console.print(table)
     notebooks = results["notebooks_s"]
     table = Table(title="Solution notebooks, offline")

@@ -624,6 +624,36 @@ class ToolOutputStore:
                 session.execute(delete(Thread).where(Thread.thread_key == key))
             return int(result.rowcount or 0)
 
+    def disk_bytes(self) -> int | None:
+        """Bytes the store takes on disk: a SQLite database file and its ``-wal`` file together;
+        ``None`` for another database (a server's files are its own)."""
+        db_file = sqlite_file(self.url)
+        if db_file is None:
+            return None
+        files = (db_file, db_file.with_name(db_file.name + "-wal"))
+        return sum(f.stat().st_size for f in files if f.exists())
+
+    def reclaim_disk(self) -> None:
+        """Give the space of deleted rows back to the file system (measure it with
+        :meth:`disk_bytes` before :meth:`prune` and after this).
+
+        Deleting rows frees pages inside the database, not on disk: a SQLite file keeps its size
+        and its write-ahead log grows with the deletion itself. On SQLite this runs ``VACUUM``
+        (the file is rewritten without its free pages) and ``PRAGMA wal_checkpoint(TRUNCATE)``
+        (the log is copied in and cut to zero bytes) (https://sqlite.org/lang_vacuum.html,
+        https://sqlite.org/pragma.html#pragma_wal_checkpoint). Elsewhere (PostgreSQL) it does
+        nothing: the server reuses freed space itself (autovacuum), and only ``VACUUM FULL``, a
+        table lock the workbook does not take, would shrink its files.
+
+        Raises:
+            sqlalchemy.exc.OperationalError: another connection holds a transaction open.
+        """
+        if sqlite_file(self.url) is None:
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("VACUUM")
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
     # -- threads and their messages ---------------------------------------------------------
 
     def thread_exists(self, thread_id: str) -> bool:

@@ -23,45 +23,75 @@ One module per command, its parser beside its handler (``add_command`` sets
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from helpers.course.cli.ask import add_command as add_ask
-from helpers.course.cli.cases import add_command as add_cases
-from helpers.course.cli.cases import matrix_markdown
-from helpers.course.cli.common import (
+from helpers.course.cli.exits import (
     EXIT_CODES,
     EXIT_FAILED,
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_USAGE,
-    KIND_STYLE,
     Parser,
     print_json,
 )
-from helpers.course.cli.compare import add_command as add_compare
-from helpers.course.cli.data import add_commands as add_data_commands
-from helpers.course.cli.outputs import add_command as add_outputs
 from helpers.escaping import for_terminal
 
 __all__ = [
+    "COMMANDS",
     "EXIT_CODES",
     "EXIT_FAILED",
     "EXIT_INCOMPLETE",
     "EXIT_OK",
     "EXIT_USAGE",
-    "KIND_STYLE",
+    "Command",
     "build_parser",
     "main",
-    "matrix_markdown",
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, each command added by its own module (also used to document the
-    CLI in tests)."""
+@dataclass(frozen=True)
+class Command:
+    """One ``workbook`` command: ``module`` (dotted) has ``add_command(sub, name, help)``, which
+    adds the command's parser with its handler; ``help`` is the line ``workbook --help`` shows."""
+
+    module: str
+    help: str
+
+
+#: The commands, in the order ``workbook --help`` lists them. A command's module is imported only
+#: when that command is run (or its own --help asked for), so ``workbook --help`` loads neither
+#: the SDK nor SQLAlchemy.
+COMMANDS: dict[str, Command] = {
+    "ask": Command("helpers.course.cli.ask", "run one agent turn on a prompt"),
+    "cases": Command("helpers.course.cli.cases", "run prompt cases and validate them"),
+    "compare": Command(
+        "helpers.course.cli.compare", "the same cases under every strategy, measured"
+    ),
+    "outputs": Command(
+        "helpers.course.cli.outputs", "see, per thread, what the store holds; prune it"
+    ),
+    "build-data": Command(
+        "helpers.course.cli.data", "(re)build the reference database from pycountry"
+    ),
+    "restore": Command(
+        "helpers.course.cli.data",
+        "put one attendee notebook back as it was (yours goes to var/backups/)",
+    ),
+    "serve-offline": Command(
+        "helpers.course.cli.data", "serve the offline model over loopback HTTP"
+    ),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser. With ``only=None`` every command is complete (used to document the
+    CLI in tests); with a command's name, only that one is, the others are a name and a help line
+    (what ``workbook --help`` needs)."""
     parser = Parser(
         prog="workbook",
         description="Context Relay Workbook: run agent turns, compare strategies, see the store.",
@@ -70,16 +100,25 @@ def build_parser() -> argparse.ArgumentParser:
         "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for add in (add_ask, add_cases, add_compare, add_outputs, add_data_commands):
-        add(sub)
+    for name, command in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(command.module).add_command(sub, name, command.help)
+        else:
+            sub.add_parser(name, help=command.help)
     return parser
+
+
+def _chosen(argv: Sequence[str]) -> str:
+    """The command ``argv`` names (its first word that is not an option), or ``""``."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``workbook`` console script; returns the exit code."""
-    Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else list(argv))
+    words = sys.argv[1:] if argv is None else list(argv)
+    Parser.json_errors = "--json" in words
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(only=_chosen(words)).parse_args(words)
     except SystemExit as exc:  # --help, or bad usage (already reported)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:

@@ -12,8 +12,6 @@ from rich.panel import Panel
 
 from helpers.context.modes import for_mode
 from helpers.course.cli.common import (
-    EXIT_CODES,
-    EXIT_FAILED,
     KIND_STYLE,
     add_context_controls,
     add_model_controls,
@@ -24,14 +22,13 @@ from helpers.course.cli.common import (
     output_options,
     persona_model,
     positive,
-    print_json,
     retry_options,
     short,
     size_options,
     store_options,
     strategy_options,
-    usage_error,
 )
+from helpers.course.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
 from helpers.escaping import for_json, for_rich
 from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import (
@@ -48,11 +45,11 @@ from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.tools import default_registry
 
 
-def add_command(sub: Any) -> None:
+def add_command(sub: Any, name: str, help: str) -> None:
     """Add ``ask`` to the ``workbook`` subparsers, with :func:`run` as its handler."""
     ask = sub.add_parser(
-        "ask",
-        help="run one agent turn on a prompt",
+        name,
+        help=help,
         parents=[
             model_options(),
             strategy_options(),

@@ -15,9 +15,6 @@ from rich.table import Table
 from helpers.context.modes import for_mode
 from helpers.course.cli.common import (
     DEFAULT_CASES,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
     THE_THREE,
     add_context_controls,
     add_model_controls,
@@ -33,8 +30,8 @@ from helpers.course.cli.common import (
     size_options,
     store_options,
     strategy_options,
-    usage_error,
 )
+from helpers.course.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, usage_error
 from helpers.escaping import for_json, for_markdown, for_rich
 from helpers.evaluation.runs import (
     CaseRun,
@@ -48,11 +45,11 @@ from helpers.models.personas import PERSONAS
 from helpers.tooling.tools import default_registry
 
 
-def add_command(sub: Any) -> None:
+def add_command(sub: Any, name: str, help: str) -> None:
     """Add ``cases`` to the ``workbook`` subparsers, with :func:`run` as its handler."""
     cases = sub.add_parser(
-        "cases",
-        help="run prompt cases and validate them",
+        name,
+        help=help,
         parents=[
             model_options(repeat=True),
             strategy_options(with_all=True),

@@ -1,12 +1,12 @@
-"""What the ``workbook`` commands share: the parser class, exit codes, option groups (each
-declared once), argument types, the console, the store, usage errors and progress bars."""
+"""What the ``workbook`` commands share beyond :mod:`~helpers.course.cli.exits`: option
+groups (each declared once), argument types, the console, the store and progress bars."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -23,7 +23,7 @@ from helpers.context.modes import MODES
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
 from helpers.context.strategies import strategy_names
-from helpers.escaping import for_json, for_terminal
+from helpers.escaping import for_terminal
 from helpers.loop.agent import CompactionSettings
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
 from helpers.models.personas import PERSONAS, get_persona
@@ -31,9 +31,6 @@ from helpers.paths import CASES_DIR
 from helpers.redaction import mask_url_password
 from helpers.tooling.store import ToolOutputStore
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
-#: Turn status → exit code of ``workbook ask``.
-EXIT_CODES = {"ok": EXIT_OK, "incomplete": EXIT_INCOMPLETE, "max_iterations": EXIT_FAILED}
 DEFAULT_CASES = str(CASES_DIR / "*.md")
 #: The colour each kind of result is shown in.
 KIND_STYLE: dict[ResultKind, str] = {
@@ -44,23 +41,6 @@ KIND_STYLE: dict[ResultKind, str] = {
     "error": "red",
     "inline": "green",
 }
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error under ``--json`` is one JSON object on stdout too."""
-
-    json_errors = False
-
-    def error(self, message: str) -> NoReturn:
-        if Parser.json_errors:
-            print_json({"status": "usage_error", "error": f"{self.prog}: {message}"})
-            sys.exit(EXIT_USAGE)
-        super().error(message)
-
-
-def print_json(data: Any) -> None:
-    """One JSON object on one line of stdout, ASCII only (:func:`helpers.escaping.for_json`)."""
-    print(for_json(data), flush=True)
 
 
 def whole_number(minimum: int) -> Any:
@@ -170,10 +150,10 @@ def model_options(*, repeat: bool = False) -> argparse.ArgumentParser:
     return options
 
 
-def store_options() -> argparse.ArgumentParser:
-    """--db: where tool outputs and threads are stored."""
+def store_options(db_help: str = DB_HELP) -> argparse.ArgumentParser:
+    """--db: where tool outputs and threads are stored (``db_help``: its help line)."""
     options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--db", metavar="URL", help=DB_HELP)
+    options.add_argument("--db", metavar="URL", help=db_help)
     return options
 
 
@@ -292,15 +272,6 @@ def open_store(url: str | None) -> ToolOutputStore:
             f"cannot use {shown!r} as the store ({type(exc).__name__}: {reason}); give --db a "
             "SQLAlchemy URL such as sqlite:///var/my.sqlite"
         ) from None
-
-
-def usage_error(args: argparse.Namespace, message: str) -> int:
-    """Report bad usage: one JSON object on stdout with ``--json``, else a line on stderr."""
-    if getattr(args, "json", False):
-        print_json({"status": "usage_error", "error": message})
-    else:
-        print(f"workbook: {for_terminal(message)}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def progress_bar(out: Console, disable: bool) -> Progress:

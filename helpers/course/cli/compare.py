@@ -5,16 +5,15 @@ totals."""
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from helpers.cases import ALL_CASES
+from helpers.cases import ALL_CASES, Case
 from helpers.course.cli.common import (
-    EXIT_OK,
-    EXIT_USAGE,
     console,
     load_cases_or_fail,
     model_options,
@@ -24,8 +23,8 @@ from helpers.course.cli.common import (
     progress_bar,
     size_options,
     store_options,
-    usage_error,
 )
+from helpers.course.cli.exits import EXIT_OK, EXIT_USAGE, usage_error
 from helpers.escaping import for_rich
 from helpers.evaluation.compare import Comparison, write_report
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow
@@ -39,19 +38,23 @@ from helpers.evaluation.runs import (
     run_personas,
 )
 from helpers.evaluation.scaling import SCALING_SIZES_BYTES, run_scaling
-from helpers.models.llm import ConfigError, resolve_model
-from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
+from helpers.models.llm import ConfigError, ModelConfig, resolve_model
+from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS, Persona
+from helpers.tooling.store import ToolOutputStore
 
 
-def add_command(sub: Any) -> None:
+def add_command(sub: Any, name: str, help: str) -> None:
     """Add ``compare`` to the ``workbook`` subparsers, with :func:`run` as its handler."""
     compare = sub.add_parser(
-        "compare",
-        help="the same cases under every strategy, measured",
+        name,
+        help=help,
         parents=[
             model_options(),
             size_options(),
-            store_options(),
+            store_options(
+                "keep the runs' tool outputs in this store, any SQLAlchemy URL (default: a "
+                "temporary SQLite file, deleted when compare ends)"
+            ),
             output_options(json_flag=False),
         ],
     )
@@ -114,10 +117,34 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return usage_error(args, str(exc))
     strategies = [*COMPARED_STRATEGIES, *(DESIGN_STEPS if args.design_steps else ())]
-    try:
-        store = open_store(args.db)
-    except ValueError as exc:
-        return usage_error(args, str(exc))
+    with tempfile.TemporaryDirectory(prefix="workbook-compare-") as scratch:
+        try:  # the runs' tool outputs are kept only when --db names a store
+            store = open_store(args.db or f"sqlite:///{Path(scratch) / 'compare.sqlite'}")
+        except ValueError as exc:
+            return usage_error(args, str(exc))
+        try:
+            metrics = _measure(args, out, cases, config, strategies, personas, price_model, store)
+        finally:
+            store.close()
+    paths = write_report(metrics, Path(args.out), focus_case=args.focus)
+    _print_summary(out, metrics)
+    for kind, path in paths.items():
+        out.print(f"wrote {path} ({kind})")
+    return EXIT_OK
+
+
+def _measure(
+    args: argparse.Namespace,
+    out: Console,
+    cases: list[Case],
+    config: ModelConfig,
+    strategies: list[str],
+    personas: list[Persona],
+    price_model: str,
+    store: ToolOutputStore,
+) -> ComparisonMetrics:
+    """Run every case under every strategy (and persona, and the scaling sizes) with a progress
+    bar, and measure them."""
     client = client_for_cases(config, cases)
     shared = RunOptions(
         client=client,
@@ -152,15 +179,9 @@ def run(args: argparse.Namespace) -> int:
                 store=store,
                 on_done=lambda _size, _strategy: progress.advance(task),
             )
-    store.close()
-    metrics = Comparison(
+    return Comparison(
         runs, config.model, args.threshold, args.limit, price_model=price_model, scaling=scaling
     ).metrics()
-    paths = write_report(metrics, Path(args.out), focus_case=args.focus)
-    _print_summary(out, metrics)
-    for kind, path in paths.items():
-        out.print(f"wrote {path} ({kind})")
-    return EXIT_OK
 
 
 def _print_summary(out: Console, metrics: ComparisonMetrics) -> None:

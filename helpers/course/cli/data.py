@@ -7,30 +7,27 @@ import argparse
 from typing import Any
 
 from helpers.course.cli.common import (
-    EXIT_OK,
     port,
-    usage_error,
 )
+from helpers.course.cli.exits import EXIT_OK, usage_error
 
 
-def add_commands(sub: Any) -> None:
-    """Add ``build-data``, ``restore`` and ``serve-offline``, each with its handler."""
-    sub.add_parser(
-        "build-data", help="(re)build the reference database from pycountry"
-    ).set_defaults(handler=build_data)
-    restore_parser = sub.add_parser(
-        "restore", help="put one attendee notebook back as it was (yours goes to var/backups/)"
-    )
-    restore_parser.add_argument("notebook", help="its number, e.g. 04")
-    restore_parser.set_defaults(handler=restore)
-    serve = sub.add_parser("serve-offline", help="serve the offline model over loopback HTTP")
-    serve.add_argument(
-        "--port",
-        type=port,
-        default=8765,
-        help="loopback port, 1-65535 (default %(default)s)",
-    )
-    serve.set_defaults(handler=serve_offline)
+def add_command(sub: Any, name: str, help: str) -> None:
+    """Add ``build-data``, ``restore`` or ``serve-offline`` (``name``), with its handler."""
+    parser = sub.add_parser(name, help=help)
+    if name == "build-data":
+        parser.set_defaults(handler=build_data)
+    elif name == "restore":
+        parser.add_argument("notebook", help="its number, e.g. 04")
+        parser.set_defaults(handler=restore)
+    else:
+        parser.add_argument(
+            "--port",
+            type=port,
+            default=8765,
+            help="loopback port, 1-65535 (default %(default)s)",
+        )
+        parser.set_defaults(handler=serve_offline)
 
 
 def build_data(_args: argparse.Namespace) -> int:

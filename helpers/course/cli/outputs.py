@@ -9,7 +9,8 @@
   invisible characters are shown as escapes (:func:`helpers.escaping.for_terminal`); ``--raw``
   writes the stored characters exactly, for a file or a pipe.
 - ``workbook outputs prune``: delete outputs by age (``--older-than 7d``) and/or thread; it says
-  how many would go, and deletes only with ``--yes``.
+  how many would go, and deletes only with ``--yes``; on SQLite it then gives the space back to
+  the file system (``VACUUM`` and a WAL checkpoint with truncate) and says how many megabytes.
 
 In the manner of ``llm logs`` (simonw/llm): the log is the user's to read and to trim.
 """
@@ -31,8 +32,8 @@ from helpers.course.cli.common import (
     open_store,
     output_options,
     store_options,
-    usage_error,
 )
+from helpers.course.cli.exits import usage_error
 from helpers.escaping import for_json, for_rich, for_terminal
 from helpers.guards import GuardRefusal
 from helpers.tooling.store import StoredOutput, ToolOutputStore
@@ -57,11 +58,11 @@ def parse_age(text: str) -> timedelta:
     return timedelta(**{_AGE_UNITS[match[2]]: int(match[1])})
 
 
-def add_command(sub: Any) -> None:
+def add_command(sub: Any, name: str, help: str) -> None:
     """Add ``outputs list|show|prune`` to the ``workbook`` subparsers, with :func:`run` as its
     handler."""
     parents = [store_options(), output_options()]
-    outputs = sub.add_parser("outputs", help="see, per thread, what the store holds; prune it")
+    outputs = sub.add_parser(name, help=help)
     outputs.set_defaults(handler=run)
     actions = outputs.add_subparsers(dest="outputs_command", required=True)
     listing = actions.add_parser(
@@ -232,11 +233,28 @@ def _prune(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> in
     if args.older_than is None and args.thread is None:
         print("workbook: outputs prune needs --older-than AGE and/or --thread T", file=sys.stderr)
         return 2
+    before = store.disk_bytes()
     count = store.prune(older_than=args.older_than, thread_id=args.thread, dry_run=not args.yes)
+    freed = None
+    if args.yes and before is not None:
+        store.reclaim_disk()
+        freed = max(0, before - (store.disk_bytes() or 0))
     if args.json:
-        print(for_json({"deleted" if args.yes else "would_delete": count}))
+        report = {"deleted" if args.yes else "would_delete": count}
+        print(for_json(report | ({"freed_bytes": freed} if args.yes else {})))
     elif args.yes:
-        out.print(f"deleted {count} output(s)")
+        disk = (
+            "the database reuses the space itself (its files keep their size)"
+            if freed is None
+            else f"{_megabytes(freed)} freed on disk (VACUUM)"
+        )
+        out.print(f"deleted {count} output(s); {disk}")
     else:
         out.print(f"would delete {count} output(s); run again with --yes to delete them")
     return 0
+
+
+def _megabytes(size_bytes: int) -> str:
+    """``size_bytes`` for a reader: ``"12.3 MB"`` (decimal megabytes), ``"512 bytes"`` below one
+    kilobyte."""
+    return f"{size_bytes:,} bytes" if size_bytes < 1_000 else f"{size_bytes / 1e6:,.1f} MB"
