@@ -127,7 +127,7 @@ guide: $(DEV_STAMP) data
 
 # speed figures (medians, machine named); WORKBOOK_BENCH_PG_URL adds PostgreSQL
 bench: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.course.bench --out build/bench.json
+	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.course.bench --out build/bench.json --readme
 
 clean:
 	rm -rf $(VENV) var build .pytest_cache .ruff_cache

@@ -38,11 +38,13 @@ _KEYLIKE_RE = re.compile(r"[A-Za-z0-9_\-.+/=:]{" + str(MIN_SECRET_FRAGMENT_CHARS
 
 
 @lru_cache(maxsize=64)
-def _fragments_re(secret: str) -> re.Pattern[str]:
-    """Any run of :data:`MIN_SECRET_FRAGMENT_CHARS` consecutive characters of ``secret``."""
+def _fragments(secret: str) -> tuple[tuple[str, ...], re.Pattern[str]]:
+    """The runs of :data:`MIN_SECRET_FRAGMENT_CHARS` consecutive characters of ``secret``, and a
+    pattern matching any of them. Looking for each run with ``in`` (a fast substring search)
+    reads a megabyte about three times faster than the alternation does."""
     n = MIN_SECRET_FRAGMENT_CHARS
-    fragments = sorted({secret[i : i + n] for i in range(len(secret) - n + 1)})
-    return re.compile("|".join(re.escape(f) for f in fragments))
+    fragments = tuple(sorted({secret[i : i + n] for i in range(len(secret) - n + 1)}))
+    return fragments, re.compile("|".join(re.escape(f) for f in fragments))
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
@@ -60,16 +62,20 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         for form in {secret, quote(secret, safe=""), json.dumps(secret)[1:-1]}:
             text = text.replace(form, REDACTED)
         if len(secret) >= MIN_SECRET_FRAGMENT_CHARS:
-            fragment = _fragments_re(secret)
-            if fragment.search(text):
+            fragments, fragment = _fragments(secret)
+            if any(piece in text for piece in fragments):
                 text = _KEYLIKE_RE.sub(
                     lambda m, f=fragment: REDACTED if f.search(m[0]) else m[0], text
                 )
     return text
 
 
-#: Setting names whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``…).
-SECRET_NAME_RE = re.compile(r"(API_?KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+#: Setting names whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``…):
+#: one of the words of the name (split at ``_``) says so. A word that only contains one does not
+#: (``TIKTOKEN_CACHE_DIR`` is a folder, ``TOKENIZERS_PARALLELISM`` a switch).
+SECRET_NAME_RE = re.compile(
+    r"(?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)(?:_|$)", re.I
+)
 
 
 def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str, ...]:

@@ -87,3 +87,30 @@ def test_redaction_forms_and_placeholders() -> None:
     out = redact(text, [key, "k", "none", None])
     assert "Abc123" not in out and "Def456Ghi789" not in out
     assert out.count("[redacted]") >= 3 and "placeholder k and none stay" in out
+
+
+def test_secret_settings_are_named_by_a_word_of_their_name() -> None:
+    """A setting is secret when a word of its name (split at ``_``) says so: a folder or a switch
+    whose name only contains such a word is not (TIKTOKEN_CACHE_DIR was redacted from every tool
+    output, and searched for in each, before this rule)."""
+    from helpers.redaction import configured_secrets
+
+    env = {
+        "OPENAI_API_KEY": "sk-openai-0123456789",
+        "HF_TOKEN": "hf_0123456789abcdef",
+        "DB_PASSWORD": "hunter2-but-longer",
+        "AWS_SECRET_ACCESS_KEY": "aws-0123456789abcdef",
+        "MY_APIKEY": "apikey-0123456789",
+        "TIKTOKEN_CACHE_DIR": "/work/main/var/tiktoken",
+        "TOKENIZERS_PARALLELISM": "false-but-long",
+        "KEYBOARD_LAYOUT": "us-international",
+        "PASSAGE_FOLDER": "/srv/passages/here",
+    }
+    found = set(configured_secrets(env))
+    assert found == {
+        "sk-openai-0123456789",
+        "hf_0123456789abcdef",
+        "hunter2-but-longer",
+        "aws-0123456789abcdef",
+        "apikey-0123456789",
+    }

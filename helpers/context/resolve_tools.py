@@ -21,7 +21,9 @@ accepts (wrapped, or a resource-link object: the box strategy brings it to ``int
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import re2
@@ -44,10 +46,12 @@ MAX_GREP_PROGRAM_SIZE = 1_000
 MAX_GREP_OUTPUT_CHARS = 50_000
 #: The most lines of context around a grep match.
 MAX_GREP_WINDOW = 50
-#: A grep stops after this many lines of output, or this many seconds (checked at every line),
-#: and says so.
+#: A grep stops after this many lines of output, or this many seconds (checked at every block of
+#: lines and every line tested alone), and says so.
 MAX_GREP_OUTPUT_LINES = 500
 GREP_TIME_LIMIT_S = 10.0
+#: Lines :func:`grep_text` tests at once, joined, before testing any of them alone.
+GREP_BLOCK_LINES = 256
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # errors are reported to the model, not logged to stderr
@@ -211,6 +215,51 @@ def compile_grep_pattern(pattern: str) -> Any:
     return regex
 
 
+class _GrepTimedOut(Exception):
+    """A grep ran past :data:`GREP_TIME_LIMIT_S`; ``line`` (from 1) is where it stopped."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+#: ``\A``, ``\z`` or a flag group that turns a flag off (``(?-m)``): a pattern holding one may
+#: match a line alone and not the same line inside a block, so no block prefilter for it.
+_NOT_BLOCKWISE_RE = re.compile(r"\\[Az]|\(\?[A-Za-z]*-")
+
+
+def _block_pattern(pattern: str) -> Any | None:
+    r"""A pattern that matches lines joined by ``"\n"`` whenever ``pattern`` matches one of them
+    alone: ``pattern`` in multi-line mode, where ``^`` and ``$`` match at each line's ends (and
+    a line end is a non-word character, as the end of a lone line is for ``\b``). ``None`` when
+    that cannot be promised (:data:`_NOT_BLOCKWISE_RE`)."""
+    if _NOT_BLOCKWISE_RE.search(pattern):
+        return None
+    try:
+        return re2.compile("(?m)" + pattern, _RE2_OPTIONS)
+    except re2.error:
+        return None
+
+
+def _matching_lines(lines: list[str], regex: Any, block: Any | None) -> Iterator[int]:
+    """The indexes of ``lines`` that ``regex`` matches, in order. Lines are read
+    :data:`GREP_BLOCK_LINES` at a time: a block ``block`` does not match holds no matching line
+    and is skipped whole (one RE2 call instead of hundreds). Raises :class:`_GrepTimedOut` past
+    :data:`GREP_TIME_LIMIT_S` (checked at every block and every line tested alone)."""
+    deadline = time.monotonic() + GREP_TIME_LIMIT_S
+    for first in range(0, len(lines), GREP_BLOCK_LINES):
+        chunk = lines[first : first + GREP_BLOCK_LINES]
+        if time.monotonic() > deadline:
+            raise _GrepTimedOut(first + 1)
+        if block is not None and not block.search("\n".join(chunk)):
+            continue
+        for offset, line in enumerate(chunk):
+            if time.monotonic() > deadline:
+                raise _GrepTimedOut(first + offset + 1)
+            if regex.search(line):
+                yield first + offset
+
+
 def grep_text(value: str, pattern: str, window: int) -> str:
     """What :func:`internal_resource_grep` answers for ``value``: its lines (``str.splitlines``:
     LF, CRLF and the other Unicode line ends) matched one by one against ``pattern``, each
@@ -236,26 +285,23 @@ def grep_text(value: str, pattern: str, window: int) -> str:
     merged: list[list[int]] = []
     shown = 0
     stopped = ""
-    deadline = time.monotonic() + GREP_TIME_LIMIT_S
-    for index, line in enumerate(lines):
-        if time.monotonic() > deadline:
-            stopped = f"stopped after {GREP_TIME_LIMIT_S:g} s at line {index + 1} of {len(lines)}"
-            break
-        if not regex.search(line):
-            continue
-        start, end = max(0, index - window), min(len(lines) - 1, index + window)
-        if merged and start <= merged[-1][1] + 1:
-            shown += end - merged[-1][1]
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            shown += end - start + 1
-            merged.append([start, end])
-        if shown >= MAX_GREP_OUTPUT_LINES:
-            stopped = (
-                f"stopped after {MAX_GREP_OUTPUT_LINES} lines of output at line {index + 1} of "
-                f"{len(lines)}; narrow the pattern or lower the window"
-            )
-            break
+    try:
+        for index in _matching_lines(lines, regex, _block_pattern(pattern)):
+            start, end = max(0, index - window), min(len(lines) - 1, index + window)
+            if merged and start <= merged[-1][1] + 1:
+                shown += end - merged[-1][1]
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                shown += end - start + 1
+                merged.append([start, end])
+            if shown >= MAX_GREP_OUTPUT_LINES:
+                stopped = (
+                    f"stopped after {MAX_GREP_OUTPUT_LINES} lines of output at line {index + 1} "
+                    f"of {len(lines)}; narrow the pattern or lower the window"
+                )
+                break
+    except _GrepTimedOut as late:
+        stopped = f"stopped after {GREP_TIME_LIMIT_S:g} s at line {late.line} of {len(lines)}"
     if not merged:
         return f"No matches found.{f' [grep {stopped}]' if stopped else ''}"
     blocks: list[str] = []

@@ -299,6 +299,37 @@ def bench_cli(repeat: int) -> dict[str, float]:
     return figures
 
 
+#: ``workbook compare``'s goal, in CPU seconds (user + system) on the bench's machine.
+COMPARE_GOAL_CPU_S = 60.0
+
+
+def bench_compare() -> dict[str, float]:
+    """One full ``workbook compare`` (every case, strategy, design step, persona and scaling
+    size) in a child process with its own run-time folder, as ``/usr/bin/time`` would report
+    it: ``user_s``, ``sys_s``, ``cpu_s`` (their sum), ``wall_s``, and ``max_rss_mb`` (the
+    largest resident set of any child so far, in MB of 2^20 bytes)."""
+    with tempfile.TemporaryDirectory(prefix="workbook-bench-compare-") as folder:
+        env = {**os.environ, "WORKBOOK_VAR_DIR": folder, "WORKBOOK_PROFILE": "offline"}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "helpers.course.cli", "compare", "--out", f"{folder}/out"],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return {
+        "user_s": user,
+        "sys_s": system,
+        "cpu_s": user + system,
+        "wall_s": wall,
+        "max_rss_mb": after.ru_maxrss / 1024,  # Linux reports kilobytes
+    }
+
+
 def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     repeat = 5 if quick else 15
     folder = Path(tempfile.mkdtemp(prefix="workbook-bench-"))
@@ -320,6 +351,7 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
             results["hostile_arguments_s"] = bench_hostile_arguments(store, 3)
         store.close()
     results["cli_cpu_s"] = bench_cli(3 if quick else 5)
+    results["compare"] = bench_compare()
     results["notebooks_s"] = bench_notebooks()
     results["tokens"] = bench_tokens(ToolOutputStore(f"sqlite:///{folder / 'tokens.sqlite'}"))
     return results
@@ -356,6 +388,12 @@ def report(results: dict[str, Any], console: Console) -> None:
     for shape, seconds in results.get("hostile_arguments_s", {}).items():
         table.add_row(shape, f"{seconds:.3f}", "< 1 s")
     console.print(table)
+    c = results["compare"]
+    console.print(
+        f"[bold]workbook compare:[/] {c['cpu_s']:.1f} s CPU ({c['user_s']:.1f} user + "
+        f"{c['sys_s']:.1f} system; goal < {COMPARE_GOAL_CPU_S:.0f} s), {c['wall_s']:.1f} s wall, "
+        f"{c['max_rss_mb']:,.0f} MB max RSS"
+    )
     table = Table(title="The workbook command: CPU seconds (user + system, median)")
     for column in ("command", "CPU s", "goal"):
         table.add_column(column, justify="left" if column == "command" else "right")
@@ -402,6 +440,68 @@ def report(results: dict[str, Any], console: Console) -> None:
         console.print(f"  [bold]{strategy}[/] {for_rich(sentence)}")
 
 
+def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
+    """The README's speed blocks (``<!-- bench:NAME -->``), written from ``results``: ``store``
+    (the store's figures, a column per measured database) and ``speed`` (``workbook compare``
+    and the command's start-up)."""
+    m = results["machine"]
+    stores = results["stores"]
+    names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+    head = " | ".join(names.get(n, n) for n in stores)
+    rows = [
+        f"`make bench` on {m['cpu']}, {m['cores']} cores, Python {m['python']}, SQLite "
+        f"{m['sqlite']}, {m['date']} (medians):",
+        "",
+        f"| measure | {head} | goal |",
+        "|---|" + "---:|" * len(stores) + "---:|",
+    ]
+
+    def row(label: str, goal: str, cell: Callable[[dict[str, Any]], str]) -> None:
+        rows.append(f"| {label} | {' | '.join(cell(f) for f in stores.values())} | {goal} |")
+
+    row(
+        "box + unbox round trip, 1 KB / 1 MB / 10 MB",
+        "",
+        lambda f: (
+            " / ".join(f"{f[f'round_trip_{k}_ms']:.2g}" for k in ("1KB", "1MB", "10MB")) + " ms"
+        ),
+    )
+    row("200-char slice of a 1 KB value", "", lambda f: f"{f['slice_1kb_ms']:.2f} ms")
+    row("200-char slice of a 50 MB value", "", lambda f: f"{f['slice_50mb_ms']:.2f} ms")
+    row("ratio 50 MB / 1 KB", "< 3×", lambda f: f"{f['ratio']:.2f}×")
+    row(
+        "`log_tool` throughput",
+        "≥ 2,000 rows/s",
+        lambda f: f"{f['log_tool_rows_per_s']:,.0f} rows/s",
+    )
+    row(
+        "lookup by `tool_call_id` among 100,000 rows",
+        "< 1 ms",
+        lambda f: f"{f['lookup_ms_at_100k_rows']:.2f} ms",
+    )
+    notebooks = sum(results["notebooks_s"].values())
+    rows.append(
+        f"| all {len(results['notebooks_s'])} solution notebooks, offline | {notebooks:.1f} s"
+        + " |" * len(stores)
+        + " < 180 s |"
+    )
+    c = results["compare"]
+    speed = [
+        f"`workbook compare --out DIR` (every case, strategy, design step, persona and scaling "
+        f"size, offline), measured by `make bench` as `/usr/bin/time` does: **{c['cpu_s']:.0f} s "
+        f"of CPU** ({c['user_s']:.1f} s user + {c['sys_s']:.1f} s system; goal < "
+        f"{COMPARE_GOAL_CPU_S:.0f} s), {c['wall_s']:.0f} s wall, {c['max_rss_mb']:,.0f} MB at "
+        f"most in memory, on {m['cpu']} ({m['cores']} cores).",
+        "",
+        "| command | CPU seconds | goal |",
+        "|---|---:|---:|",
+    ]
+    for label, seconds in results["cli_cpu_s"].items():
+        goal = CLI_COMMANDS[label][1]
+        speed.append(f"| `{label}` | {seconds:.2f} | {'' if goal is None else f'< {goal}'} |")
+    return {"store": "\n".join(rows), "speed": "\n".join(speed)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Benchmark the workbook's store, policies and notebooks."
@@ -409,6 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db-url", help="the store to measure (default: a fresh SQLite file)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and rows")
     parser.add_argument("--out", default="build/bench.json", help="where to write the figures")
+    parser.add_argument(
+        "--readme", action="store_true", help="write the speed blocks of README.md too"
+    )
     args = parser.parse_args(argv)
     results = run(args.db_url, quick=args.quick)
     out = Path(args.out)
@@ -416,6 +519,14 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     report(results, Console())
     print(f"wrote {out}")
+    if args.readme:
+        from helpers.course.readme_figures import README, update
+
+        README.write_text(
+            update(README.read_text(encoding="utf-8"), readme_blocks(results), prefix="bench"),
+            encoding="utf-8",
+        )
+        print(f"wrote the speed blocks of {README.name}")
     return 0
 
 

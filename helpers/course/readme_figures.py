@@ -87,7 +87,8 @@ def _ask_table(store: ToolOutputStore) -> str:
 
 def _comparison(store: ToolOutputStore) -> ComparisonMetrics:
     """Every shipped case (the large ones too) under every strategy and design step, the
-    personas on the regular cases, and the scaling run up to 10 MB."""
+    personas on the same cases (as ``workbook compare`` runs them), and the scaling run up to
+    10 MB."""
     cases = load_cases(ALL_CASES)
     common = RunOptions(
         client=client_for_cases(resolve_model("offline", env={}), cases), store=store
@@ -95,8 +96,7 @@ def _comparison(store: ToolOutputStore) -> ComparisonMetrics:
     runs = run_cases(
         cases, [*COMPARED_STRATEGIES, *DESIGN_STEPS], model="offline-reference", **common
     )
-    regular = load_cases()
-    runs += run_personas(regular, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
+    runs += run_personas(cases, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
     scaling = run_scaling(store=store)
     return Comparison(runs, "offline-reference", None, 600, scaling=scaling).metrics()
 
@@ -181,6 +181,36 @@ def _persona_table(metrics: ComparisonMetrics) -> str:
     return "\n".join(lines)
 
 
+def _persona_prose(metrics: ComparisonMetrics) -> str:
+    """What the persona table says, in words, from its own rows: a repair's cost, a refusal's
+    (the range of its personas' token ratios to the ideal model), and reading everything's."""
+    rows = metrics.personas
+    refusals = [r for r in rows.values() if r.guard and r.guard.startswith("refused_")]
+    repairs = [r for r in rows.values() if r.guard and not r.guard.startswith("refused_")]
+    costs = [r for r in rows.values() if not r.guard]
+    parts = []
+    if repairs:
+        worst = max(r.ratio_to_ideal or 1.0 for r in repairs)
+        parts.append(
+            f"A repair ({', '.join(n for n, r in rows.items() if r in repairs)}) costs at most "
+            f"{worst - 1:+.0%} tokens"
+        )
+    if refusals:
+        low = min(r.ratio_to_ideal or 1.0 for r in refusals) - 1
+        high = max(r.ratio_to_ideal or 1.0 for r in refusals) - 1
+        calls = [r.model_calls - r.ideal_model_calls for r in refusals]
+        parts.append(
+            f"a refusal costs the model another call ({min(calls):,} to {max(calls):,} more "
+            f"calls over {refusals[0].cases} cases, {low:+.0%} to {high:+.0%} tokens)"
+        )
+    for row in costs:
+        parts.append(
+            f"reading every reference in full costs {row.ratio_to_ideal or 0:.2f}× the tokens and "
+            f"passes {row.passed} of {row.cases} cases, since most expect references to travel"
+        )
+    return "; ".join(parts) + "." if parts else ""
+
+
 def generate() -> dict[str, str]:
     """Every figure block, measured now: ``{block name: Markdown}``.
 
@@ -204,6 +234,7 @@ def generate() -> dict[str, str]:
         "ask": ask,
         "compare": _compare_table(metrics),
         "personas": _persona_table(metrics),
+        "persona_prose": _persona_prose(metrics),
         "designs": _design_table(metrics),
         "caching": _caching(metrics),
         "scaling": _scaling(metrics),

@@ -15,8 +15,10 @@ listed pages), in time and in the size of what it returns or writes (the ``MAX_*
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
 import sysconfig
+from collections import Counter
 from pathlib import Path
 
 from helpers import ids
@@ -97,6 +99,9 @@ def yt_transcribe(video_id: str) -> str:
 # -- deep_check ---------------------------------------------------------------------------------
 
 
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+
+
 @registry.register(read_only=True, category="execution")
 def deep_check(text: str) -> str:
     """Run a deep analysis of a text and report what was received.
@@ -108,11 +113,9 @@ def deep_check(text: str) -> str:
         A short analysis: length in characters and UTF-8 bytes, a SHA-256 prefix of the UTF-8
         bytes, line and word counts, and the most frequent words.
     """
-    words = re.findall(r"[A-Za-z][A-Za-z'-]{3,}", text.lower())
-    counts: dict[str, int] = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    words = _WORD_RE.findall(text.lower())
+    counts = Counter(words)
+    top = heapq.nsmallest(3, counts.items(), key=lambda kv: (-kv[1], kv[0]))
     digest = ids.content_sha256(text)
     lines = text.count("\n") + 1 if text else 0
     return (

@@ -15,6 +15,7 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from helpers.cases import Case, CaseError, load_cases
@@ -275,11 +276,16 @@ def open_store(url: str | None) -> ToolOutputStore:
 
 
 def progress_bar(out: Console, disable: bool) -> Progress:
+    """A progress bar on ``out`` (drawn only on a terminal): description, bar, runs done of
+    all, time elapsed and the time left (rich's estimate from the recent pace of runs, so it
+    settles after the first few); it disappears when done."""
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=out,
         disable=disable,
         transient=True,
