@@ -171,6 +171,11 @@ class Reply:
         finish_reason: as sent (``stop``, ``tool_calls``, ``length``, ``content_filter``, …).
         prompt_tokens, completion_tokens: from ``usage``; ``None`` when missing, null or not a
             whole number (the agent then counts them itself).
+        cached_tokens: the prompt tokens the provider served from its cache, as ``usage``
+            reports them: ``prompt_tokens_details.cached_tokens`` (OpenAI's API reference, "The
+            chat completion object"; OpenRouter's "Usage Accounting" uses the same field), else
+            ``prompt_cache_hit_tokens`` (DeepSeek's guide "Context Caching"); ``None`` when the
+            response says neither.
         provider_fields: :data:`PROVIDER_FIELDS` present on the message, to send back as is.
         refusal: the model's refusal text, if any (OpenAI's ``refusal``).
     """
@@ -182,6 +187,7 @@ class Reply:
     completion_tokens: int | None = None
     provider_fields: dict[str, Any] = field(default_factory=dict)
     refusal: str | None = None
+    cached_tokens: int | None = None
 
     def map_text(self, change: Any) -> Reply:
         """A copy with ``change`` applied to the content, the refusal, the provider fields and
@@ -239,6 +245,14 @@ def _text_of(content: Any) -> str | None:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    """The cached prompt tokens a ``usage`` object reports (see :attr:`Reply.cached_tokens`)."""
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and _count(details.get("cached_tokens")) is not None:
+        return _count(details.get("cached_tokens"))
+    return _count(usage.get("prompt_cache_hit_tokens"))
 
 
 def _tool_call(raw: Any) -> ReplyToolCall:
@@ -332,6 +346,7 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
         finish_reason=finish if isinstance(finish, str) else None,
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
+        cached_tokens=_cached_tokens(usage),
         provider_fields=map_strings(
             {k: message[k] for k in PROVIDER_FIELDS if message.get(k) is not None}, valid_text
         ),

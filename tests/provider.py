@@ -265,6 +265,15 @@ class ScriptedProvider:
         the loopback server would (no socket, no delay)."""
         return mock_transport(self._respond)
 
+    def client(self) -> openai.OpenAI:
+        """A real ``openai`` client talking to this provider in-process (no retries)."""
+        return openai.OpenAI(
+            base_url="http://scripted.invalid/v1",
+            api_key="k",
+            max_retries=0,
+            http_client=httpx2.Client(transport=self.transport()),
+        )
+
     def __enter__(self) -> ScriptedProvider:
         self.server = LoopbackServer(self._respond, prefix=self.prefix).start()
         return self
@@ -347,13 +356,7 @@ def scripted_client(
         return lambda _request: copy.deepcopy(body)
 
     provider = ScriptedProvider([reply(i) for i in range(len(replies))])
-    client = openai.OpenAI(
-        base_url="http://scripted.invalid/v1",
-        api_key="k",
-        max_retries=0,
-        http_client=httpx2.Client(transport=provider.transport()),
-    )
-    return client, provider.chat_bodies
+    return provider.client(), provider.chat_bodies
 
 
 def tool_calls(*calls: tuple[str, str, str]) -> dict[str, Any]:

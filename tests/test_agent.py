@@ -187,3 +187,56 @@ def test_one_agent_runs_many_turns_each_with_its_own_configuration(client, regis
     assert same.messages[0] == first.messages[0] and same.tool_schemas == first.tool_schemas
     with pytest.raises(ValueError, match="needs a ToolOutputStore"):
         Agent(client, "offline-reference", make_policy("box"), registry)
+
+
+def test_cached_tokens_a_provider_reports_reach_the_record_and_the_metrics(registry, store) -> None:
+    """Real caching is read, not assumed: each model call keeps the cached prompt tokens its
+    response reported, and a run's metrics sum them beside the workbook's estimate."""
+    from provider import ScriptedProvider, completion
+
+    from helpers.evaluation.compare import run_metrics
+    from helpers.evaluation.pricing import load_prices
+    from helpers.evaluation.runs import CaseRun
+    from helpers.evaluation.validation import validate
+
+    usages = [
+        {
+            "prompt_tokens": 3000,
+            "completion_tokens": 9,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        },
+        {
+            "prompt_tokens": 3100,
+            "completion_tokens": 4,
+            "prompt_tokens_details": {"cached_tokens": 2944},
+        },
+    ]
+    steps = [
+        lambda _r: completion(
+            tool_calls=[
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "yt_transcribe", "arguments": '{"video_id": "123"}'},
+                }
+            ],
+            usage=usages[0],
+        ),
+        lambda _r: completion("done", usage=usages[1]),
+    ]
+    record = run_turn(
+        "x",
+        client=ScriptedProvider(steps).client(),
+        model="scripted",
+        policy=make_policy("box"),
+        registry=registry,
+        store=store,
+    )
+    assert [c.cached_tokens_reported for c in record.model_calls] == [0, 2944]
+    case = load_cases()[0]
+    metrics = run_metrics(
+        CaseRun(case, "box", record, validate(case, record)), load_prices().get("gpt-4o")
+    )
+    assert metrics.cached_tokens_reported == 2944
+    assert metrics.cached_tokens is not None and metrics.usd_cached_warm is not None
+    assert metrics.usd_cached_warm <= (metrics.usd_cached or 0)

@@ -68,12 +68,15 @@ def test_a_growing_conversation_reuses_the_previous_request() -> None:
     tools = count_tools_tokens([TOOL_A])
     first, second = 3000, 3500
     record = _record(messages, [(2, first), (4, second)], [[TOOL_A], [TOOL_A]])
-    shared = shared_prefix_tokens(record)
-    # call 1 shares the system message and tools with a previous turn (a warm cache);
+    shared = shared_prefix_tokens(record, warm=True)
+    # warm: call 1 shares the system message and tools with a previous turn;
     # call 2 shares the whole of call 1's request
     assert shared[0] == tools + count_message_tokens(messages[0])
     assert shared[1] == tools + sum(count_message_tokens(m) for m in messages[:2])
-    cost = turn_cost(record, price)
+    # cold (the default): call 1 finds nothing cached, call 2 the same as warm
+    assert shared_prefix_tokens(record) == [0, shared[1]]
+    assert turn_cost(record, price).cached_usd > turn_cost(record, price, warm=True).cached_usd
+    cost = turn_cost(record, price, warm=True)
     hits = [price.cacheable(s) for s in shared]
     assert cost.cached_tokens == sum(hits)
     assert cost.uncached_usd == pytest.approx(((first + second) * 2.5 + 20 * 10.0) / 1e6)
@@ -96,11 +99,28 @@ def test_anthropic_writes_what_it_caches_at_a_premium() -> None:
     price = load_prices().get("claude-sonnet-4.5")
     messages = [{"role": "system", "content": "s " * 900}, {"role": "user", "content": "u"}]
     record = _record(messages, [(2, 2600)], [[TOOL_A]])
-    shared = shared_prefix_tokens(record)[0]
-    cost = turn_cost(record, price)
+    shared = shared_prefix_tokens(record, warm=True)[0]
+    cost = turn_cost(record, price, warm=True, sends_breakpoints=True)
     hit = price.cacheable(shared)
     expected = hit * 0.30 + (2600 - hit) * 3.0 * 1.25 + 10 * 15.0
     assert cost.cached_usd == pytest.approx(expected / 1e6)
+
+
+def test_claude_is_not_cached_by_a_client_that_sends_no_breakpoints() -> None:
+    """Anthropic caches only at cache_control breakpoints; this client sends none, so every
+    Claude model's cached dollars are its uncached dollars, warm or cold; OpenAI's are lower."""
+    messages = [{"role": "system", "content": "s " * 900}, {"role": "user", "content": "u"}]
+    record = _record(messages, [(2, 2500), (2, 2600)], [[TOOL_A], [TOOL_A]])
+    table = load_prices()
+    claude = [p for p in table.models.values() if p.provider == "anthropic"]
+    assert claude and all(p.needs_cache_breakpoints and not p.cached_by() for p in claude)
+    for price in claude:
+        for warm in (False, True):
+            cost = turn_cost(record, price, warm=warm)
+            assert cost.cached_tokens == 0
+            assert cost.cached_usd == pytest.approx(cost.uncached_usd)
+    openai = turn_cost(record, table.get("gpt-4o"))
+    assert openai.cached_tokens > 0 and openai.cached_usd < openai.uncached_usd
 
 
 def test_the_offline_model_is_bounded_like_the_model_it_is_priced_at() -> None:

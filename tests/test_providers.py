@@ -1104,3 +1104,30 @@ def test_control_characters_never_reach_the_terminal(monkeypatch, capsys, tmp_pa
     out = capsys.readouterr().out
     assert code == EXIT_OK and "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2J" in out and "[bold red]markup[/]" in out
+
+
+def test_cached_tokens_are_read_from_usage_as_each_provider_reports_them() -> None:
+    """OpenAI and OpenRouter: usage.prompt_tokens_details.cached_tokens; DeepSeek:
+    usage.prompt_cache_hit_tokens; nothing, a null or a non-count: None (unknown, never 0)."""
+    from helpers.replies import parse_reply
+
+    def cached(usage: object) -> int | None:
+        body = {
+            "choices": [
+                {"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+            ],
+            "usage": usage,
+        }
+        return parse_reply(json.dumps(body)).cached_tokens
+
+    base = {"prompt_tokens": 2000, "completion_tokens": 5}
+    assert cached({**base, "prompt_tokens_details": {"cached_tokens": 1920}}) == 1920
+    assert cached({**base, "prompt_tokens_details": {"cached_tokens": 0}}) == 0
+    assert (
+        cached({**base, "prompt_cache_hit_tokens": 1536, "prompt_cache_miss_tokens": 464}) == 1536
+    )
+    assert cached({**base, "prompt_tokens_details": {"cached_tokens": None}}) is None
+    assert cached({**base, "prompt_tokens_details": None}) is None
+    assert cached({**base, "prompt_tokens_details": {"cached_tokens": "1920"}}) is None
+    assert cached(base) is None
+    assert cached(None) is None

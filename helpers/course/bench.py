@@ -357,6 +357,23 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     return results
 
 
+def _report_command(results: dict[str, Any], console: Console) -> None:
+    """The ``workbook`` command's figures: compare's CPU, and the start-up table."""
+    c = results["compare"]
+    console.print(
+        f"[bold]workbook compare:[/] {c['cpu_s']:.1f} s CPU ({c['user_s']:.1f} user + "
+        f"{c['sys_s']:.1f} system; goal < {COMPARE_GOAL_CPU_S:.0f} s), {c['wall_s']:.1f} s wall, "
+        f"{c['max_rss_mb']:,.0f} MB max RSS"
+    )
+    table = Table(title="The workbook command: CPU seconds (user + system, median)")
+    for column in ("command", "CPU s", "goal"):
+        table.add_column(column, justify="left" if column == "command" else "right")
+    for label, seconds in results["cli_cpu_s"].items():
+        goal = CLI_COMMANDS[label][1]
+        table.add_row(label, f"{seconds:.2f}", "" if goal is None else f"< {goal} s")
+    console.print(table)
+
+
 def report(results: dict[str, Any], console: Console) -> None:
     m = results["machine"]
     console.print(
@@ -388,19 +405,7 @@ def report(results: dict[str, Any], console: Console) -> None:
     for shape, seconds in results.get("hostile_arguments_s", {}).items():
         table.add_row(shape, f"{seconds:.3f}", "< 1 s")
     console.print(table)
-    c = results["compare"]
-    console.print(
-        f"[bold]workbook compare:[/] {c['cpu_s']:.1f} s CPU ({c['user_s']:.1f} user + "
-        f"{c['sys_s']:.1f} system; goal < {COMPARE_GOAL_CPU_S:.0f} s), {c['wall_s']:.1f} s wall, "
-        f"{c['max_rss_mb']:,.0f} MB max RSS"
-    )
-    table = Table(title="The workbook command: CPU seconds (user + system, median)")
-    for column in ("command", "CPU s", "goal"):
-        table.add_column(column, justify="left" if column == "command" else "right")
-    for label, seconds in results["cli_cpu_s"].items():
-        goal = CLI_COMMANDS[label][1]
-        table.add_row(label, f"{seconds:.2f}", "" if goal is None else f"< {goal} s")
-    console.print(table)
+    _report_command(results, console)
     notebooks = results["notebooks_s"]
     table = Table(title="Solution notebooks, offline")
     table.add_column("notebook")

@@ -87,6 +87,8 @@ def run_metrics(run: CaseRun, price: Price | None = None) -> RunMetrics:
     record = run.record
     per_call = [c.prompt_tokens for c in record.model_calls]
     cost = turn_cost(record, price) if price is not None else None
+    warm = turn_cost(record, price, warm=True) if price is not None else None
+    reported = [c.cached_tokens_reported for c in record.model_calls]
     return RunMetrics(
         prompt_tokens_per_call=per_call,
         prompt_tokens=sum(per_call),
@@ -105,6 +107,10 @@ def run_metrics(run: CaseRun, price: Price | None = None) -> RunMetrics:
         cached_tokens=cost.cached_tokens if cost else None,
         usd_uncached=round(cost.uncached_usd, 6) if cost else None,
         usd_cached=round(cost.cached_usd, 6) if cost else None,
+        usd_cached_warm=round(warm.cached_usd, 6) if warm else None,
+        cached_tokens_reported=(
+            sum(n or 0 for n in reported) if any(n is not None for n in reported) else None
+        ),
     )
 
 
@@ -325,13 +331,23 @@ class Comparison:
             ),
             design_steps=design_steps(steps),
             other_models=self.other_models(),
-            caching=caching_conclusions(cases, self.strategies()),
+            caching=caching_conclusions(cases, self.strategies()).model_copy(
+                update={
+                    "other_models_warm": self.other_models(warm=True),
+                    "not_cached_by_client": [
+                        name
+                        for name, price in (self.prices.models.items() if self.prices else [])
+                        if not price.cached_by()
+                    ],
+                }
+            ),
             personas=self.persona_rows(),
             scaling=self.scaling,
         )
 
-    def other_models(self) -> dict[str, dict[str, float]]:
-        """Cached dollars per strategy (passed runs) at every priced model's list prices."""
+    def other_models(self, *, warm: bool = False) -> dict[str, dict[str, float]]:
+        """Cached dollars per strategy (passed runs) at every priced model's list prices, from a
+        cold cache (``warm``: the system message and tools already cached)."""
         out: dict[str, dict[str, float]] = {}
         if self.prices is None:
             return out
@@ -343,7 +359,9 @@ class Comparison:
                     for r in self.runs
                     if r.strategy == strategy and r.persona is None and r.passed
                 ]
-                row[strategy] = round(sum(turn_cost(r.record, price).cached_usd for r in runs), 6)
+                row[strategy] = round(
+                    sum(turn_cost(r.record, price, warm=warm).cached_usd for r in runs), 6
+                )
             out[name] = row
         return out
 
@@ -380,6 +398,12 @@ def strategy_totals(cases: dict[str, CaseMetrics], strategy: str) -> StrategyTot
         seconds=round(sum(m.seconds for m in runs.values()), 2),
         usd_uncached=_sum_usd(passed.values(), "usd_uncached", 4) if priced else None,
         usd_cached=_sum_usd(passed.values(), "usd_cached", 4) if priced else None,
+        usd_cached_warm=_sum_usd(passed.values(), "usd_cached_warm", 4) if priced else None,
+        cached_tokens_reported=(
+            sum(m.cached_tokens_reported or 0 for m in passed.values())
+            if any(m.cached_tokens_reported is not None for m in passed.values())
+            else None
+        ),
         cached_tokens=sum(m.cached_tokens or 0 for m in passed.values()) if priced else None,
     )
 

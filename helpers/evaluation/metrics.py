@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.escaping import for_json
 
@@ -50,10 +50,15 @@ class RunMetrics(_Figures):
     sinks_exact: bool | None = None
     passed: bool
     reasons: list[str]
-    #: dollars and cached tokens at the comparison's price model (``None`` when unpriced)
+    #: dollars and cached tokens at the comparison's price model (``None`` when unpriced);
+    #: cached from a cold cache, and ``usd_cached_warm`` with the system message and tools
+    #: already cached by an earlier turn (:mod:`helpers.evaluation.pricing`)
     cached_tokens: int | None = None
     usd_uncached: float | None = None
     usd_cached: float | None = None
+    usd_cached_warm: float | None = None
+    #: cached prompt tokens the provider reported in ``usage`` (``None``: no response said)
+    cached_tokens_reported: int | None = None
 
     def drawn_tokens(self) -> int:
         """The prompt tokens a chart draws: an overflow at the size of the refused request."""
@@ -104,7 +109,9 @@ class StrategyTotals(_Figures):
     seconds: float
     usd_uncached: float | None = None
     usd_cached: float | None = None
+    usd_cached_warm: float | None = None
     cached_tokens: int | None = None
+    cached_tokens_reported: int | None = None
 
     def passed_all(self) -> bool:
         """Whether the strategy passed every case it ran."""
@@ -168,10 +175,15 @@ class CachingChange(_Figures):
 
 class Caching(_Figures):
     """What prompt caching changes: per strategy the share of prompt tokens served from the
-    cache (runs that passed), and the cases whose cheapest strategy changes."""
+    cache (runs that passed, cold cache), and the cases whose cheapest strategy changes;
+    ``other_models_warm`` the warm variant of :attr:`ComparisonMetrics.other_models`;
+    ``not_cached_by_client`` the priced models this client's requests are not cached by (their
+    provider caches only at ``cache_control`` breakpoints, which it does not send)."""
 
     cached_share: dict[str, float | None]
     cheapest_changes: list[CachingChange]
+    other_models_warm: dict[str, dict[str, float]] = Field(default_factory=dict)
+    not_cached_by_client: list[str] = Field(default_factory=list)
 
 
 class Pricing(_Figures):
@@ -221,8 +233,8 @@ class ComparisonMetrics(_Figures):
 
     ``cases`` maps a case id to its runs; ``totals`` maps each strategy of the main table to
     its :class:`StrategyTotals`, in the order the runs were made; ``floor`` is the floor's
-    total; ``design_steps`` the box designs in order; ``other_models`` the cached dollars per
-    strategy at each priced model's list prices; ``personas`` one row per mistake persona;
+    total; ``design_steps`` the box designs in order; ``other_models`` the cached dollars (cold
+    cache) per strategy at each priced model's list prices; ``personas`` one row per mistake persona;
     ``scaling`` the scaling run, if one was made.
     """
 

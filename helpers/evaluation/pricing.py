@@ -6,13 +6,21 @@ from each model call's ``usage`` (:class:`helpers.loop.agent.ModelCallRecord`).
 
 **The cache model.** A provider reuses the longest prefix a request shares with one it has
 just seen; the workbook counts, for each model call, the prefix it shares with the call before
-it (for the first call of a turn, with a previous turn that had the same system message and
-tools: a warm cache). The prefix is counted in whole messages, after the tool schemas, which
-both OpenAI and Anthropic render first: when the tool list changes between two calls, nothing
-is shared. The provider's rules then apply (OpenAI: at least 1,024 tokens, in steps of 128,
-at the cached-input price; Anthropic: at least 1,024 tokens (4,096 for Haiku 4.5), the rest of
-the request written to the cache at 1.25× the input price). Compacted turns (whose earlier
-requests are no longer in the record) count only the system message and tools as shared.
+it. The first call of a turn starts from a **cold** cache (nothing shared: each case is its own
+session), unless ``warm=True``: then it shares the system message and tools with a previous
+turn, the labelled variant for a session of many turns. The prefix is counted in whole
+messages, after the tool schemas, which both OpenAI and Anthropic render first: when the tool
+list changes between two calls, nothing is shared. The provider's rules then apply (OpenAI:
+automatic, at least 1,024 tokens, in steps of 128, at the cached-input price; Anthropic: at
+least 1,024 tokens (4,096 for Haiku 4.5), the rest of the request written to the cache at 1.25×
+the input price). Compacted turns (whose earlier requests are no longer in the record) count
+only the system message and tools as shared.
+
+**Who caches.** Anthropic caches only up to the ``cache_control`` breakpoints a request marks
+(Anthropic, guide "Prompt caching"; the same through OpenRouter, guide "Prompt Caching"). This
+client sends none (:data:`CLIENT_SENDS_CACHE_BREAKPOINTS`), so on a model whose provider needs
+them (``needs_cache_breakpoints`` in ``data/pricing.yaml``) its cached dollars are its uncached
+dollars, and reports say "not cached by this client".
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ PRICING_FILE = DATA_DIR / "pricing.yaml"
 #: context window is the offline model's).
 DEFAULT_PRICE_MODEL = "gpt-4o"
 _PER_TOKEN = 1_000_000
+#: Whether this client marks ``cache_control`` breakpoints in its requests: it does not (it
+#: speaks the OpenAI chat-completions protocol, which has no such field).
+CLIENT_SENDS_CACHE_BREAKPOINTS = False
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,12 @@ class Price:
     cache_write_multiplier: float
     context_window_tokens: int | None = None
     max_output_tokens: int | None = None
+    #: the provider caches only at ``cache_control`` breakpoints the request marks (Anthropic)
+    needs_cache_breakpoints: bool = False
+
+    def cached_by(self, sends_breakpoints: bool = CLIENT_SENDS_CACHE_BREAKPOINTS) -> bool:
+        """Whether a client that does (or does not) send breakpoints gets this model's cache."""
+        return sends_breakpoints or not self.needs_cache_breakpoints
 
     def cacheable(self, prefix_tokens: int) -> int:
         """How many of ``prefix_tokens`` shared tokens the provider serves from its cache."""
@@ -106,6 +123,7 @@ def load_prices(path: Path | None = None) -> PriceTable:
                 cache_write_multiplier=float(rules["cache_write_multiplier"]),
                 context_window_tokens=entry.get("context_window_tokens"),
                 max_output_tokens=entry.get("max_output_tokens"),
+                needs_cache_breakpoints=bool(rules.get("needs_cache_breakpoints", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PricingError(f"{path}: model {name!r}: missing or bad field {exc}") from None
@@ -123,17 +141,18 @@ class Cost:
     cached_usd: float
 
 
-def shared_prefix_tokens(record: TurnRecord) -> list[int]:
+def shared_prefix_tokens(record: TurnRecord, *, warm: bool = False) -> list[int]:
     """For each model call of ``record``, the prompt tokens it shares with the request before
-    it (the first call: the system message and tools of a previous turn)."""
+    it. The first call shares nothing from a cold cache; ``warm``, it shares the system message
+    and tools with a previous turn."""
     counts: list[int] = []  # tokens of each message, counted once
     shared: list[int] = []
     schemas = record.schemas_per_call or [record.tool_schemas] * len(record.model_calls)
-    previous_sent = 1  # a warm cache holds the system message
+    previous_sent = 1  # warm: the cache holds the system message
     previous_tools: list[dict[str, Any]] | None = schemas[0] if schemas else None
     for index, call in enumerate(record.model_calls):
         tools = schemas[min(index, len(schemas) - 1)] if schemas else []
-        if tools != previous_tools:
+        if (index == 0 and not warm) or tools != previous_tools:
             shared.append(0)
         else:
             common = 1 if record.compactions else min(previous_sent, call.messages_sent)
@@ -145,16 +164,28 @@ def shared_prefix_tokens(record: TurnRecord) -> list[int]:
     return shared
 
 
-def turn_cost(record: TurnRecord, price: Price) -> Cost:
-    """What ``record``'s model calls cost at ``price``, uncached and cached."""
+def turn_cost(
+    record: TurnRecord,
+    price: Price,
+    *,
+    warm: bool = False,
+    sends_breakpoints: bool = CLIENT_SENDS_CACHE_BREAKPOINTS,
+) -> Cost:
+    """What ``record``'s model calls cost at ``price``, uncached and cached: from a cold cache,
+    or ``warm`` (see :func:`shared_prefix_tokens`). A model this client's requests are not
+    cached by (:meth:`Price.cached_by`) costs its uncached dollars either way;
+    ``sends_breakpoints=True`` prices a client that marks ``cache_control`` breakpoints."""
     prompt = cached = completion = 0
     uncached_usd = cached_usd = 0.0
-    for call, shared in zip(record.model_calls, shared_prefix_tokens(record), strict=True):
-        hit = price.cacheable(shared)
+    caches = price.cached_by(sends_breakpoints)
+    for call, shared in zip(
+        record.model_calls, shared_prefix_tokens(record, warm=warm), strict=True
+    ):
+        hit = price.cacheable(shared) if caches else 0
         written = call.prompt_tokens - hit
         write = (
             price.cache_write_multiplier
-            if call.prompt_tokens >= price.min_cached_prefix_tokens
+            if caches and call.prompt_tokens >= price.min_cached_prefix_tokens
             else 1.0
         )
         prompt += call.prompt_tokens

@@ -126,8 +126,14 @@ def _totals_markdown(metrics: ComparisonMetrics) -> list[str]:
         f"Dollars at {for_markdown(pricing.model)} list prices (input "
         f"${pricing.input_usd_per_mtok}, cached input ${pricing.cached_input_usd_per_mtok}, "
         f"output ${pricing.output_usd_per_mtok} per million tokens; checked {for_markdown(pricing.checked)}, "
-        "data/pricing.yaml); *cached*: each call's prefix shared with the call before it at the "
-        "cached price.",
+        "data/pricing.yaml); *cached*: from a cold cache (each case's first request finds nothing "
+        "cached), each later call's prefix shared with the call before it at the cached price"
+        + (
+            f" ({for_markdown(pricing.model)} is not cached by this client: its provider caches only "
+            "at cache_control breakpoints, which this client does not send)."
+            if pricing.model in metrics.caching.not_cached_by_client
+            else "."
+        ),
         "",
         "| strategy | passed | context overflows | prompt tokens | × inline | × floor | $ uncached | $ cached | cached share | seconds |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -190,16 +196,91 @@ def _other_models_markdown(metrics: ComparisonMetrics) -> list[str]:
         "| model | " + " | ".join(for_markdown(v) for v in strategies) + " |",
         "|---|" + "---:|" * len(strategies),
     ]
+    uncached = metrics.caching.not_cached_by_client
     for name, row in metrics.other_models.items():
         cells = " | ".join(usd(row.get(v)) for v in strategies)
-        lines.append(f"| {for_markdown(name)} | {cells} |")
+        mark = " (not cached by this client)" if name in uncached else ""
+        lines.append(f"| {for_markdown(name)}{mark} | {cells} |")
+    if uncached:
+        lines += [
+            "",
+            "Cold cache. A model marked *not cached by this client* caches only at `cache_control` "
+            'breakpoints (Anthropic\'s guide "Prompt caching"; the same through OpenRouter), '
+            "which this client does not send: its figures are uncached dollars.",
+        ]
+    return lines
+
+
+def _box_tcr_wins(models: dict[str, dict[str, float]], skip: list[str]) -> list[str]:
+    """The models on which box-tcr's cached dollars are below box's."""
+    return [
+        m
+        for m, row in models.items()
+        if m not in skip and "box-tcr" in row and "box" in row and row["box-tcr"] < row["box"]
+    ]
+
+
+def _stable_prefix_lines(metrics: ComparisonMetrics) -> list[str]:
+    """Box-tcr against box once cached, cold and warm, on the models this client is cached by;
+    the warm totals of the main table; the models it is not cached by."""
+    caching = metrics.caching
+    skip = caching.not_cached_by_client
+    priced = [m for m in metrics.other_models if m not in skip]
+    if not priced:
+        return []
+    cold = _box_tcr_wins(metrics.other_models, skip)
+    warm = _box_tcr_wins(caching.other_models_warm, skip)
+
+    def where(models: list[str]) -> str:
+        return "on no model" if not models else f"on {for_markdown(', '.join(models))}"
+
+    lines = [
+        f"- From a cold cache (each case a session of its own), box-tcr costs less than box "
+        f"{where(cold)} of the {len(priced)} this client is cached by; warm (the system message "
+        f"and tools already cached by an earlier turn), {where(warm)}. Box-tcr's prompt is "
+        "larger but its tool list never changes, so once warm most of it is billed at the cached "
+        "price: count tokens uncached, and dollars with caching, cold and warm."
+    ]
+    warm_totals = [
+        f"{for_markdown(v)} {usd(t.usd_cached_warm)}"
+        for v, t in metrics.totals.items()
+        if t.usd_cached_warm is not None
+    ]
+    if warm_totals:
+        lines.append(
+            f"- Warm, at {for_markdown(metrics.pricing.model)} (the main table is cold): "
+            + ", ".join(warm_totals)
+            + "."
+        )
+    if skip:
+        lines.append(
+            f"- Not cached by this client: {for_markdown(', '.join(skip))}. Their provider "
+            "caches only at `cache_control` breakpoints, which this client does not send, so "
+            "their cached dollars are their uncached ones."
+        )
+    reported = {
+        v: t.cached_tokens_reported
+        for v, t in metrics.totals.items()
+        if t.cached_tokens_reported is not None
+    }
+    if reported:
+        lines.append(
+            "- Cached prompt tokens the provider reported in `usage`, beside this model's "
+            "estimate: "
+            + ", ".join(
+                f"{for_markdown(v)} {n:,} (estimated {metrics.totals[v].cached_tokens or 0:,})"
+                for v, n in reported.items()
+            )
+            + "."
+        )
     return lines
 
 
 def caching_markdown(metrics: ComparisonMetrics) -> list[str]:
     """What caching changes, in words, from the figures: the lazy-tools step, where a stable
-    prefix beats a small one, each strategy's cached share, and the cases whose cheapest
-    strategy changes."""
+    prefix beats a small one (cold and warm), the warm totals, the models this client is not
+    cached by, the cached tokens a real provider reported, each strategy's cached share, and the
+    cases whose cheapest strategy changes."""
     lines = ["", "## What prompt caching changes", ""]
     lazy = next((row for row in metrics.design_steps if row.design == "lazy-tools"), None)
     if lazy and lazy.usd_cached_saved is not None:
@@ -211,18 +292,7 @@ def caching_markdown(metrics: ComparisonMetrics) -> list[str]:
             f"uncached) but {effect} once cached: the tool list changes mid-turn, and a provider "
             "reuses nothing of a request whose tools changed."
         )
-    stable_wins = [
-        m
-        for m, row in metrics.other_models.items()
-        if "box-tcr" in row and row["box-tcr"] < row.get("box", 0)
-    ]
-    if stable_wins:
-        lines.append(
-            f"- Cached, box-tcr costs less than box on {for_markdown(', '.join(stable_wins))}: its prompt is "
-            "larger, but its tool list never changes and every request is over the caching "
-            "minimum, so most of it is billed at the cached price. Where cached input is cheap, "
-            "a stable prefix beats a small one; count tokens uncached, and dollars with caching."
-        )
+    lines += _stable_prefix_lines(metrics)
     ranked = sorted(
         ((v, s) for v, s in metrics.caching.cached_share.items() if s is not None),
         key=lambda item: -item[1],

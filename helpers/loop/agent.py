@@ -145,6 +145,8 @@ class ModelCallRecord:
     tool_calls: int
     usage_source: str = "response"
     seconds: float = 0.0
+    #: prompt tokens the provider says it served from its cache (``Reply.cached_tokens``)
+    cached_tokens_reported: int | None = None
 
     @property
     def cut_in_call(self) -> bool:
@@ -1028,6 +1030,7 @@ def _model_call_record(
         tool_calls=len(calls),
         usage_source=("response", "partly counted", "counted")[counted],
         seconds=round(time.perf_counter() - started, 4),
+        cached_tokens_reported=reply.cached_tokens,
     )
 
 
