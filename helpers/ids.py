@@ -24,6 +24,20 @@ def content_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def content_sha256_and_trimmed(text: str) -> tuple[str, str]:
+    """:func:`content_sha256` of ``text`` and of ``text`` without its final newlines (``"\\n"``),
+    in one pass over the bytes: a sink check tells a copy that lost or gained only a final
+    newline from one that differs in its content."""
+    data = text.encode("utf-8", "surrogatepass")
+    newlines = 0
+    while newlines < len(data) and data[-1 - newlines] == 0x0A:
+        newlines += 1
+    digest = hashlib.sha256(memoryview(data)[: len(data) - newlines])
+    trimmed = digest.hexdigest()
+    digest.update(b"\n" * newlines)
+    return digest.hexdigest(), trimmed
+
+
 def token_hex(nbytes: int) -> str:
     """``nbytes`` random bytes as hex (``secrets.token_hex`` unless ids are reproducible)."""
     if _seeded is None:

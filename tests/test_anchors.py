@@ -237,7 +237,16 @@ def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, strategy)
         assert len(sent.encode()) < 12_100 and sent != document(200_000)
     else:  # the model reads the saved file page by page to copy it
         read = "read_file" if strategy == "deepagents" else "Read"
-        assert names[0] == "get_document" and read in names and "deep_check" in names
+        assert names[0] == "get_document" and read in names
+        # it copies the whole, or the workbook's cap of model calls stops it first (Claude
+        # Code's Read gives at most 25,000 tokens a call), and the verdict says which
+        copied = "deep_check" in names
+        capped = record.status == "max_iterations" and "stopped by the workbook's cap" in (
+            record.error or ""
+        )
+        assert copied != capped, (names, record.status, record.error)
+        if strategy == "deepagents":
+            assert copied
 
 
 def test_anchor_parameters_are_the_published_ones() -> None:
@@ -261,3 +270,125 @@ def test_run_case_under_every_anchor_on_a_shipped_case(store) -> None:
     assert [t.name for t in claude.record.tool_calls] == ["get_page"]
     assert claude.record.tool_calls[0].result_kind == "inline"
     assert claude.record.tool_calls[0].output_chars < CLAUDE_CODE_MAX_OUTPUT_CHARS
+
+
+def test_deepagents_read_file_cuts_its_answer_at_80000_characters_as_deepagents_does(
+    store,
+) -> None:
+    """deepagents' own cut: the answer kept to 80,000 characters in all, its
+    READ_FILE_TRUNCATION_MSG (with the path) at the end; the offline model reads on from the
+    line the cut fell in, so the copy it rebuilds is whole."""
+    from helpers.context.anchors import DEEPAGENTS_READ_MAX_CHARS
+
+    policy = DeepAgentsPolicy()
+    lines = [f"{i:05d} " + "q" * 120 for i in range(3_000)]  # 2,000 rows: about 262,000 chars
+    _, ctx = _saved(policy, store, "\n".join(lines), "call_cut")
+    read = _tool(policy, "read_file")
+    page = read.call({"file_path": "/large_tool_results/call_cut", "limit": 2_000}, ctx)
+    assert DEEPAGENTS_READ_MAX_CHARS == 80_000 and len(page) == 80_000
+    assert page.endswith(
+        "[Output was truncated due to size limits. The file content is very large. Consider "
+        "reformatting the file to make it easier to navigate. For example, if this is JSON, use "
+        "execute(command='jq . /large_tool_results/call_cut') to pretty-print it with line "
+        "breaks. For other formats, you can use appropriate formatting tools to split long lines.]"
+    )
+    short = read.call({"file_path": "/large_tool_results/call_cut", "limit": 10}, ctx)
+    assert "truncated" not in short and len(short.splitlines()) == 10
+
+
+def test_claude_code_read_refuses_more_than_25000_tokens_and_the_model_asks_for_less(
+    store,
+) -> None:
+    """Claude Code's Read: a read over 25,000 tokens is an error naming the count and asking
+    for offset and limit (anthropics/claude-code#4002); the offline model halves its page."""
+    from helpers.context.anchors import CLAUDE_CODE_READ_MAX_TOKENS
+
+    policy = ClaudeCodePolicy()
+    lines = [" ".join(f"w{(i * 7 + k) % 9973}" for k in range(40)) for i in range(3_000)]
+    output = "\n".join(lines)
+    _, ctx = _saved(policy, store, output, "call_many")
+    read = _tool(policy, "Read")
+    with pytest.raises(ValueError) as refused:
+        read.call({"file_path": "/tool-results/call_many.txt"}, ctx)
+    message = str(refused.value)
+    assert re.fullmatch(
+        r"File content \(\d+ tokens\) exceeds maximum allowed tokens \(25000\)\. Please use "
+        r"offset and limit parameters to read specific portions of the file, or use the "
+        r"GrepTool to search for specific content\.",
+        message,
+    )
+    assert int(re.search(r"\((\d+) tokens\)", message)[1]) > CLAUDE_CODE_READ_MAX_TOKENS
+    page = read.call({"file_path": "/tool-results/call_many.txt", "limit": 200}, ctx)
+    assert len(page.splitlines()) == 200
+
+
+def test_a_run_stopped_by_the_workbooks_cap_says_so_for_an_agent_with_its_own_limit(
+    store,
+) -> None:
+    """iso639_save under deepagents reads 0.9 MB back page by page: the workbook's cap of 8
+    model calls stops it, which the verdict names (deepagents itself allows 9,999 steps)."""
+    from helpers.cases import ALL_CASES, load_cases
+
+    case = next(c for c in load_cases(ALL_CASES) if c.id == "iso639_save")
+    client = client_for_cases(resolve_model("offline", env={}), [case])
+    run = run_case(case, "deepagents", client=client, model="offline-reference", store=store)
+    assert run.record.status == "max_iterations"
+    assert "stopped by the workbook's cap, not the agent: deepagents allows 9,999 steps" in (
+        run.record.error or ""
+    )
+    assert any("stopped by the workbook's cap" in r for r in run.validation.reasons)
+
+
+def test_a_copy_that_lost_only_its_final_newline_is_reported_as_such() -> None:
+    """A copy rebuilt from numbered rows (a saved file read back page by page) loses the
+    document's final newline: the sink check names that difference, not "other bytes"; a copy
+    that differs anywhere else is still "other bytes"."""
+    from helpers.evaluation.validation import validate
+    from helpers.ids import content_sha256_and_trimmed
+    from helpers.loop.agent import ToolCallRecord, TurnRecord
+
+    case = scaling_case(100_000)
+    whole = document(100_000)
+    assert whole.endswith("\n")
+
+    def reasons(received: str) -> list[str]:
+        record = TurnRecord(
+            model="m", strategy="deepagents", boxing="opaque", thread_id="t", prompt=case.prompt
+        )
+        out, out_trimmed = content_sha256_and_trimmed(whole)
+        got, got_trimmed = content_sha256_and_trimmed(received)
+        record.tool_calls = [
+            ToolCallRecord(
+                "c1",
+                "get_document",
+                "{}",
+                "saved",
+                "saved",
+                len(whole),
+                out,
+                ran=True,
+                output_sha256_trimmed=out_trimmed,
+            ),
+            ToolCallRecord(
+                "c2",
+                "deep_check",
+                "{}",
+                "ok",
+                "inline",
+                2,
+                "x",
+                {"text": got},
+                ran=True,
+                received_sha256_trimmed={"text": got_trimmed},
+            ),
+        ]
+        return [r for r in validate(case, record).reasons if r.startswith("sink check")]
+
+    assert reasons(whole) == []
+    assert reasons(whole.rstrip("\n")) == [
+        "sink check: deep_check.text is not byte-exact get_document output (received the same "
+        "text but for its final newline(s))"
+    ]
+    assert reasons(whole[1:]) == [
+        "sink check: deep_check.text is not byte-exact get_document output (received other bytes)"
+    ]

@@ -22,19 +22,37 @@ CASES = {case.id: case for case in load_cases()}
 
 def test_each_design_changes_one_thing_from_the_one_before() -> None:
     designs = list(BOX_DESIGNS.values())
-    assert designs[0].name == "tcr" and designs[-1].name == "workbook"
-    tcr = designs[0]
-    assert (tcr.threshold_chars, tcr.resolve, tcr.instructions, tcr.offer_tools) == (
+    assert [d.name for d in designs[:2]] == ["tcr-original", "tcr"]
+    assert designs[-1].name == "workbook"
+    original, tcr = designs[:2]
+    assert (original.threshold_chars, original.resolve, original.offer_tools) == (
         256,
         "five",
-        "full",
         "always",
     )
+    assert (original.instructions, tcr.instructions) == ("original", "full")
     for before, after in pairwise(designs):
         a, b = asdict(before), asdict(after)
         changed = {k for k in a if a[k] != b[k]} - {"name", "step"}
         assert len(changed) == 1 or changed == {"threshold_chars"}, (after.name, changed)
         assert after.step
+
+
+def test_tool_context_relay_prompt_is_its_own_and_the_paraphrase_is_shorter() -> None:
+    """box-tcr-original sends tool-context-relay's prompt word for word (its rules and examples,
+    as its source has them); box-tcr the workbook's paraphrase, which is far shorter."""
+    from helpers.context.policies import tcr_instructions
+
+    original = BoxPolicy(design="tcr-original").instructions()
+    assert original == tcr_instructions()
+    assert original.startswith("- Be concise.\n- You may answer directly without tools")
+    assert "Tool arguments/results may be ordinary short values" in original
+    assert "Examples (follow exactly):" in original
+    assert "Examples (follow exactly):" not in BoxPolicy(design="tcr-original").instructions(
+        few_shot=False
+    )
+    paraphrase = BoxPolicy(design="tcr").instructions()
+    assert count_tokens(paraphrase) * 2 < count_tokens(original)
 
 
 def test_a_token_threshold_counts_what_a_result_costs() -> None:

@@ -221,6 +221,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
         assert anchor in metrics.totals
     assert metrics.totals["box"].ratio_to_floor is not None
     assert [row.design for row in metrics.design_steps] == [
+        "tcr-original",
         "tcr",
         "one-tool",
         "short-prompt",

@@ -27,13 +27,17 @@ from their code at the commits named below; a project may change them in a later
   ``NUM_CHARS_PER_TOKEN``) is written to ``/large_tool_results/<tool_call_id>`` and replaced by
   ``TOO_LARGE_TOOL_MSG`` with the first and last 5 lines (each cut at 1,000 characters); the
   model reads it with ``read_file(file_path, offset, limit)`` (offset 0, limit 100 lines by
-  default; lines over 5,000 characters continue on rows ``N.1``, ``N.2``) and can ``grep`` it.
+  default; lines over 5,000 characters continue on rows ``N.1``, ``N.2``; an answer of 80,000
+  characters or more is cut there and ends with ``READ_FILE_TRUNCATION_MSG``) and can ``grep``
+  it.
   Its own step limit is far above the workbook's (``recursion_limit`` 9,999 in ``graph.py``).
 - ``claude-code``: Anthropic **Claude Code** (closed source; its public CHANGELOG). A tool result
   over 50,000 characters (v2.1.51; a Bash output has its own 30,000) is saved to a file and the
   model gets a ``<persisted-output>`` note with the path and a 2 KB preview (as Claude Code
   transcripts show it); it reads the file with ``Read(file_path, offset, limit)`` (2,000 lines
-  by default, lines over 2,000 characters cut) or searches it with ``Grep``.
+  by default, lines over 2,000 characters cut; a read over 25,000 tokens is refused with an
+  error that asks for a smaller ``offset``/``limit``, anthropics/claude-code#4002) or searches
+  it with ``Grep``.
 - ``agents-sdk``: the **OpenAI Agents SDK**'s ``ToolOutputTrimmer``
   (``agents/extensions/tool_output_trimmer.py``, a ``call_model_input_filter``): before each
   model call, a tool output older than the last ``recent_turns = 2`` user turns and longer than
@@ -55,6 +59,7 @@ from typing import Any, Literal
 from helpers.context.policies import Presented, ResultPolicy
 from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import compile_grep_pattern
+from helpers.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
 from helpers.tooling.store import StoredOutput, ToolOutputStore
 
@@ -198,6 +203,19 @@ DEEPAGENTS_TOO_LARGE_MSG = (
     "Here is a preview showing the head and tail of the result:\n\n{content_sample}"
 )
 
+#: deepagents' ``read_file`` cuts its answer at ``NUM_CHARS_PER_TOKEN * tool_token_limit_before_evict``
+#: characters (80,000) and ends it with ``READ_FILE_TRUNCATION_MSG`` (``_truncate`` in
+#: ``_create_read_file_tool``, ``libs/deepagents/deepagents/middleware/filesystem.py`` at the
+#: commit above).
+DEEPAGENTS_READ_MAX_CHARS = DEEPAGENTS_CHARS_PER_TOKEN * DEEPAGENTS_EVICT_TOKENS
+DEEPAGENTS_READ_TRUNCATION_MSG = (
+    "\n\n[Output was truncated due to size limits. "
+    "The file content is very large. "
+    "Consider reformatting the file to make it easier to navigate. "
+    "For example, if this is JSON, use execute(command='jq . {file_path}') to pretty-print it with line breaks. "
+    "For other formats, you can use appropriate formatting tools to split long lines.]"
+)
+
 #: Claude Code: a tool result over this many characters is persisted to a file. The CHANGELOG
 #: of anthropics/claude-code (``CHANGELOG.md`` at 5cfc0a1905ce0c0a9bd81d8a90fe6b62ff614357),
 #: v2.1.51: "Tool results larger than 50K characters are now persisted to disk (previously
@@ -210,6 +228,12 @@ CLAUDE_CODE_FOLDER = "/tool-results/"
 #: Claude Code's ``Read``: lines per call by default, and the longest line it shows.
 CLAUDE_CODE_READ_LIMIT_LINES = 2_000
 CLAUDE_CODE_READ_LINE_CHARS = 2_000
+#: Claude Code's ``Read`` refuses a read whose content is over this many tokens
+#: (``MaxFileReadTokenExceededError``; its text as quoted in anthropics/claude-code#4002 and
+#: #8163: "File content (28375 tokens) exceeds maximum allowed tokens (25000). Please use offset
+#: and limit parameters to read specific portions of the file, or use the GrepTool to search
+#: for specific content."). Counted here with o200k_base: Claude's tokenizer is not public.
+CLAUDE_CODE_READ_MAX_TOKENS = 25_000
 
 #: The most characters one read or grep of a saved file returns (a bound of ours, as for the
 #: resolve tools): past it the tool stops and says where to go on.
@@ -325,6 +349,9 @@ class DeepAgentsPolicy(_SavedFilePolicy):
 
     name = "deepagents"
     folder = DEEPAGENTS_FOLDER
+    own_step_limit = (
+        "deepagents allows 9,999 steps (recursion_limit in libs/deepagents/deepagents/graph.py)"
+    )
 
     def __init__(self, evict_tokens: int = DEEPAGENTS_EVICT_TOKENS):
         self.evict_tokens = evict_tokens
@@ -400,8 +427,11 @@ class DeepAgentsPolicy(_SavedFilePolicy):
                 raise ValueError(
                     f"Error: Line offset {offset} exceeds file length ({len(lines)} lines)"
                 )
-            rows = _numbered_deepagents(lines[offset : offset + limit], offset + 1)
-            return _bounded(rows, f"read on with offset={offset}+ the rows shown")
+            content = "\n".join(_numbered_deepagents(lines[offset : offset + limit], offset + 1))
+            if len(content) >= DEEPAGENTS_READ_MAX_CHARS:  # deepagents' own cut, as it makes it
+                note = DEEPAGENTS_READ_TRUNCATION_MSG.format(file_path=file_path)
+                content = content[: DEEPAGENTS_READ_MAX_CHARS - len(note)] + note
+            return content
 
         def grep(ctx: ToolContext, pattern: str, path: str) -> str:
             """Search a file for a regular expression; matching lines with their numbers.
@@ -429,6 +459,9 @@ class ClaudeCodePolicy(_SavedFilePolicy):
 
     name = "claude-code"
     folder = CLAUDE_CODE_FOLDER
+    own_step_limit = (
+        "Claude Code stops only at --max-turns, unlimited unless set (its CLI reference)"
+    )
     read_tool = "Read"
     grep_tool = "Grep"
 
@@ -485,7 +518,16 @@ class ClaudeCodePolicy(_SavedFilePolicy):
                 f"{n:6d}\t{line[:CLAUDE_CODE_READ_LINE_CHARS]}"
                 for n, line in enumerate(chosen, offset)
             ]
-            return _bounded(rows, "read on from the next offset")
+            text = _bounded(rows, "read on from the next offset")
+            tokens = count_tokens(text) if len(text) > CLAUDE_CODE_READ_MAX_TOKENS else 0
+            if tokens > CLAUDE_CODE_READ_MAX_TOKENS:  # a token is at least one character
+                raise ValueError(
+                    f"File content ({tokens} tokens) exceeds maximum allowed tokens "
+                    f"({CLAUDE_CODE_READ_MAX_TOKENS}). Please use offset and limit parameters to "
+                    "read specific portions of the file, or use the GrepTool to search for "
+                    "specific content."
+                )
+            return text
 
         def Grep(  # Claude Code's tool name
             ctx: ToolContext,
@@ -533,6 +575,89 @@ def _bounded(rows: list[str], how_on: str) -> str:
 AGENTS_SDK_RECENT_TURNS = 2
 AGENTS_SDK_MAX_OUTPUT_CHARS = 500
 AGENTS_SDK_PREVIEW_CHARS = 200
+
+
+@dataclass(frozen=True)
+class AnchorParameter:
+    """One published parameter an anchor runs with: ``value`` as the workbook uses it (from the
+    constant above, never retyped) and ``source``, where the project states it."""
+
+    anchor: str
+    parameter: str
+    value: str
+    source: str
+
+
+_CODEX = "openai/codex"
+_DEEP = "langchain-ai/deepagents `libs/deepagents/deepagents/middleware/filesystem.py` at 23b83ad"
+_CC = "anthropics/claude-code"
+#: Every anchor's parameters, with their sources (the README's anchor table is written from it).
+ANCHOR_PARAMETERS: tuple[AnchorParameter, ...] = (
+    AnchorParameter(
+        "codex",
+        f"tool-output budget for {CODEX_PRICED_MODEL}",
+        f"bytes({CODEX_TOOL_OUTPUT_BUDGET:,})",
+        f"{_CODEX} `codex-rs/core/src/models_manager/model_info.rs` at 0666e95; openai/codex#7906",
+    ),
+    AnchorParameter(
+        "codex",
+        "allowance on a function-call output",
+        f"× {CODEX_SERIALIZATION_ALLOWANCE} ({CodexPolicy().budget.size:,} bytes)",
+        f"{_CODEX} `codex-rs/core/src/context_manager/history.rs` at 023fad2",
+    ),
+    AnchorParameter(
+        "codex",
+        "what is kept",
+        "head and tail, `…N chars truncated…` between; the `Warning: truncated output` header "
+        "only on exec output",
+        f"{_CODEX} `utils/string/src/truncate.rs` at b24d7f3, "
+        "`utils/output-truncation/src/lib.rs` at 820f85c",
+    ),
+    AnchorParameter(
+        "deepagents",
+        "a result is saved to a file over",
+        f"{DEEPAGENTS_EVICT_TOKENS:,} tokens × {DEEPAGENTS_CHARS_PER_TOKEN} chars",
+        f"{_DEEP} (`tool_token_limit_before_evict`, `NUM_CHARS_PER_TOKEN`)",
+    ),
+    AnchorParameter(
+        "deepagents",
+        "`read_file` default page; its answer cut at",
+        f"{DEEPAGENTS_READ_LIMIT_LINES} lines; {DEEPAGENTS_READ_MAX_CHARS:,} chars",
+        f"{_DEEP} (`DEFAULT_READ_LIMIT`, `_truncate`)",
+    ),
+    AnchorParameter(
+        "deepagents",
+        "its own step limit",
+        "9,999 (the workbook's cap on model calls comes first, and the report says so)",
+        "langchain-ai/deepagents `libs/deepagents/deepagents/graph.py` at 23b83ad",
+    ),
+    AnchorParameter(
+        "claude-code",
+        "a non-Bash result is saved to a file over",
+        f"{CLAUDE_CODE_MAX_OUTPUT_CHARS:,} chars, with a {CLAUDE_CODE_PREVIEW_BYTES:,}-byte preview",
+        f"{_CC} `CHANGELOG.md` v2.1.51 at 5cfc0a1 (Bash keeps 30,000: anthropics/claude-code#19901)",
+    ),
+    AnchorParameter(
+        "claude-code",
+        "`Read` default page; longest line; refused over",
+        f"{CLAUDE_CODE_READ_LIMIT_LINES:,} lines; {CLAUDE_CODE_READ_LINE_CHARS:,} chars; "
+        f"{CLAUDE_CODE_READ_MAX_TOKENS:,} tokens",
+        "its Read tool description; anthropics/claude-code#4002",
+    ),
+    AnchorParameter(
+        "claude-code",
+        "its own step limit",
+        "none unless `--max-turns` is set (the workbook's cap comes first, and the report says so)",
+        "its CLI reference",
+    ),
+    AnchorParameter(
+        "agents-sdk",
+        "`ToolOutputTrimmer`: recent turns kept; trimmed over; preview",
+        f"{AGENTS_SDK_RECENT_TURNS}; {AGENTS_SDK_MAX_OUTPUT_CHARS} chars; "
+        f"{AGENTS_SDK_PREVIEW_CHARS} chars",
+        "openai/openai-agents-python `src/agents/extensions/tool_output_trimmer.py` (its defaults)",
+    ),
+)
 
 
 class AgentsSdkTrimmerPolicy(ResultPolicy):

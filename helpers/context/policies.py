@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from helpers.context.boxing import (
@@ -47,6 +48,7 @@ from helpers.context.preview import (
 from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.instructions import system_instructions
+from helpers.paths import DATA_DIR
 from helpers.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext
 from helpers.tooling.store import StoredOutput
@@ -80,9 +82,10 @@ class BoxDesign:
         resolve: ``"five"`` resolve tools (``internal_resource_length`` / ``_read_slice`` /
             ``_read_lines`` / ``_grep`` / ``_read``, as *tool-context-relay*) or ``"one"``
             (``internal_resource`` with an ``op`` argument: the same operations, one schema).
-        instructions: ``"full"`` (rules and few-shot examples in the system message) or
-            ``"short"`` (one sentence; the rest travels with each boxed result and in the tool's
-            description).
+        instructions: ``"original"`` (*tool-context-relay*'s own system prompt, word for word:
+            :data:`TCR_INSTRUCTIONS_FILE`), ``"full"`` (the workbook's rules and few-shot examples
+            in the system message: a shorter paraphrase of the original) or ``"short"`` (one
+            sentence; the rest travels with each boxed result and in the tool's description).
         offer_tools: ``"always"``, or ``"referenced"``: the resolve tools are offered only once a
             reference exists in the thread (a turn with no long result costs what inline costs).
         preview_chars: with opaque boxing, the head of the value shown under the reference (0:
@@ -94,7 +97,7 @@ class BoxDesign:
     threshold_chars: int | None = None
     threshold_tokens: int = 1_000
     resolve: Literal["five", "one"] = "one"
-    instructions: Literal["full", "short"] = "short"
+    instructions: Literal["original", "full", "short"] = "short"
     offer_tools: Literal["always", "referenced"] = "referenced"
     preview_chars: int = 0
     step: str = ""
@@ -110,13 +113,26 @@ class BoxDesign:
 #: title, a header row or the opening of a JSON document, for a few dozen tokens a call.
 BOX_PREVIEW_CHARS = 200
 
-_TCR = BoxDesign(
-    "tcr",
+#: *tool-context-relay*'s system prompt (grzegorz-aniol/tool-context-relay at commit
+#: 7ddb5b03b1aff86fb4e66bf93adfe113e55f9733, Apache-2.0): its general rules
+#: (``src/tool_context_relay/agent/agent.py``, ``general_instructions``), the opaque boxing
+#: mode's rules and its few-shot examples (``src/tool_context_relay/agent/boxing_modes/opaque.py``,
+#: ``SPEC``), joined by blank lines as its ``build_agent`` joins them with few-shot on.
+TCR_INSTRUCTIONS_FILE = DATA_DIR / "anchors" / "tool_context_relay_opaque_instructions.txt"
+
+_TCR_ORIGINAL = BoxDesign(
+    "tcr-original",
     threshold_chars=DEFAULT_BOX_THRESHOLD_CHARS,
     resolve="five",
-    instructions="full",
+    instructions="original",
     offer_tools="always",
-    step="tool-context-relay's settings: 256 chars, five resolve tools, rules and examples",
+    step="tool-context-relay's settings and its own prompt: 256 chars, five resolve tools",
+)
+_TCR = replace(
+    _TCR_ORIGINAL,
+    name="tcr",
+    instructions="full",
+    step="the workbook's paraphrase of that prompt (its rules and examples, shorter)",
 )
 _ONE = replace(_TCR, name="one-tool", resolve="one", step="one resolve tool with an op argument")
 _SHORT = replace(_ONE, name="short-prompt", instructions="short", step="a one-sentence prompt")
@@ -136,12 +152,27 @@ _WORKBOOK = replace(
     step=f"the first {BOX_PREVIEW_CHARS} chars shown under the reference",
 )
 #: The box designs, in the order the workbook improved them, each one step from the one before:
-#: from *tool-context-relay*'s settings (``tcr``) to the workbook's (``workbook``).
+#: from *tool-context-relay*'s settings and prompt (``tcr-original``), through its settings with
+#: the workbook's paraphrase of the prompt (``tcr``, the comparison's ``box-tcr``), to the
+#: workbook's (``workbook``).
 BOX_DESIGNS: dict[str, BoxDesign] = {
-    d.name: d for d in (_TCR, _ONE, _SHORT, _LAZY, _TOKENS, _WORKBOOK)
+    d.name: d for d in (_TCR_ORIGINAL, _TCR, _ONE, _SHORT, _LAZY, _TOKENS, _WORKBOOK)
 }
 #: The design ``workbook ask --strategy box`` and ``compare`` use unless told otherwise.
 DEFAULT_BOX_DESIGN = "workbook"
+
+
+#: Where *tool-context-relay*'s few-shot examples start in its prompt.
+TCR_EXAMPLES_START = "\n\nExamples (follow exactly):"
+
+
+@lru_cache(maxsize=2)
+def tcr_instructions(*, few_shot: bool = True) -> str:
+    """*tool-context-relay*'s own system prompt, as :data:`TCR_INSTRUCTIONS_FILE` holds it;
+    without ``few_shot``, up to its examples (as its ``build_agent`` leaves them out). Raises
+    ``OSError`` if the file is missing."""
+    text = TCR_INSTRUCTIONS_FILE.read_text(encoding="utf-8")
+    return text if few_shot else text.split(TCR_EXAMPLES_START, 1)[0]
 
 
 def box_design(name: str) -> BoxDesign:
@@ -188,6 +219,10 @@ class ResultPolicy:
     name: str = "inline"
     boxing: str = "opaque"
     needs_store: bool = False
+    #: the agent's own limit on model calls in a turn, in words with its source, when it is not
+    #: the workbook's cap: a run the cap stops is then reported as stopped by the cap, not as
+    #: the agent failing (the anchors set it)
+    own_step_limit: str = ""
 
     def internal_tools(self) -> list[Tool]:
         """Tools the model gets besides the real ones."""
@@ -431,6 +466,8 @@ class BoxPolicy(ResultPolicy):
     def instructions(self, *, few_shot: bool = True) -> str:
         if self.design.instructions == "short":
             return system_instructions("box-short", self.boxing, few_shot=False)
+        if self.design.instructions == "original":
+            return tcr_instructions(few_shot=few_shot)
         return system_instructions(self.name, self.boxing, few_shot=few_shot)
 
     def is_long(self, output: str) -> bool:

@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 from helpers.cases import ALL_CASES, load_cases
+from helpers.context.anchors import ANCHOR_PARAMETERS
+from helpers.context.policies import TCR_INSTRUCTIONS_FILE, BoxPolicy, tcr_instructions
 from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ComparisonMetrics
@@ -42,6 +44,7 @@ from helpers.models.llm import resolve_model
 from helpers.models.offline import offline_client
 from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
 from helpers.paths import PROJECT_ROOT
+from helpers.tokens import count_tokens
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
@@ -216,6 +219,39 @@ def _persona_prose(metrics: ComparisonMetrics) -> str:
     return "; ".join(parts) + "." if parts else ""
 
 
+def _anchor_table() -> str:
+    """The anchors' parameters, each with its source (:data:`ANCHOR_PARAMETERS`)."""
+    lines = ["| anchor | parameter | value | source |", "|---|---|---|---|"]
+    lines += [
+        f"| `{p.anchor}` | {p.parameter} | {p.value} | {p.source} |" for p in ANCHOR_PARAMETERS
+    ]
+    return "\n".join(lines)
+
+
+def _tcr_prompt(metrics: ComparisonMetrics) -> str:
+    """box-tcr's prompt against tool-context-relay's own, in tokens, and what the difference
+    does to the totals (the design step from ``box-tcr-original`` to ``box-tcr``)."""
+    paraphrase = count_tokens(BoxPolicy(design="tcr").instructions())
+    original = count_tokens(tcr_instructions())
+    step = next((r for r in metrics.design_steps if r.design == "tcr"), None)
+    first = next((r for r in metrics.design_steps if r.design == "tcr-original"), None)
+    text = (
+        f"box-tcr's system prompt is the workbook's paraphrase of tool-context-relay's: "
+        f"{paraphrase:,} tokens (o200k_base) against the original's {original:,} "
+        f"(`{TCR_INSTRUCTIONS_FILE.relative_to(PROJECT_ROOT)}`, word for word from "
+        "grzegorz-aniol/tool-context-relay at commit 7ddb5b0, Apache-2.0)."
+    )
+    if step and first and step.tokens_saved is not None:
+        text += (
+            f" `box-tcr-original` runs the original, the first row of the design steps: over "
+            f"the {first.totals.cases} cases it costs {step.tokens_saved:,} more prompt tokens "
+            f"than box-tcr ({step.tokens_saved / step.totals.prompt_tokens:+.0%}; "
+            f"{_usd(step.usd_uncached_saved, 4)} uncached, {_usd(step.usd_cached_saved, 4)} "
+            "cached), so box-tcr's row understates what tool-context-relay's design costs."
+        )
+    return text
+
+
 def generate() -> dict[str, str]:
     """Every figure block, measured now: ``{block name: Markdown}``.
 
@@ -242,6 +278,8 @@ def generate() -> dict[str, str]:
         "persona_prose": _persona_prose(metrics),
         "designs": _design_table(metrics),
         "caching": _caching(metrics),
+        "tcr_prompt": _tcr_prompt(metrics),
+        "anchors": _anchor_table(),
         "scaling": _scaling(metrics),
     }
 

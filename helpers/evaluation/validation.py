@@ -246,7 +246,13 @@ def _check_sinks(case: Case, calls: list[ToolCallRecord]) -> tuple[list[str], bo
             continue
         sinks = [c for c in _calls_named(calls, tool) if argument in c.received_sha256]
         if not any(c.received_sha256[argument] == source_call.output_sha256 for c in sinks):
-            what = "was never called" if not sinks else "received other bytes"
+            trimmed = source_call.output_sha256_trimmed
+            if not sinks:
+                what = "was never called"
+            elif trimmed and any(c.received_sha256_trimmed.get(argument) == trimmed for c in sinks):
+                what = "received the same text but for its final newline(s)"
+            else:
+                what = "received other bytes"
             problems.append(
                 f"sink check: {tool}.{argument} is not byte-exact {source} output ({what})"
             )

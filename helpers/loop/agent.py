@@ -180,7 +180,9 @@ class ToolCallRecord:
     ``output_chars`` is the length in characters of the full output (before any preview or
     boxing) and ``output_sha256`` the SHA-256 of its UTF-8 bytes. ``received_sha256`` holds, for
     each top-level string argument, the SHA-256 of the value the tool really received (after
-    unboxing): sink checks compare it with an earlier call's ``output_sha256``. ``guards`` names
+    unboxing): sink checks compare it with an earlier call's ``output_sha256``. The ``_trimmed``
+    twins hash the same texts without their final newlines, so a check can say that a copy
+    differs only there. ``guards`` names
     the guards (:data:`helpers.guards.GUARDS`) that repaired or refused this call.
     """
 
@@ -192,6 +194,8 @@ class ToolCallRecord:
     output_chars: int | None = None
     output_sha256: str | None = None
     received_sha256: dict[str, str] = field(default_factory=dict)
+    output_sha256_trimmed: str | None = None
+    received_sha256_trimmed: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     ran: bool = False
     provider_id: str | None = None
@@ -308,10 +312,6 @@ def new_tool_call_id() -> str:
     40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require; Mistral's
     stricter form is :data:`helpers.providers.ALPHANUMERIC_9`)."""
     return CALL_HEX.make()
-
-
-#: SHA-256 (hex) of a string's UTF-8 bytes: :func:`helpers.ids.content_sha256`.
-sha256_text = ids.content_sha256
 
 
 def error_result(message: str) -> str:
@@ -787,7 +787,14 @@ class _Turn:
         return self.record
 
     def out_of_iterations(self, max_iterations: int) -> TurnRecord:
-        return self.fail(f"no final answer after {max_iterations} model calls", "max_iterations")
+        """No answer within ``max_iterations`` model calls: the workbook's cap, named as such
+        when the strategy stands for an agent with its own, higher limit."""
+        own = self.policy.own_step_limit
+        return self.fail(
+            f"no final answer after {max_iterations} model calls"
+            + (f" (stopped by the workbook's cap, not the agent: {own})" if own else ""),
+            "max_iterations",
+        )
 
 
 # -- the phases of a turn -------------------------------------------------------------------
@@ -1277,6 +1284,12 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
     if isinstance(row, ToolCallRecord):
         return row
     presented = policy.present(call.ctx, tool, call.id, output, row)
+    output_sha, output_trimmed = ids.content_sha256_and_trimmed(output)
+    received = {
+        k: ids.content_sha256_and_trimmed(v)
+        for k, v in real_arguments.items()
+        if isinstance(v, str)
+    }
     return ToolCallRecord(
         id=call.id,
         name=name,
@@ -1284,10 +1297,10 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
         result=presented.content,
         result_kind=presented.kind,
         output_chars=len(output),
-        output_sha256=sha256_text(output),
-        received_sha256={
-            k: sha256_text(v) for k, v in real_arguments.items() if isinstance(v, str)
-        },
+        output_sha256=output_sha,
+        received_sha256={k: full for k, (full, _) in received.items()},
+        output_sha256_trimmed=output_trimmed,
+        received_sha256_trimmed={k: trimmed for k, (_, trimmed) in received.items()},
         ran=True,
         provider_id=call.provider_id,
         guards=call.guards(),

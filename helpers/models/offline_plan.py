@@ -164,6 +164,10 @@ def _call(call: Call, mind: _Mind) -> Step:
 
 #: Lines an ideal model reads per call of a file-reading tool.
 FILE_PAGE_LINES = 2_000
+#: Claude Code's refusal of a read over its token limit: the read's tokens, and the limit.
+_TOO_MANY_TOKENS_RE = re.compile(
+    r"File content \((\d+) tokens\) exceeds maximum allowed tokens \((\d+)\)"
+)
 _GREP_ROW_RE = re.compile(r"^(?:.*?:)?(\d+):(.*)$")
 _GREP_LINE_RE = re.compile(r"^\d+: (.*)$")
 _NO_MATCH = "(no match)"
@@ -363,17 +367,37 @@ class _SavedFileView(_LookInsideView):
             return "Read", "Grep", True
         return "read_file", "grep", False
 
-    def _page(self, first_line: int, count: int) -> Step:
-        """Lines ``first_line`` (from 1) onwards, at most ``count``: ``(rows, more_may_follow)``."""
+    page_lines = FILE_PAGE_LINES
+
+    def _page(self, first_line: int, count: int | None = None) -> Step:
+        """Lines ``first_line`` (from 1) onwards, at most ``count`` (default :attr:`page_lines`):
+        ``(rows, more_may_follow)``. As a model reads the tool's answer: a read refused as too
+        many tokens (Claude Code) is asked again for as many lines as its counts say fit (with a
+        tenth to spare), and the smaller page kept;
+        a read cut in the middle (deepagents' 80,000 characters) loses its last, partial line,
+        which the next page starts with."""
         read, _, one_based = self._tools()
         offset = first_line if one_based else first_line - 1
-        got = yield from _call(
-            Call(read, {"file_path": self.seen.uri, "offset": offset, "limit": count}), self.mind
-        )
-        if _failed(got) and "exceeds file length" in got.content:
-            return [], False
+        count = count or self.page_lines
+        while True:
+            got = yield from _call(
+                Call(read, {"file_path": self.seen.uri, "offset": offset, "limit": count}),
+                self.mind,
+            )
+            if _failed(got) and "exceeds file length" in got.content:
+                return [], False
+            refused = _TOO_MANY_TOKENS_RE.search(got.content) if _failed(got) else None
+            if refused and count > 1:  # as many lines as fit, from the counts it names
+                count = max(
+                    1, min(count - 1, count * int(refused[2]) * 9 // (int(refused[1]) * 10))
+                )
+                self.page_lines = min(self.page_lines, count)
+                continue
+            break
         content = _check_error(got, read).content
         rows = _numbered_rows(content)
+        if "[Output was truncated due to size limits." in content:
+            return rows[:-1], True
         return rows, len(rows) >= count or "[cut at" in content
 
     def _grep(self, pattern: str, mode: str) -> Step:
@@ -392,7 +416,7 @@ class _SavedFileView(_LookInsideView):
         lines: list[str] = []
         next_line = 1
         while True:
-            rows, more = yield from self._page(next_line, FILE_PAGE_LINES)
+            rows, more = yield from self._page(next_line)
             lines += [text for _, text in rows]
             if not rows or not more:
                 break
