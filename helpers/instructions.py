@@ -82,11 +82,11 @@ Examples:
 
 BOX_SHORT_OPAQUE = """\
 A long tool result comes as a reference, internal://<id>: pass it exactly, as a whole argument \
-value, to give the value to a tool; look inside with internal_resource only for a detail you need."""
+value, to give the value to a tool (internal_resource looks inside, for a detail)."""
 
 BOX_SHORT_JSON = """\
 A long tool result comes as an MCP resource link: pass its "uri" exactly, as a whole argument \
-value, to give the value to a tool; look inside with internal_resource only for a detail you need."""
+value, to give the value to a tool (internal_resource looks inside, for a detail)."""
 
 MIDDLE = """\
 Long tool results are shortened: you see the beginning and the end, with a marker such as

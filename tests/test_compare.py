@@ -227,6 +227,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
         "short-prompt",
         "lazy-tools",
         "token-threshold",
+        "preview",
         "workbook",
     ]
     assert (metrics.design_steps[1].tokens_saved or 0) > 0  # one schema instead of five

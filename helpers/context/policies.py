@@ -47,10 +47,11 @@ from helpers.context.preview import (
 )
 from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
+from helpers.context.tool_search import matching_tools, tool_search_tool
 from helpers.instructions import system_instructions
 from helpers.paths import DATA_DIR
 from helpers.tokens import count_tokens
-from helpers.tooling.registry import Tool, ToolContext
+from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
 from helpers.tooling.store import StoredOutput
 
 BASE_STRATEGIES = ("inline", "truncate", "box", "middle")
@@ -88,6 +89,9 @@ class BoxDesign:
             sentence; the rest travels with each boxed result and in the tool's description).
         offer_tools: ``"always"``, or ``"referenced"``: the resolve tools are offered only once a
             reference exists in the thread (a turn with no long result costs what inline costs).
+        task_tools: ``"all"`` (every real tool in every call) or ``"searched"``: only the tools
+            the prompt's words name, and ``tool_search`` to load the others
+            (:mod:`helpers.context.tool_search`).
         preview_chars: with opaque boxing, the head of the value shown under the reference (0:
             the bare reference), so a detail at the top needs no resolve call.
         step: what this design changes from the one before it, for the report.
@@ -99,6 +103,7 @@ class BoxDesign:
     resolve: Literal["five", "one"] = "one"
     instructions: Literal["original", "full", "short"] = "short"
     offer_tools: Literal["always", "referenced"] = "referenced"
+    task_tools: Literal["all", "searched"] = "all"
     preview_chars: int = 0
     step: str = ""
 
@@ -145,18 +150,24 @@ _LAZY = replace(
 _TOKENS = replace(
     _LAZY, name="token-threshold", threshold_chars=None, step="box only results over 1,000 tokens"
 )
-_WORKBOOK = replace(
+_PREVIEW = replace(
     _TOKENS,
-    name="workbook",
+    name="preview",
     preview_chars=BOX_PREVIEW_CHARS,
     step=f"the first {BOX_PREVIEW_CHARS} chars shown under the reference",
+)
+_WORKBOOK = replace(
+    _PREVIEW,
+    name="workbook",
+    task_tools="searched",
+    step="only the tools the prompt's words name offered; tool_search loads the others",
 )
 #: The box designs, in the order the workbook improved them, each one step from the one before:
 #: from *tool-context-relay*'s settings and prompt (``tcr-original``), through its settings with
 #: the workbook's paraphrase of the prompt (``tcr``, the comparison's ``box-tcr``), to the
 #: workbook's (``workbook``).
 BOX_DESIGNS: dict[str, BoxDesign] = {
-    d.name: d for d in (_TCR_ORIGINAL, _TCR, _ONE, _SHORT, _LAZY, _TOKENS, _WORKBOOK)
+    d.name: d for d in (_TCR_ORIGINAL, _TCR, _ONE, _SHORT, _LAZY, _TOKENS, _PREVIEW, _WORKBOOK)
 }
 #: The design ``workbook ask --strategy box`` and ``compare`` use unless told otherwise.
 DEFAULT_BOX_DESIGN = "workbook"
@@ -231,6 +242,11 @@ class ResultPolicy:
     def tools_for(self, ctx: ToolContext) -> list[Tool]:
         """The internal tools to offer in the next model call (by default, all of them)."""
         return self.internal_tools()
+
+    def task_tools(self, registry: ToolRegistry, ctx: ToolContext) -> ToolRegistry:
+        """The real tools to offer in the next model call, with any tool the policy adds to find
+        the others (by default, every real tool)."""
+        return registry
 
     def instructions(self, *, few_shot: bool = True) -> str:
         """The system message for this policy."""
@@ -462,6 +478,17 @@ class BoxPolicy(ResultPolicy):
         if self.design.offer_tools == "referenced" and not ctx.shown_references:
             return []
         return self.internal_tools()
+
+    def task_tools(self, registry: ToolRegistry, ctx: ToolContext) -> ToolRegistry:
+        """Every real tool, or (a ``searched`` design) the ones the prompt names, decided before
+        the first call, and ``tool_search`` while any is left out."""
+        if self.design.task_tools == "all":
+            return registry
+        if ctx.offered is None:
+            ctx.offered = set(matching_tools(ctx.prompt, registry))
+        left_out = [t for t in registry if t.name not in ctx.offered]
+        offered = registry.only(ctx.offered)
+        return offered.merged([tool_search_tool(left_out)]) if left_out else offered
 
     def instructions(self, *, few_shot: bool = True) -> str:
         if self.design.instructions == "short":

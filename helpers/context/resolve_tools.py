@@ -385,20 +385,18 @@ def internal_resource(
     pattern: str = "",
     window: int = 0,
 ) -> str:
-    """Look inside a long tool result kept out of the context (an internal://<id> reference).
-
-    Only when you need a detail: to pass a result to another tool, pass the reference itself.
+    """Look inside a long tool result kept out of the context (internal://<id>), only for a
+    detail: to give a tool the value, pass the reference itself.
 
     Args:
-        opaque_reference: the reference, e.g. 'internal://<id>'.
-        op: length (in characters) | slice (count characters from start; start < 0 counts from
-            the end) | lines (count lines from line start, zero-based; < 0 from the end) |
-            grep (lines matching the RE2 regex pattern, window lines around each) | read
-            (everything: a last resort).
+        opaque_reference: the reference.
+        op: length (characters) | slice (count characters from start; start < 0: from the
+            end) | lines (count lines from start, zero-based; < 0: from the end) | grep (lines
+            matching the RE2 pattern, window lines around each) | read (all: a last resort).
         start: where slice or lines begins.
-        count: characters (slice) or lines (lines) to return.
+        count: characters (slice) or lines (lines).
         pattern: the regular expression for grep.
-        window: lines of context around each grep match (0-50).
+        window: lines around each grep match (0-50).
     """
     if op == "length":
         return internal_resource_length(ctx, opaque_reference)

@@ -548,6 +548,7 @@ class _Turn:
             thread_id=thread_id,
             secrets=tuple(secrets_to_hide),
             limits=config.limits,
+            prompt=prompt,
         )
         ctx.shown_references.update(_shown_references(history))
         system = config.system or policy.instructions(few_shot=config.few_shot)
@@ -640,8 +641,14 @@ class _Turn:
 
     def offer_tools(self) -> list[dict[str, Any]]:
         """The tool schemas for the next model call (a policy may offer its tools only once
-        they are of use)."""
-        schemas = self.registry.merged(self.policy.tools_for(self.ctx)).schemas()
+        they are of use, and only the real tools a task names, with one that finds the rest:
+        any tool it offers can be called)."""
+        offered = self.policy.task_tools(self.registry, self.ctx)
+        offered = offered.merged(self.policy.tools_for(self.ctx))
+        for tool in offered:
+            if tool.name not in self.tools or tool.internal:
+                self.tools.add(tool)
+        schemas = offered.schemas()
         self.record.tool_schemas = schemas
         self.record.schemas_per_call.append(schemas)
         return schemas

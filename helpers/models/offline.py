@@ -30,8 +30,9 @@ from typing import Any
 import httpx2
 import openai
 
+from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.models.loopback import Reply, Request, mock_transport
-from helpers.models.offline_plan import classify, interpret
+from helpers.models.offline_plan import Call, classify, interpret
 from helpers.models.personas import (
     IDEAL,
     OFFLINE_MODEL_NAME,
@@ -124,6 +125,15 @@ def _check_pairing(messages: list[Mapping[str, Any]]) -> None:
             pending = {c.get("id") for c in message.get("tool_calls") or []}
 
 
+def _search_query(arguments: Any) -> str | None:
+    """The ``query`` of a ``tool_search`` call's arguments (JSON text), if it has one."""
+    try:
+        query = json.loads(arguments or "{}").get("query")
+    except (ValueError, AttributeError):
+        return None
+    return query if isinstance(query, str) else None
+
+
 class OfflineModel:
     """The offline reference model: plans by prompt, answering chat-completions requests.
 
@@ -182,12 +192,21 @@ class OfflineModel:
             for m in messages[last_user:]
             if m.get("role") == "tool"
         }
+        tools = frozenset(tools)
+        searched = {
+            _search_query(call["function"].get("arguments"))
+            for message in messages[last_user + 1 :]
+            for call in message.get("tool_calls") or []
+            if call["function"]["name"] == TOOL_SEARCH_NAME
+        }
         steps = interpret(plan, persona, tools)
         try:
             wanted = next(steps)
             for message in messages[last_user + 1 :]:
                 for call in message.get("tool_calls") or []:
                     name = call["function"]["name"]
+                    if name == TOOL_SEARCH_NAME:  # loading a tool is not a step of the plan
+                        continue
                     if name != wanted.name:
                         return {
                             "role": "assistant",
@@ -198,6 +217,11 @@ class OfflineModel:
                     wanted = steps.send(classify(call_id, tool_results.get(call_id, "")))
         except StopIteration as done:
             return persona.reply({"role": "assistant", "content": str(done.value)})
+        query = wanted.name.replace("_", " ")
+        if wanted.name not in tools and TOOL_SEARCH_NAME in tools and query not in searched:
+            # the tool the plan needs is not offered: load it first, by what it does (once: a
+            # tool search cannot load, e.g. one a mode withholds, is then called all the same)
+            wanted = Call(TOOL_SEARCH_NAME, {"query": query})
         arguments = json.dumps(wanted.arguments, ensure_ascii=False)
         call_id = persona.tool_call_id()
         return persona.reply(

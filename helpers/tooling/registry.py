@@ -72,6 +72,11 @@ class ToolContext:
     #: calls have stored so far (outputs and arguments)
     limits: TurnLimits = field(default_factory=TurnLimits)
     stored_bytes: int = 0
+    #: the user's prompt of this turn (what tool search matches tools against)
+    prompt: str = ""
+    #: the names of the real tools offered to the model (``None``: every one of them); tool
+    #: search (:mod:`helpers.context.tool_search`) narrows it, and ``tool_search`` widens it
+    offered: set[str] | None = None
 
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -321,6 +326,12 @@ class ToolRegistry:
     def merged(self, extra: Iterable[Tool]) -> ToolRegistry:
         """A new registry with these tools and ``extra`` (``extra`` wins on a name clash)."""
         return ToolRegistry([*self._tools.values(), *extra])
+
+    def only(self, names: Iterable[str]) -> ToolRegistry:
+        """A new registry with the tools named in ``names`` (in this registry's order; unknown
+        names ignored)."""
+        wanted = set(names)
+        return ToolRegistry(t for t in self._tools.values() if t.name in wanted)
 
     def get(self, name: str) -> Tool:
         """The tool called ``name``; raises :class:`UnknownToolError` naming the known tools."""

@@ -222,6 +222,22 @@ class UnboxCase:
         return f"unbox({short(self.arguments, 110)}, store, thread_id)  [the ref's value: {len(self.value):,} chars]"
 
 
+def one_refusal_cases() -> Any:
+    """Argument trees of leaves that stay or resolve, with exactly one leaf that must be refused,
+    at the top or in a list: a refusal can never be masked by another leaf's, so code that misses
+    one kind (another thread's whole reference, say) fails on an input of that kind alone."""
+    place = st.sampled_from(["text", "files", "content", "n", "meta"])
+    refused = st.one_of(leaves(REFUSE), leaves(REFUSE).map(lambda leaf: [leaf]))
+    trees_kept = trees(KEEP + RESOLVE)
+    return st.builds(
+        lambda tree, key, leaf, value: UnboxCase({**tree, key: leaf}, value),
+        trees_kept,
+        place,
+        refused,
+        outputs(),
+    )
+
+
 def unbox_cases(kinds: tuple[str, ...], must: tuple[str, ...] = (), values: Any = None) -> Any:
     def has(tree: Any, wanted: tuple[str, ...]) -> bool:
         if isinstance(tree, Leaf):
@@ -375,7 +391,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                     "ReferenceRefused for an unknown, malformed or other thread's whole "
                     "reference, and for a reference of this thread inside longer text (wherever "
                     "it is among the text's ids)",
-                    unbox_cases(KEEP + RESOLVE + REFUSE, must=REFUSE),
+                    one_refusal_cases(),
                     checks.refuses,
                     UnboxCase.shown,
                     terms=(
