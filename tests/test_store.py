@@ -311,3 +311,22 @@ def test_a_reference_id_can_be_typed_as_an_argument(tmp_path) -> None:
     store.close()
     assert not [r.ref_id for r in rows if r.ref_id.startswith("-")]
     assert len({r.ref_id for r in rows}) == 2000 and all(len(r.ref_id) == 16 for r in rows)
+
+
+def test_a_store_at_head_opens_without_importing_alembic(tmp_path) -> None:
+    """Alembic is loaded only to create or upgrade a database: reopening one at HEAD reads
+    ``alembic_version`` with SQLAlchemy alone (0.1 s less at every ``workbook`` start)."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'head.sqlite'}"
+    code = (
+        "import sys\n"
+        "from helpers.tooling.store import ToolOutputStore\n"
+        f"store = ToolOutputStore({url!r})\n"
+        "print(store.migrated, 'alembic' in sys.modules)\n"
+    )
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert first.stdout.split() == ["created", "True"], first.stderr
+    assert again.stdout.split() == ["current", "False"], again.stderr

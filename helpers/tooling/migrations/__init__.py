@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, MetaData, inspect
+
+if TYPE_CHECKING:  # Alembic is imported only when a database is not at HEAD (it costs 0.1 s)
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 #: The revision of the current schema (the last file in ``versions/``).
 HEAD = "0003"
@@ -34,11 +36,15 @@ FOLDER = Path(__file__).parent
 
 @lru_cache(maxsize=1)
 def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic ``Config`` for the store's migrations (``connection``: the one to use)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(FOLDER))
     if connection is not None:
@@ -49,7 +55,14 @@ def alembic_config(connection: Connection | None = None) -> Config:
 def current_revision(engine: Engine) -> str | None:
     """The revision a database is stamped at (``None``: not versioned)."""
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        return _stamped(connection)
+
+
+def _stamped(connection: Connection) -> str | None:
+    """The revision in ``alembic_version`` (Alembic's own table, read without Alembic)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
 def migrate(engine: Engine, metadata: MetaData) -> str:
@@ -60,13 +73,14 @@ def migrate(engine: Engine, metadata: MetaData) -> str:
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database cannot be read or changed.
     """
-    from alembic import command
-
     with engine.begin() as connection:
-        context = MigrationContext.configure(connection)
-        revision = context.get_current_revision()
+        revision = _stamped(connection)
         if revision == HEAD:
             return "current"
+        from alembic import command
+        from alembic.runtime.migration import MigrationContext
+
+        context = MigrationContext.configure(connection)
         if revision is None and not inspect(connection).has_table("tool_outputs"):
             metadata.create_all(connection)
             context.stamp(_script(), HEAD)
