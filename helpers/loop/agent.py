@@ -728,10 +728,7 @@ class _Turn:
         repeated = self.repeated(calls)
         if repeated is not None:
             for call in calls:
-                ctx, guards = self.ctx, len(self.ctx.guards)
-                tool_record = _Call(
-                    call.id, call.name, call.arguments, call.provider_id, ctx, guards
-                ).refuse(repeated, guard="refused_repeated_calls")
+                tool_record = self.unrun(call).refuse(repeated, guard="refused_repeated_calls")
                 self.record.tool_calls.append(tool_record)
                 self.append(
                     {"role": "tool", "tool_call_id": call.id, "content": tool_record.result}
@@ -748,9 +745,7 @@ class _Turn:
             )
         for index, call in enumerate(calls):
             over = _over_call_limit(limits, index, len(calls), self.calls_run)
-            unrun = _Call(
-                call.id, call.name, call.arguments, call.provider_id, self.ctx, len(self.ctx.guards)
-            )
+            unrun = self.unrun(call)
             if over is not None:
                 tool_record = unrun.refuse(over, guard="refused_over_limit")
             elif cut and not _parses(call.arguments):
@@ -776,6 +771,12 @@ class _Turn:
             if tool_record.fatal:
                 return tool_record.fatal
         return None
+
+    def unrun(self, call: _ToolCall) -> _Call:
+        """``call`` as a dispatch not started yet: what refusing it needs."""
+        return _Call(
+            call.id, call.name, call.arguments, call.provider_id, self.ctx, len(self.ctx.guards)
+        )
 
     def finish(self, reply: Reply, calls: list[_ToolCall]) -> TurnRecord:
         """The model answered (or was filtered): the verdict."""

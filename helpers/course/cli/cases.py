@@ -67,6 +67,11 @@ def add_command(sub: Any, name: str, help: str) -> None:
     cases.set_defaults(handler=run)
 
 
+def _where(args: argparse.Namespace) -> str:
+    """Where a skipped case could not run, for its reason: ``mode 'explore'``."""
+    return f"mode {args.mode!r}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run and validate the cases; exit 1 if any failed."""
     cases = load_cases_or_fail(args.pattern)
@@ -75,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     cases, skipped = runnable_cases(
         cases, for_mode(default_registry(), args.mode), default_registry()
     )
-    where = f"mode {args.mode!r}"
+    where = _where(args)
     if not cases:
         reasons = "; ".join(f"{s.case.id} {s.reason(where)}" for s in skipped)
         return usage_error(args, f"no case can run in {where}: {reasons}")
@@ -149,7 +154,7 @@ def _report(
                         {
                             "case": s.case.id,
                             "withheld": s.withheld,
-                            "reason": s.reason(f"mode {args.mode!r}"),
+                            "reason": s.reason(_where(args)),
                         }
                         for s in skipped
                     ],
@@ -161,7 +166,7 @@ def _report(
         out.print(table)
         for s in skipped:
             out.print(
-                f"[yellow]not run:[/] {for_rich(s.case.id)} {for_rich(s.reason(f'mode {args.mode!r}'))}"
+                f"[yellow]not run:[/] {for_rich(s.case.id)} {for_rich(s.reason(_where(args)))}"
             )
     if args.markdown:
         path = Path(args.markdown)
