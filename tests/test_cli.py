@@ -14,13 +14,15 @@ CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then
 SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and type)."
 
 
-def workbook(*args: str) -> subprocess.CompletedProcess:
+def workbook(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """``workbook ARGS`` offline, ``stdin`` on its standard input (a pipe, as in a shell)."""
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     return subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", *args],
         capture_output=True,
         text=True,
         env=env,
+        input=stdin,
         timeout=HANG_GUARD_S,
     )
 
@@ -266,3 +268,55 @@ def test_cases_and_compare_use_the_store_given_by_db(tmp_path) -> None:
     assert len(threads) == 1 and threads[0]["outputs"] == 1
     bad = workbook("compare", "--db", "nosuch://x", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "cannot use 'nosuch://x' as the store" in bad.stderr
+
+
+def test_version_is_the_installed_packages() -> None:
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    done = workbook("--version")
+    assert done.returncode == 0 and done.stdout == f"workbook {project['project']['version']}\n"
+
+
+def test_a_piped_prompt_and_continue_the_last_thread(tmp_path) -> None:
+    """In the manner of simonw/llm: the prompt from standard input ('-' or none given), and
+    -c/--continue for the thread written to last."""
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    first = workbook("ask", "--db", db, "--json", stdin=CASE1 + "\n")
+    assert first.returncode == 0, first.stderr
+    started = json.loads(first.stdout)
+    assert [c["name"] for c in started["tool_calls"]] == ["yt_transcribe", "deep_check"]
+    dash = json.loads(workbook("ask", "-", "--db", db, "--json", stdin=SQL).stdout)
+    assert dash["status"] == "ok" and dash["thread_id"] != started["thread_id"]
+    again = json.loads(workbook("ask", "-c", "Thanks!", "--db", db, "--json").stdout)
+    assert again["thread_id"] == dash["thread_id"]  # the thread written to last
+    both = workbook("ask", "-c", "--thread", dash["thread_id"], "x", "--db", db)
+    assert both.returncode == 2 and "leave out --thread" in both.stderr
+    empty = workbook("ask", "-c", "x", "--db", f"sqlite:///{tmp_path / 'empty.sqlite'}")
+    assert empty.returncode == 2 and "no thread to continue" in empty.stderr
+    nothing = workbook("ask", "--db", db, stdin="")
+    assert nothing.returncode == 2 and "no prompt" in nothing.stderr
+
+
+def test_outputs_list_piped_is_one_tab_separated_row_per_output(tmp_path) -> None:
+    """Piped, rows are whole (nothing wrapped or cut): every id and reference can be cut out."""
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    ask_json(CASE1, "--db", db, "--thread", "tsv-1", "--new-thread")
+    wanted = json.loads(workbook("outputs", "list", "--db", db, "--thread", "tsv-1", "-j").stdout)
+    lines = workbook("outputs", "list", "--db", db, "--thread", "tsv-1").stdout.splitlines()
+    assert lines[0].split("\t") == [
+        "tool_call_id",
+        "tool",
+        "chars",
+        "bytes",
+        "reference",
+        "kind",
+        "created",
+    ]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [(r[0], r[4]) for r in rows] == [
+        (o["tool_call_id"], o["reference"]) for o in wanted["outputs"]
+    ]
+    threads = workbook("outputs", "list", "--db", db).stdout.splitlines()
+    assert threads[0].startswith("thread\t") and threads[1].split("\t")[0] == "tsv-1"

@@ -730,6 +730,17 @@ class ToolOutputStore:
                 for _key, thread_id, outputs, chars, n_bytes, last in session.execute(stmt).all()
             ]
 
+    def last_thread(self) -> str | None:
+        """The id of the thread that was written to last (its newest message is the newest of
+        all), or ``None`` when no thread holds a message."""
+        with self._sessions() as session:
+            return session.scalar(
+                select(Thread.thread_id)
+                .join(ThreadMessage, ThreadMessage.thread_key == Thread.thread_key)
+                .order_by(ThreadMessage.id.desc())
+                .limit(1)
+            )
+
     def list_threads(self, limit: int = 20) -> list[str]:
         """The ids of the most recently started threads, newest first."""
         with self._sessions() as session:

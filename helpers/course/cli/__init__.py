@@ -99,6 +99,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "Environment: WORKBOOK_PROFILE (the model), WORKBOOK_DB_URL (the store), "
         "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
     )
+    parser.add_argument("--version", action="version", version=f"workbook {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, command in COMMANDS.items():
         if only is None or name == only:
@@ -106,6 +107,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(name, help=command.help)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (``pyproject.toml``), or ``unknown`` if not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("context-relay-workbook")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _chosen(argv: Sequence[str]) -> str:

@@ -42,7 +42,19 @@ from helpers.loop.agent import (
 from helpers.loop.threads import ThreadError, open_thread
 from helpers.models.llm import ConfigError, make_client, resolve_model
 from helpers.replies import has_unpaired_surrogate
+from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
+
+ASK_EXAMPLES = """\
+examples:
+  workbook ask "What is the title of https://docs.python.org/3/library/json.html?"
+  workbook ask -s truncate "Transcribe video 123 and pass it to Deep Check."
+  workbook ask -c "And what is its last line?"        # continue the last thread
+  echo "Fetch https://docs.python.org/3/library/idle.html" | workbook ask --json
+  workbook ask -p openai -m gpt-4o-mini "..."         # a real model from .env
+
+status -> exit code: ok 0; error 1; max_iterations 1; context_exceeded 1; usage_error 2;
+incomplete 3 (cut, filtered, refused, empty, or only in the model's reasoning)"""
 
 
 def add_command(sub: Any, name: str, help: str) -> None:
@@ -58,11 +70,14 @@ def add_command(sub: Any, name: str, help: str) -> None:
             retry_options(),
             output_options(),
         ],
-        epilog="status → exit code: ok 0; error 1; max_iterations 1; context_exceeded 1; "
-        "usage_error 2; incomplete 3 (cut, filtered, refused, empty, or only in the model's "
-        "reasoning)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=ASK_EXAMPLES,
     )
-    ask.add_argument("prompt", help="the user message")
+    ask.add_argument(
+        "prompt",
+        nargs="?",
+        help="the user message; '-' or nothing reads it from standard input",
+    )
     ask.add_argument(
         "--max-iterations",
         type=positive,
@@ -77,6 +92,13 @@ def add_command(sub: Any, name: str, help: str) -> None:
         "--new-thread",
         action="store_true",
         help="start the thread given by --thread instead of continuing it",
+    )
+    ask.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="continue the thread written to last (in the store of --db)",
     )
     add_context_controls(ask)
     add_model_controls(ask)
@@ -95,10 +117,25 @@ def print_tool_call(out: Console, call: ToolCallRecord) -> None:
     out.print(f"  [{style}]← {call.result_kind}{size}:[/] {for_rich(short(call.result))}{guards}")
 
 
+def read_prompt(args: argparse.Namespace, stdin: Any = None) -> str | None:
+    """The prompt: the argument, or standard input when it is ``-`` or left out (and stdin is
+    not a terminal), trailing newlines dropped. ``None`` when there is none to read."""
+    if args.prompt not in (None, "-"):
+        return str(args.prompt)
+    stdin = stdin or sys.stdin
+    if stdin is None or stdin.isatty():
+        return None
+    return stdin.read().rstrip("\n")
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What makes ``args`` unusable before anything is opened, or ``None``."""
     if args.new_thread and args.thread is None:
         return "--new-thread starts the thread named by --thread ID"
+    if args.continue_last and (args.thread is not None or args.new_thread):
+        return "-c/--continue continues the last thread: leave out --thread and --new-thread"
+    if not (args.prompt or "").strip():
+        return "no prompt: give one, or pipe it in (echo '...' | workbook ask)"
     if has_unpaired_surrogate(args.prompt):
         return "the prompt is not valid UTF-8 text (the terminal passed bytes that do not decode)"
     return None
@@ -122,6 +159,28 @@ def show_event(out: Console, event: TurnEvent) -> None:
             print_tool_call(out, event)
 
 
+def _store_and_thread(
+    args: argparse.Namespace,
+) -> tuple[ToolOutputStore, str, list[dict[str, Any]]] | int:
+    """The store, the thread to run in (``--thread``, ``-c``: the last one, or a new one) and
+    its history; or, for bad usage, the exit code (the store closed again)."""
+    try:
+        store = open_store(args.db)
+    except ValueError as exc:
+        return usage_error(args, str(exc))
+    if args.continue_last:
+        args.thread = store.last_thread()
+        if args.thread is None:
+            store.close()
+            return usage_error(args, f"no thread to continue in {store!r}: start one first")
+    try:
+        thread_id, history = open_thread(store, args.thread, new=args.new_thread)
+    except ThreadError as exc:
+        store.close()
+        return usage_error(args, str(exc))
+    return store, thread_id, history
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the turn; the exit code says how it ended (:data:`EXIT_CODES`)."""
     try:
@@ -131,18 +190,14 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ConfigError, ValueError) as exc:
         return usage_error(args, str(exc))
+    args.prompt = read_prompt(args)
     problem = _usage_problem(args)
     if problem:
         return usage_error(args, problem)
-    try:
-        store = open_store(args.db)
-    except ValueError as exc:
-        return usage_error(args, str(exc))
-    try:
-        thread_id, history = open_thread(store, args.thread, new=args.new_thread)
-    except ThreadError as exc:
-        store.close()
-        return usage_error(args, str(exc))
+    opened = _store_and_thread(args)
+    if isinstance(opened, int):
+        return opened
+    store, thread_id, history = opened
     client = make_client(config, max_retries=args.max_retries, timeout_s=args.timeout)
     registry = for_mode(default_registry(), args.mode)
     out = console(args.color)

@@ -122,51 +122,81 @@ def _size(row: StoredOutput) -> dict[str, Any]:
     }
 
 
+#: Columns whose values are copied (ids, references): never wrapped nor cut.
+_WHOLE_COLUMNS = ("thread", "tool_call_id", "reference")
+_NUMERIC_COLUMNS = ("outputs", "chars", "bytes")
+
+
+def _table(out: Console, title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """``rows`` under ``columns``: a table on a terminal, ids and references never wrapped; tab-
+    separated lines, a header first, when stdout is a pipe or a file (nothing wrapped or cut, so
+    an id can be copied or cut out)."""
+    if not out.is_terminal:
+        for line in [list(columns), *rows]:
+            out.file.write("\t".join(for_terminal(cell) for cell in line) + "\n")
+        return
+    table = Table(title=title)
+    for i, column in enumerate(columns):
+        widest = max((len(r[i]) for r in rows), default=0)
+        whole = column in _WHOLE_COLUMNS
+        table.add_column(
+            column,
+            justify="right" if column in _NUMERIC_COLUMNS else "left",
+            no_wrap=whole,
+            min_width=max(widest, len(column)) if whole else len(column),
+            overflow="ignore" if whole else "fold",
+        )
+    for row in rows:
+        table.add_row(*(for_rich(cell) for cell in row))
+    out.print(table)
+
+
 def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
     if args.thread is None:
         threads = store.thread_summaries(limit=args.max)
         if args.json:
             print(for_json({"threads": threads}, default=str))
             return 0
-        table = Table(title=f"Threads with outputs ({store!r})")
-        for column in ("thread", "outputs", "chars", "bytes", "last output"):
-            justify = "left" if column == "thread" else "right"
-            table.add_column(column, justify=justify, overflow="fold")
-        for t in threads:
-            last = t["last"].isoformat(timespec="seconds") if t["last"] else ""
-            table.add_row(
-                for_rich(t["thread_id"]),
+        if not threads:
+            out.print("no outputs in the store")
+            return 0
+        rows = [
+            [
+                t["thread_id"],
                 str(t["outputs"]),
                 f"{t['chars']:,}",
                 f"{t['bytes']:,}",
-                last,
-            )
-        out.print(table if threads else "no outputs in the store")
+                t["last"].isoformat(timespec="seconds") if t["last"] else "",
+            ]
+            for t in threads
+        ]
+        columns = ("thread", "outputs", "chars", "bytes", "last output")
+        _table(out, f"Threads with outputs ({store!r})", columns, rows)
         return 0
-    rows = store.list_thread(args.thread)[: args.max]
+    found = store.list_thread(args.thread)[: args.max]
     if args.json:
-        print(for_json({"thread_id": args.thread, "outputs": [_size(r) for r in rows]}))
+        print(for_json({"thread_id": args.thread, "outputs": [_size(r) for r in found]}))
         return 0
-    if not rows:
+    if not found:
         out.print(f"no outputs in thread '{for_rich(args.thread)}'")
         return 1
-    table = Table(title=f"Outputs of thread {for_rich(args.thread)}")
-    for column in ("tool_call_id", "tool", "chars", "bytes", "reference", "kind", "created"):
-        numeric = column in ("chars", "bytes")
-        table.add_column(column, justify="right" if numeric else "left", overflow="fold")
-    for row in rows:
+    rows = []
+    for row in found:
         size = _size(row)
         n_bytes = "" if size["n_bytes"] is None else f"{size['n_bytes']:,}"
-        table.add_row(
-            for_rich(row.tool_call_id),
-            for_rich(row.tool_name),
-            f"{row.n_chars:,}",
-            n_bytes,
-            size["reference"],
-            row.kind,
-            size["created_at"],
+        rows.append(
+            [
+                row.tool_call_id,
+                row.tool_name,
+                f"{row.n_chars:,}",
+                n_bytes,
+                size["reference"],
+                row.kind,
+                size["created_at"],
+            ]
         )
-    out.print(table)
+    columns = ("tool_call_id", "tool", "chars", "bytes", "reference", "kind", "created")
+    _table(out, f"Outputs of thread {for_rich(args.thread)}", columns, rows)
     return 0
 
 
