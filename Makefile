@@ -29,7 +29,18 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 .PHONY: lab lab-instructor restore test test-pg e2e bench figures guide install install-dev data \
 	lint format check-notebooks strip student clean lock
 
+# Python 3.11 or newer, checked before anything is made: one line says what to do. A .venv left
+# by an older Python (or half made) is removed first, so the next command builds it right.
+PY_OK := import sys; sys.exit(sys.version_info < (3, 11))
+ifeq ($(shell [ -e $(BIN)/python ] && ! $(BIN)/python -c '$(PY_OK)' 2>/dev/null && echo stale),stale)
+$(info $(VENV) was made with $(shell $(BIN)/python --version 2>&1 || echo a missing Python): removing it to rebuild with $(PYTHON))
+$(shell rm -rf $(VENV))
+endif
+
 $(BIN)/python:
+	@$(PYTHON) -c '$(PY_OK)' 2>/dev/null || { echo "The workbook needs Python 3.11 or newer, and \
+	$(PYTHON) is $$($(PYTHON) --version 2>&1 || echo missing): install one and run, e.g., \
+	make $(or $(MAKECMDGOALS),lab) PYTHON=python3.12"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
 $(UV_STAMP): | $(BIN)/python

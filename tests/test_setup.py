@@ -1,0 +1,58 @@
+"""Set-up that cannot trap an attendee: the Python version is checked before anything is made,
+and a .venv left by an older Python is rebuilt instead of failing later."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+OLD_PYTHON = (
+    '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.10.12"; exit 0; fi\nexit 1\n'
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def _make(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    shutil.copy(ROOT / "Makefile", folder / "Makefile")
+    return subprocess.run(["make", *args], cwd=folder, capture_output=True, text=True)
+
+
+def _old_python(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(OLD_PYTHON)
+    path.chmod(0o755)
+    return path
+
+
+def test_an_old_python_gets_one_line_and_no_venv(tmp_path) -> None:
+    old = _old_python(tmp_path / "bin" / "python3.10")
+    done = _make(tmp_path, ".venv/bin/python", f"PYTHON={old}")
+    assert done.returncode != 0
+    assert done.stdout.strip().splitlines() == [
+        f"The workbook needs Python 3.11 or newer, and {old} is Python 3.10.12: install one "
+        "and run, e.g., make .venv/bin/python PYTHON=python3.12"
+    ]
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_a_venv_of_an_old_python_is_rebuilt(tmp_path) -> None:
+    _old_python(tmp_path / ".venv" / "bin" / "python")
+    done = _make(tmp_path, ".venv/bin/python", f"PYTHON={sys.executable}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ".venv was made with Python 3.10.12: removing it" in done.stdout
+    version = subprocess.run(
+        [
+            tmp_path / ".venv" / "bin" / "python",
+            "-c",
+            "import sys; print(sys.version_info >= (3, 11))",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert version.stdout.strip() == "True"
