@@ -154,8 +154,23 @@ def test_profile_errors_name_the_setting(env, message) -> None:
         resolve_model("d", env=env)
 
 
-def test_the_openai_profile_names_its_model_setting_once() -> None:
+def test_a_key_alone_runs_openais_default_model() -> None:
+    """OPENAI_API_KEY in the shell and no .env: the openai profile, on gpt-4o-mini (priced in
+    data/pricing.yaml); OPENAI_MODEL or --model still choose."""
+    from helpers.evaluation.pricing import load_prices
+    from helpers.models.llm import DEFAULT_MODELS
+
+    config = resolve_model(env={"OPENAI_API_KEY": "sk-x"})
+    assert (config.provider, config.model) == ("openai", DEFAULT_MODELS["openai"])
+    assert load_prices().get(config.model).provider == "openai"
+    assert (
+        resolve_model(env={"OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "gpt-4.1"}).model == "gpt-4.1"
+    )
+    assert resolve_model(model="gpt-5", env={"OPENAI_API_KEY": "sk-x"}).model == "gpt-5"
+
+
+def test_a_profile_without_a_default_names_its_model_setting_once() -> None:
     with pytest.raises(ConfigError) as error:
-        resolve_model(env={"OPENAI_API_KEY": "sk-x"})
-    assert "set OPENAI_MODEL in .env" in str(error.value)
-    assert "OPENAI_MODEL or OPENAI_MODEL" not in str(error.value)
+        resolve_model("openrouter", env={"OPENROUTER_API_KEY": "sk-or-x"})
+    assert "set OPENROUTER_MODEL in .env" in str(error.value)
+    assert "OPENROUTER_MODEL or OPENROUTER_MODEL" not in str(error.value)

@@ -54,6 +54,10 @@ from helpers.redaction import warn_if_env_file_shared
 from helpers.replies import error_message, is_context_overflow
 
 PROVIDERS = ("openai", "openrouter", "local", "offline")
+#: The model a provider's own profile runs when ``<PROVIDER>_MODEL`` is not set, so a key alone
+#: works (``OPENAI_API_KEY`` in the shell, no ``.env``): OpenAI's smallest priced model in
+#: ``data/pricing.yaml``. Other providers have no default: their model names are their own.
+DEFAULT_MODELS = {"openai": "gpt-4o-mini"}
 OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 OPENAI_HOST = "api.openai.com"
 DEFAULT_MAX_RETRIES = 2
@@ -303,6 +307,8 @@ def resolve_model(
             provider_profile=_rules(p, OFFLINE),
         )
     chosen = model.strip() if model else p.setting("MODEL")[0]
+    if not chosen and p.name.lower() == p.provider:
+        chosen = DEFAULT_MODELS.get(p.provider)
     if not chosen:
         wanted = " or ".join(f"{k}_MODEL" for k in p.keys)
         raise ConfigError(f"no model for profile {p.name!r}: set {wanted} in .env {HOW_TO_CHOOSE}")
