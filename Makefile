@@ -49,15 +49,20 @@ $(UV_STAMP): | $(BIN)/python
 
 # sync: the venv holds exactly the lock (anything else is removed), then the workbook, editable.
 # The runtime-only sync drops the dev tools, so it also drops the dev stamp.
-$(STAMP): $(LOCK) pyproject.toml | $(UV_STAMP)
+# JupyterLab's defaults for this venv (jupyter/overrides.json: no news pop-up, no update check)
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(STAMP): $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_STAMP)
 	rm -f $(DEV_STAMP)
 	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(LOCK)
 	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
+	install -D -m 644 jupyter/overrides.json $(LAB_OVERRIDES)
 	touch $@
 
-$(DEV_STAMP): $(DEV_LOCK) $(LOCK) pyproject.toml | $(UV_STAMP)
+$(DEV_STAMP): $(DEV_LOCK) $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_STAMP)
 	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(DEV_LOCK)
 	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
+	install -D -m 644 jupyter/overrides.json $(LAB_OVERRIDES)
 	touch $(STAMP) $@
 
 # the upgrade command: recompile both locks from pyproject.toml's ranges (needs PyPI), then

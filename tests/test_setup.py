@@ -56,3 +56,17 @@ def test_a_venv_of_an_old_python_is_rebuilt(tmp_path) -> None:
         text=True,
     )
     assert version.stdout.strip() == "True"
+
+
+def test_jupyterlab_reads_the_workbooks_settings_no_news_pop_up() -> None:
+    """make installs jupyter/overrides.json where this venv's JupyterLab reads its defaults:
+    no news pop-up greets an attendee, and no update check."""
+    import json
+
+    from jupyterlab.labapp import LabApp
+
+    shipped = json.loads((ROOT / "jupyter" / "overrides.json").read_text())
+    installed = Path(LabApp().app_settings_dir) / "overrides.json"
+    assert json.loads(installed.read_text()) == shipped
+    notification = shipped["@jupyterlab/apputils-extension:notification"]
+    assert notification == {"fetchNews": "false", "checkForUpdates": False}
