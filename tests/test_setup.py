@@ -3,6 +3,7 @@ and a .venv left by an older Python is rebuilt instead of failing later."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,13 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 
 def _make(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """``make ARGS`` on a copy of the Makefile in ``folder``, as an attendee runs it (not as a
+    sub-make of ``make test``, whose variables would follow it in)."""
     shutil.copy(ROOT / "Makefile", folder / "Makefile")
-    return subprocess.run(["make", *args], cwd=folder, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=folder, capture_output=True, text=True, env=env
+    )
 
 
 def _old_python(path: Path) -> Path:
