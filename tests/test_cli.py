@@ -320,3 +320,22 @@ def test_outputs_list_piped_is_one_tab_separated_row_per_output(tmp_path) -> Non
     ]
     threads = workbook("outputs", "list", "--db", db).stdout.splitlines()
     assert threads[0].startswith("thread\t") and threads[1].split("\t")[0] == "tsv-1"
+
+
+def test_every_command_help_ends_with_examples_that_parse() -> None:
+    """Each command's --help shows examples; each example is a command line the parser takes
+    (shell quoting and pipes aside), so none is a typo."""
+    import shlex
+
+    from helpers.course.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    for name, command in COMMANDS.items():
+        shown = workbook(name, "--help").stdout
+        assert "examples:" in shown, name
+        for line in command.examples:
+            assert line in shown, (name, line)
+            segments = line.split("#")[0].split(" | ")
+            words = shlex.split(next(s for s in segments if s.lstrip().startswith("workbook")))
+            assert words[:2] == ["workbook", name], line
+            parser.parse_args(words[1:])  # a bad option exits 2 here

@@ -57,35 +57,84 @@ __all__ = [
 @dataclass(frozen=True)
 class Command:
     """One ``workbook`` command: ``module`` (dotted) has ``add_command(sub, name, help)``, which
-    adds the command's parser with its handler; ``help`` is the line ``workbook --help`` shows."""
+    adds the command's parser with its handler; ``help`` is the line ``workbook --help`` shows;
+    ``examples`` are the command lines its own ``--help`` ends with (``# …`` says what each
+    does)."""
 
     module: str
     help: str
+    examples: tuple[str, ...] = ()
 
 
 #: The commands, in the order ``workbook --help`` lists them. A command's module is imported only
 #: when that command is run (or its own --help asked for), so ``workbook --help`` loads neither
 #: the SDK nor SQLAlchemy.
 COMMANDS: dict[str, Command] = {
-    "ask": Command("helpers.course.cli.ask", "run one agent turn on a prompt"),
-    "cases": Command("helpers.course.cli.cases", "run prompt cases and validate them"),
+    "ask": Command(
+        "helpers.course.cli.ask",
+        "run one agent turn on a prompt",
+        (
+            'workbook ask "What is the title of https://docs.python.org/3/library/json.html?"',
+            'workbook ask -s truncate "Transcribe video 123 and pass it to Deep Check."',
+            'workbook ask -c "And what is its last line?"   # continue the last thread',
+            'echo "Fetch https://docs.python.org/3/library/idle.html" | workbook ask --json',
+            'workbook ask -p openai -m gpt-4o-mini "..."    # a real model (.env or the shell key)',
+        ),
+    ),
+    "cases": Command(
+        "helpers.course.cli.cases",
+        "run prompt cases and validate them",
+        (
+            "workbook cases                                  # data/cases/*.md under box",
+            'workbook cases "data/cases/large/*.md" -s claude-code',
+            "workbook cases -s all --json                    # box, truncate and inline",
+            "workbook cases --persona embeds --persona invents",
+        ),
+    ),
     "compare": Command(
-        "helpers.course.cli.compare", "the same cases under every strategy, measured"
+        "helpers.course.cli.compare",
+        "the same cases under every strategy, measured",
+        (
+            "workbook compare --out build/compare           # compare.json, .md, .png",
+            'workbook compare --cases "data/cases/*.md" --no-scaling --out build/c2',
+            "workbook compare --price-model claude-sonnet-4.5 --out build/c3",
+        ),
     ),
     "outputs": Command(
-        "helpers.course.cli.outputs", "see, per thread, what the store holds; prune it"
+        "helpers.course.cli.outputs",
+        "see, per thread, what the store holds; prune it",
+        (
+            "workbook outputs list                           # threads",
+            "workbook outputs list --thread demo | cut -f5   # its references, whole",
+            "workbook outputs show internal://<id> --start 0 --length 200",
+            "workbook outputs prune --older-than 7d --yes    # and give the disk back",
+        ),
     ),
     "build-data": Command(
-        "helpers.course.cli.data", "(re)build the reference database from pycountry"
+        "helpers.course.cli.data",
+        "(re)build the reference database from pycountry",
+        ("workbook build-data",),
     ),
     "restore": Command(
         "helpers.course.cli.data",
         "put one attendee notebook back as it was (yours goes to var/backups/)",
+        ("workbook restore 04",),
     ),
     "serve-offline": Command(
-        "helpers.course.cli.data", "serve the offline model over loopback HTTP"
+        "helpers.course.cli.data",
+        "serve the offline model over loopback HTTP",
+        ("workbook serve-offline --port 8765   # prints its base URL: LOCAL_BASE_URL in .env",),
     ),
 }
+
+
+def _with_examples(parser: argparse.ArgumentParser, examples: tuple[str, ...]) -> None:
+    """End ``parser``'s help with ``examples`` (before any epilog it has), lines kept as written."""
+    if not examples:
+        return
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    lines = "\n".join(f"  {line}" for line in examples)
+    parser.epilog = f"examples:\n{lines}" + (f"\n\n{parser.epilog}" if parser.epilog else "")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -104,6 +153,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, command in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(command.module).add_command(sub, name, command.help)
+            _with_examples(sub.choices[name], command.examples)
         else:
             sub.add_parser(name, help=command.help)
     return parser

@@ -45,14 +45,8 @@ from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
-ASK_EXAMPLES = """\
-examples:
-  workbook ask "What is the title of https://docs.python.org/3/library/json.html?"
-  workbook ask -s truncate "Transcribe video 123 and pass it to Deep Check."
-  workbook ask -c "And what is its last line?"        # continue the last thread
-  echo "Fetch https://docs.python.org/3/library/idle.html" | workbook ask --json
-  workbook ask -p openai -m gpt-4o-mini "..."         # a real model from .env
-
+#: How ``ask``'s status maps to its exit code, at the end of its help.
+ASK_EXIT_CODES = """\
 status -> exit code: ok 0; error 1; max_iterations 1; context_exceeded 1; usage_error 2;
 incomplete 3 (cut, filtered, refused, empty, or only in the model's reasoning)"""
 
@@ -71,7 +65,7 @@ def add_command(sub: Any, name: str, help: str) -> None:
             output_options(),
         ],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=ASK_EXAMPLES,
+        epilog=ASK_EXIT_CODES,
     )
     ask.add_argument(
         "prompt",
