@@ -339,3 +339,46 @@ def test_every_command_help_ends_with_examples_that_parse() -> None:
             words = shlex.split(next(s for s in segments if s.lstrip().startswith("workbook")))
             assert words[:2] == ["workbook", name], line
             parser.parse_args(words[1:])  # a bad option exits 2 here
+
+
+def test_models_lists_the_profiles_and_checks_their_endpoints() -> None:
+    """workbook models: every profile the settings name, the model it runs or why it cannot
+    run, the default marked; --check asks each endpoint (a live loopback server answers, a
+    closed port does not), and without it nothing leaves the machine."""
+    from helpers.models.offline_server import OfflineServer
+
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_BASE_URL", "_PROVIDER", "_MODEL"))
+        and k != "WORKBOOK_PROFILE"
+    }
+    with OfflineServer() as server:
+        env = {
+            **clean,
+            "NO_COLOR": "1",
+            "LOCAL_BASE_URL": server.base_url,
+            "LOCAL_MODEL": "offline-reference",
+            "GONE_BASE_URL": "http://127.0.0.1:9/v1",
+            "GONE_MODEL": "m",
+            "ODD_PROVIDER": "zzz",
+        }
+        run = [sys.executable, "-m", "helpers.course.cli", "models", "--json"]
+        listed = subprocess.run(run, capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
+        checked = subprocess.run(
+            [*run, "--check", "--timeout", "5"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=HANG_GUARD_S,
+        )
+    rows = {r["profile"]: r for r in json.loads(listed.stdout)["profiles"]}
+    assert list(rows) == ["offline", "local", "gone", "odd"]
+    assert rows["offline"]["default"] and rows["local"]["model"] == "offline-reference"
+    assert rows["local"]["endpoint"] == server.base_url and rows["local"]["usable"] == "ok"
+    assert "ODD_PROVIDER='zzz' is not one of" in rows["odd"]["usable"]
+    assert all("reachable" not in r for r in rows.values())
+    reach = {r["profile"]: r.get("reachable") for r in json.loads(checked.stdout)["profiles"]}
+    assert reach["local"].startswith("reachable (") and "models" in reach["local"]
+    assert reach["gone"].startswith("unreachable")
+    assert reach["offline"] == "reachable (in this process)" and reach["odd"] is None

@@ -270,6 +270,26 @@ def _api_key(p: _Profile, own_endpoint: bool) -> str:
     raise ConfigError(f"profile {p.name!r} uses {p.provider}, which needs {wanted} in .env")
 
 
+def configured_profiles(env: Mapping[str, str] | None = None) -> list[str]:
+    """The profiles the settings name (default :func:`load_env`): ``offline`` first; then each
+    provider whose block is set (``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``,
+    ``LOCAL_BASE_URL``); then, sorted, each profile of its own (``<NAME>_PROVIDER`` or
+    ``<NAME>_BASE_URL``). Whether each is usable is :func:`resolve_model`'s to say."""
+    env = {k: v for k, v in (load_env() if env is None else env).items() if v and v.strip()}
+    names = ["offline"]
+    names += [
+        p
+        for p in PROVIDERS
+        if p != "offline" and (f"{p.upper()}_API_KEY" in env or f"{p.upper()}_BASE_URL" in env)
+    ]
+    own = {
+        key.rsplit("_", 2 if key.endswith("_BASE_URL") else 1)[0].lower().replace("_", "-")
+        for key in env
+        if key.endswith(("_PROVIDER", "_BASE_URL")) and not key.startswith("WORKBOOK_")
+    }
+    return names + sorted(own - set(PROVIDERS))
+
+
 def resolve_model(
     profile: str | None = None,
     model: str | None = None,

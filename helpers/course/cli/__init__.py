@@ -110,6 +110,15 @@ COMMANDS: dict[str, Command] = {
             "workbook outputs prune --older-than 7d --yes    # and give the disk back",
         ),
     ),
+    "models": Command(
+        "helpers.course.cli.models",
+        "the profiles .env and the shell name, their models, and (--check) whether they answer",
+        (
+            "workbook models                                 # * marks the one ask uses",
+            "workbook models --check --timeout 3             # GET /models on each endpoint",
+            "workbook models --json",
+        ),
+    ),
     "build-data": Command(
         "helpers.course.cli.data",
         "(re)build the reference database from pycountry",

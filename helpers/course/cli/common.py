@@ -17,6 +17,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 
 from helpers.cases import Case, CaseError, load_cases
 from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
@@ -24,7 +25,7 @@ from helpers.context.modes import MODES
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
 from helpers.context.strategies import strategy_names
-from helpers.escaping import for_terminal
+from helpers.escaping import for_rich, for_terminal
 from helpers.loop.agent import CompactionSettings
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
 from helpers.models.personas import PERSONAS, get_persona
@@ -302,3 +303,32 @@ def load_cases_or_fail(pattern: str) -> list[Case] | None:
         print(f"workbook: no case files match {for_terminal(repr(pattern))}", file=sys.stderr)
         return None
     return cases
+
+
+#: Columns whose values are copied (ids, references): never wrapped nor cut.
+_WHOLE_COLUMNS = ("thread", "tool_call_id", "reference", "profile", "model", "endpoint")
+_NUMERIC_COLUMNS = ("outputs", "chars", "bytes")
+
+
+def rows_table(out: Console, title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """``rows`` under ``columns``: a table on a terminal, ids and references never wrapped; tab-
+    separated lines, a header first, when stdout is a pipe or a file (nothing wrapped or cut, so
+    an id can be copied or cut out)."""
+    if not out.is_terminal:
+        for line in [list(columns), *rows]:
+            out.file.write("\t".join(for_terminal(cell) for cell in line) + "\n")
+        return
+    table = Table(title=title)
+    for i, column in enumerate(columns):
+        widest = max((len(r[i]) for r in rows), default=0)
+        whole = column in _WHOLE_COLUMNS
+        table.add_column(
+            column,
+            justify="right" if column in _NUMERIC_COLUMNS else "left",
+            no_wrap=whole,
+            min_width=max(widest, len(column)) if whole else len(column),
+            overflow="ignore" if whole else "fold",
+        )
+    for row in rows:
+        table.add_row(*(for_rich(cell) for cell in row))
+    out.print(table)

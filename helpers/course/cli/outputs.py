@@ -24,13 +24,13 @@ from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from helpers.context.boxing import make_reference, reference_id
 from helpers.course.cli.common import (
     console,
     open_store,
     output_options,
+    rows_table,
     store_options,
 )
 from helpers.course.cli.exits import usage_error
@@ -122,35 +122,6 @@ def _size(row: StoredOutput) -> dict[str, Any]:
     }
 
 
-#: Columns whose values are copied (ids, references): never wrapped nor cut.
-_WHOLE_COLUMNS = ("thread", "tool_call_id", "reference")
-_NUMERIC_COLUMNS = ("outputs", "chars", "bytes")
-
-
-def _table(out: Console, title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
-    """``rows`` under ``columns``: a table on a terminal, ids and references never wrapped; tab-
-    separated lines, a header first, when stdout is a pipe or a file (nothing wrapped or cut, so
-    an id can be copied or cut out)."""
-    if not out.is_terminal:
-        for line in [list(columns), *rows]:
-            out.file.write("\t".join(for_terminal(cell) for cell in line) + "\n")
-        return
-    table = Table(title=title)
-    for i, column in enumerate(columns):
-        widest = max((len(r[i]) for r in rows), default=0)
-        whole = column in _WHOLE_COLUMNS
-        table.add_column(
-            column,
-            justify="right" if column in _NUMERIC_COLUMNS else "left",
-            no_wrap=whole,
-            min_width=max(widest, len(column)) if whole else len(column),
-            overflow="ignore" if whole else "fold",
-        )
-    for row in rows:
-        table.add_row(*(for_rich(cell) for cell in row))
-    out.print(table)
-
-
 def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
     if args.thread is None:
         threads = store.thread_summaries(limit=args.max)
@@ -171,7 +142,7 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
             for t in threads
         ]
         columns = ("thread", "outputs", "chars", "bytes", "last output")
-        _table(out, f"Threads with outputs ({store!r})", columns, rows)
+        rows_table(out, f"Threads with outputs ({store!r})", columns, rows)
         return 0
     found = store.list_thread(args.thread)[: args.max]
     if args.json:
@@ -196,7 +167,7 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
             ]
         )
     columns = ("tool_call_id", "tool", "chars", "bytes", "reference", "kind", "created")
-    _table(out, f"Outputs of thread {for_rich(args.thread)}", columns, rows)
+    rows_table(out, f"Outputs of thread {for_rich(args.thread)}", columns, rows)
     return 0
 
 
