@@ -1292,7 +1292,10 @@ def _dispatch(call: _Call, tools: ToolRegistry, policy: ResultPolicy) -> ToolCal
     if isinstance(row, ToolCallRecord):
         return row
     presented = policy.present(call.ctx, tool, call.id, output, row)
-    output_sha, output_trimmed = ids.content_sha256_and_trimmed(output)
+    if row is not None and not output.endswith("\n"):  # the store hashed it already
+        output_sha = output_trimmed = row.sha256
+    else:
+        output_sha, output_trimmed = ids.content_sha256_and_trimmed(output)
     received = {
         k: ids.content_sha256_and_trimmed(v)
         for k, v in real_arguments.items()
