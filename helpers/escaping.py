@@ -15,6 +15,7 @@ So such text reaches a sink only through the function made for it:
 :func:`for_html`       an HTML text node or quoted attribute (notebook views, widgets)
 :func:`for_markdown`   inline Markdown, one line (compare.md, notebook Markdown output)
 :func:`for_terminal`   plain text for a terminal, stderr or a log file
+:func:`for_cell`       one cell of a CLI table or of tab-separated lines (tabs, line breaks shown)
 :func:`for_rich`       text inside ``rich`` console markup (the CLI's tables and panels)
 :func:`for_json`       JSON text on a terminal or in a pipe (``--json`` output), ASCII only
 =====================  ===================================================================
@@ -145,6 +146,13 @@ def for_terminal(text: str) -> str:
     """``text`` for a terminal, stderr or a log file: :func:`visible` (line breaks kept, carriage
     returns and every escape sequence shown, never sent)."""
     return visible(text)
+
+
+def for_cell(text: str) -> str:
+    """``text`` as one cell of a terminal table or of tab-separated lines: :func:`for_terminal`,
+    then tabs and line breaks shown as ``\\t`` and ``\\n`` (a raw one would add a column or
+    split the row)."""
+    return for_terminal(text).replace("\t", "\\t").replace("\n", "\\n")
 
 
 #: What may follow ``[`` in a rich markup tag (``rich.markup.RE_TAGS``).

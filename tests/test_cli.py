@@ -100,7 +100,7 @@ def test_human_output_names_the_model_and_marks_boxed_results() -> None:
     done = workbook("ask", CASE1, "--print-tools", "--dump-context", "--color", "never")
     assert done.returncode == 0
     assert "offline reference model" in done.stdout
-    assert "← boxed" in done.stdout and '"internal_resource"' in done.stdout
+    assert "← boxed" in done.stdout and '"tool_search"' in done.stdout  # the first call's tools
     assert '"role": "tool"' in done.stdout
 
 
@@ -382,3 +382,59 @@ def test_models_lists_the_profiles_and_checks_their_endpoints() -> None:
     assert reach["local"].startswith("reachable (") and "models" in reach["local"]
     assert reach["gone"].startswith("unreachable")
     assert reach["offline"] == "reachable (in this process)" and reach["odd"] is None
+
+
+def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> None:
+    """A URL urllib cannot read marks its profile unusable (the others still listed); a password
+    or a query string in a base URL is never printed; --check never crashes on a strange URL."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_BASE_URL", "_PROVIDER", "_MODEL"))
+        and k != "WORKBOOK_PROFILE"
+    }
+    env = {
+        **clean,
+        "NO_COLOR": "1",
+        "ZED_BASE_URL": "http://[::1",
+        "ZED_MODEL": "m",
+        "ZED_API_KEY": "k" * 12,
+        "QUX_BASE_URL": "http://user:sk-SECRETPASS123@127.0.0.1:9/v1?key=sk-SECRETQUERY456",
+        "QUX_MODEL": "m",
+        "QUX_API_KEY": "x" * 12,
+        "ESC_BASE_URL": "http://127.0.0.1:9/v1\x1b[31m",
+        "ESC_MODEL": "m",
+    }
+    for extra in ([], ["--check", "--timeout", "2"], ["--json", "--check", "--timeout", "2"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "helpers.course.cli", "models", *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=HANG_GUARD_S,
+        )
+        shown = done.stdout + done.stderr
+        assert done.returncode == 0, shown
+        assert "SECRETPASS" not in shown and "SECRETQUERY" not in shown and "\x1b" not in shown
+        assert "offline" in shown and "zed" in shown and "qux" in shown and "esc" in shown
+
+
+def test_outputs_list_keeps_one_row_per_thread_whatever_its_id() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = f"sqlite:///{folder}/s.sqlite"
+        for thread in ("tab\there", "two\nlines"):
+            ask_json(CASE1, "--db", db, "--thread", thread, "--new-thread")
+        lines = workbook("outputs", "list", "--db", db).stdout.splitlines()
+    assert len(lines) == 3 and all(len(line.split("\t")) == 5 for line in lines)
+    assert {line.split("\t")[0] for line in lines[1:]} == {"tab\\there", "two\\nlines"}
+
+
+def test_print_tools_shows_what_the_first_call_offers() -> None:
+    """box narrows the tools to those the prompt names (tool search): --print-tools shows that
+    list, not the whole registry."""
+    prompt = "What is the title of the page https://docs.python.org/3/library/json.html?"
+    done = workbook("ask", prompt, "--json", "--print-tools")
+    names = [t["function"]["name"] for t in json.loads(done.stderr.strip().splitlines()[0])]
+    assert names == ["get_page", "tool_search"]

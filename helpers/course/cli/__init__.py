@@ -74,10 +74,12 @@ COMMANDS: dict[str, Command] = {
         "helpers.course.cli.ask",
         "run one agent turn on a prompt",
         (
-            'workbook ask "What is the title of https://docs.python.org/3/library/json.html?"',
-            'workbook ask -s truncate "Transcribe video 123 and pass it to Deep Check."',
+            'workbook ask "What is the title of the page https://docs.python.org/3/library/json.html?"',
+            'workbook ask -s truncate "Generate a transcript of the YouTube video with '
+            "video_id='123' and then pass it to Deep Check for analysis.\"",
             'workbook ask -c "And what is its last line?"   # continue the last thread',
-            'echo "Fetch https://docs.python.org/3/library/idle.html" | workbook ask --json',
+            'echo "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and type)." '
+            "| workbook ask --json",
             'workbook ask -p openai -m gpt-4o-mini "..."    # a real model (.env or the shell key)',
         ),
     ),

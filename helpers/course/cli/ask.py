@@ -42,6 +42,7 @@ from helpers.loop.agent import (
 from helpers.loop.threads import ThreadError, open_thread
 from helpers.models.llm import ConfigError, make_client, resolve_model
 from helpers.replies import has_unpaired_surrogate
+from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
@@ -124,10 +125,10 @@ def read_prompt(args: argparse.Namespace, stdin: Any = None) -> str | None:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What makes ``args`` unusable before anything is opened, or ``None``."""
-    if args.new_thread and args.thread is None:
-        return "--new-thread starts the thread named by --thread ID"
     if args.continue_last and (args.thread is not None or args.new_thread):
         return "-c/--continue continues the last thread: leave out --thread and --new-thread"
+    if args.new_thread and args.thread is None:
+        return "--new-thread starts the thread named by --thread ID"
     if not (args.prompt or "").strip():
         return "no prompt: give one, or pipe it in (echo '...' | workbook ask)"
     if has_unpaired_surrogate(args.prompt):
@@ -197,8 +198,9 @@ def run(args: argparse.Namespace) -> int:
     out = console(args.color)
     human = not args.json
 
-    if args.print_tools:
-        schemas = registry.merged(policy.internal_tools()).schemas()
+    if args.print_tools:  # what the first model call offers (a policy may narrow it)
+        first = ToolContext(store=None, thread_id=thread_id, prompt=args.prompt)
+        schemas = policy.task_tools(registry, first).merged(policy.tools_for(first)).schemas()
         if human:
             out.print_json(json.dumps(schemas))
         else:

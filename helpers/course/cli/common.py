@@ -25,7 +25,7 @@ from helpers.context.modes import MODES
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
 from helpers.context.strategies import strategy_names
-from helpers.escaping import for_rich, for_terminal
+from helpers.escaping import for_cell, for_rich, for_terminal
 from helpers.loop.agent import CompactionSettings
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
 from helpers.models.personas import PERSONAS, get_persona
@@ -316,7 +316,7 @@ def rows_table(out: Console, title: str, columns: tuple[str, ...], rows: list[li
     an id can be copied or cut out)."""
     if not out.is_terminal:
         for line in [list(columns), *rows]:
-            out.file.write("\t".join(for_terminal(cell) for cell in line) + "\n")
+            out.file.write("\t".join(for_cell(cell) for cell in line) + "\n")
         return
     table = Table(title=title)
     for i, column in enumerate(columns):
@@ -330,5 +330,5 @@ def rows_table(out: Console, title: str, columns: tuple[str, ...], rows: list[li
             overflow="ignore" if whole else "fold",
         )
     for row in rows:
-        table.add_row(*(for_rich(cell) for cell in row))
+        table.add_row(*(for_rich(for_cell(cell)) for cell in row))
     out.print(table)

@@ -47,14 +47,29 @@ def _reachable(config: Any, timeout_s: float) -> str:
 
     if config.offline:
         return "reachable (in this process)"
-    client = make_client(config, max_retries=0, timeout_s=timeout_s)
     try:
+        client = make_client(config, max_retries=0, timeout_s=timeout_s)
         listed = client.models.list()
     except openai.APIStatusError as exc:
         return f"reachable (HTTP {exc.status_code})"
-    except openai.APIConnectionError as exc:
+    except Exception as exc:  # a probe: any failure to get an answer is "unreachable"
         return f"unreachable: {type(exc).__name__}"
     return f"reachable ({len(listed.data)} models)"
+
+
+def endpoint_shown(url: str | None) -> str:
+    """Where a profile's requests go, safe to print: scheme, host, port and path only (a
+    password or a query string, where a key may sit, never shown)."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return "api.openai.com"
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+    except ValueError:
+        return "(not a URL)"
 
 
 def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
@@ -62,20 +77,24 @@ def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
     ``-p``), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
     ``check``, ``reachable``."""
     from helpers.models.llm import ConfigError, configured_profiles, resolve_model
+    from helpers.redaction import configured_secrets, redact
+
+    secrets = configured_secrets()
 
     try:
         default = resolve_model().profile
-    except ConfigError:
+    except ValueError:  # ConfigError, or a URL urllib cannot read
         default = None
     rows = []
     for name in configured_profiles():
         row: dict[str, Any] = {"profile": name, "default": name == default}
         try:
             config = resolve_model(name)
-        except ConfigError as exc:
-            rows.append({**row, "provider": "", "model": "", "endpoint": "", "usable": str(exc)})
+        except (ConfigError, ValueError) as exc:  # ValueError: a URL urllib cannot read
+            usable = redact(str(exc), secrets)
+            rows.append({**row, "provider": "", "model": "", "endpoint": "", "usable": usable})
             continue
-        endpoint = "in-process" if config.offline else config.base_url or "api.openai.com"
+        endpoint = "in-process" if config.offline else endpoint_shown(config.base_url)
         row |= {"provider": config.provider, "model": config.model, "endpoint": endpoint}
         row["usable"] = "ok"
         if check:
