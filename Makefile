@@ -99,10 +99,10 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# the course notebooks as git stores them (staged versions) hold no outputs: an attendee's run
+# notebooks/ and an instructor's run solutions/ are their own business, never a failed make test
 check-notebooks: $(DEV_STAMP)
-	@nbs=$$(find notebooks solutions -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*'); \
-	if [ -n "$$nbs" ]; then $(BIN)/nbstripout --verify $$nbs || \
-		{ echo "notebooks hold outputs: run 'make strip'"; exit 1; }; fi
+	@$(BIN)/python -m helpers.course.stored_notebooks
 
 strip: $(DEV_STAMP)
 	find notebooks solutions -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -exec $(BIN)/nbstripout {} +
@@ -118,7 +118,8 @@ TEST_WORKERS ?= auto
 # core, a whole file per worker (a notebook's cells run in order in one kernel)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests solutions --ignore=tests/e2e \
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(wildcard solutions/[0-9][0-9]_*.ipynb) \
+		--ignore=tests/e2e \
 		--nbval-lax --nbval-current-env -n $(TEST_WORKERS) --dist loadfile
 
 # the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.course import checkpoint
 from helpers.course.checks.todos import CHECKS
-from helpers.course.student_notebooks import NOTEBOOKS_DIR, checkpoint_number
+from helpers.course.student_notebooks import SOLUTIONS_DIR, checkpoint_number, student_text
 
 
 def _stub(*_args, **_kwargs):
@@ -19,9 +19,9 @@ def _stub(*_args, **_kwargs):
 
 def _todo_text(notebook: str, todo: int) -> str:
     """What an attendee reads for a TODO: the Markdown since the previous checkpoint (or the
-    top), and the TODO cell of the student notebook."""
-    path = next(NOTEBOOKS_DIR.glob(f"{notebook}_*.ipynb"))
-    cells = nbformat.read(path, as_version=4).cells
+    top), and the TODO cell of the generated student notebook."""
+    solution = next(SOLUTIONS_DIR.glob(f"{notebook}_*.ipynb"))
+    cells = nbformat.reads(student_text(solution), as_version=4).cells  # pristine, never yours
     at = next(i for i, c in enumerate(cells) if checkpoint_number(c) == todo) - 1  # its stub
     start = max(
         [i for i, c in enumerate(cells[:at]) if checkpoint_number(c) is not None], default=-1

@@ -13,10 +13,10 @@ import pytest
 
 from helpers.context import anchors, compaction, policies
 from helpers.course.instructor_guide import GUIDE
-from helpers.course.student_notebooks import SOLUTIONS_DIR
+from helpers.course.student_notebooks import solution_notebooks
 from helpers.tooling import store
 
-SOLUTIONS = sorted(SOLUTIONS_DIR.glob("*.ipynb"))
+SOLUTIONS = solution_notebooks()
 
 #: The numbers notebook prose may state without a code cell of the same notebook setting them:
 #: the library's parameters, each checked against the constants the prose states it for.

@@ -14,7 +14,7 @@ from hang import HANG_GUARD_S
 from helpers.cases import load_cases
 from helpers.course.budget import SpendNotApproved, approve_spend
 from helpers.course.hints import hint
-from helpers.course.student_notebooks import NOTEBOOKS_DIR, restore
+from helpers.course.student_notebooks import SOLUTIONS_DIR, restore, student_text
 from helpers.evaluation.runs import run_case
 from helpers.models.llm import resolve_model
 
@@ -58,19 +58,20 @@ def test_hints_come_in_three_levels(capsys) -> None:
         hint("04", 9)
 
 
-def test_restore_puts_a_notebook_back_and_keeps_yours() -> None:
-    path = next(NOTEBOOKS_DIR.glob("03_*.ipynb"))
-    pristine = path.read_text(encoding="utf-8")
-    try:
-        path.write_text(pristine.replace("TODO 1", "TODO 1 (my attempt)"), encoding="utf-8")
-        restored, backup = restore("03")
-        assert restored == path and path.read_text(encoding="utf-8") == pristine
-        assert backup is not None and "my attempt" in backup.read_text(encoding="utf-8")
-        assert restore("03")[1] is None  # already pristine: nothing to keep
-    finally:
-        path.write_text(pristine, encoding="utf-8")
+def test_restore_puts_a_notebook_back_and_keeps_yours(tmp_path) -> None:
+    solution = next(SOLUTIONS_DIR.glob("03_*.ipynb"))
+    pristine = student_text(solution)
+    path = tmp_path / solution.name
+    path.write_text(pristine.replace("TODO 1", "TODO 1 (my attempt)"), encoding="utf-8")
+    restored, backup = restore("03", notebooks_dir=tmp_path)
+    assert restored == path and path.read_text(encoding="utf-8") == pristine
+    assert backup is not None and "my attempt" in backup.read_text(encoding="utf-8")
+    assert restore("03", notebooks_dir=tmp_path)[1] is None  # already pristine: nothing to keep
+    path.unlink()
+    assert restore("03", notebooks_dir=tmp_path) == (path, None)  # deleted: made again
+    assert path.read_text(encoding="utf-8") == pristine
     with pytest.raises(FileNotFoundError, match="no notebook starts with"):
-        restore("42")
+        restore("42", notebooks_dir=tmp_path)
 
 
 def test_a_threshold_change_explains_itself(store, client) -> None:
@@ -137,10 +138,10 @@ def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
     from wrong_answers import WRONG_ANSWERS
 
     from helpers.course.instructor_guide import GUIDE
-    from helpers.course.student_notebooks import SOLUTIONS_DIR
+    from helpers.course.student_notebooks import solution_notebooks
 
     guide = GUIDE.read_text(encoding="utf-8")
-    for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+    for path in solution_notebooks():
         cells = nbformat.read(path, as_version=4).cells
         assert cells[-1].source.startswith("## Recap") and "<details>" in cells[-1].source, path
         assert f"**{path.stem}** | **in all**" in guide, f"the guide has no minutes for {path.stem}"

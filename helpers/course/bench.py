@@ -223,10 +223,10 @@ def bench_notebooks() -> dict[str, float]:
     import nbformat
     from nbclient import NotebookClient
 
-    from helpers.course.student_notebooks import NOTEBOOKS_DIR, SOLUTIONS_DIR
+    from helpers.course.student_notebooks import NOTEBOOKS_DIR, solution_notebooks
 
     seconds = {}
-    for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+    for path in solution_notebooks():
         notebook = nbformat.read(path, as_version=4)
         started = time.perf_counter()
         NotebookClient(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import nbformat
 
-from helpers.course.student_notebooks import SOLUTIONS_DIR, solution_parts, todo_number
+from helpers.course.student_notebooks import solution_notebooks, solution_parts, todo_number
 
 LEVELS = {1: "the idea", 2: "the approach", 3: "close to code"}
 
@@ -24,7 +24,7 @@ def hints_for(notebook: str, todo: int) -> dict[int, str]:
     Raises:
         LookupError: no such notebook or TODO.
     """
-    matches = sorted(SOLUTIONS_DIR.glob(f"{notebook}*.ipynb"))
+    matches = [p for p in solution_notebooks() if p.name.startswith(notebook)]
     if not notebook or not matches:
         raise LookupError(f"no notebook {notebook!r}; use its number, e.g. hint('04', 2)")
     solution = nbformat.read(matches[0], as_version=4)

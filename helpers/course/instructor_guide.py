@@ -45,6 +45,7 @@ from helpers.course.student_notebooks import (
     SOLUTIONS_DIR,
     fill_todos,
     make_student,
+    solution_notebooks,
     todo_number,
 )
 from helpers.course.student_notebooks import main as write_student_notebooks
@@ -148,7 +149,7 @@ def measure() -> dict[str, Any]:
     """Sections, minutes and tokens of every solution notebook."""
     notebooks = {}
     with tempfile.TemporaryDirectory() as folder:
-        for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+        for path in solution_notebooks():
             notebook = nbformat.read(path, as_version=4)
             log = Path(folder) / f"{path.stem}.jsonl"
             started = time.perf_counter()
@@ -205,7 +206,7 @@ def mistakes() -> dict[tuple[str, int], list[tuple[str, str]]]:
     from wrong_answers import WRONG_ANSWERS
 
     said: dict[tuple[str, int], list[tuple[str, str]]] = {}
-    for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+    for path in solution_notebooks():
         solution = nbformat.read(path, as_version=4)
         todos = [(i, todo_number(c)) for i, c in enumerate(solution.cells) if todo_number(c)]
         for todo_at, n in todos:

@@ -43,6 +43,8 @@ POINTER = "### POINTER:"
 HINT_RE = re.compile(r"^### HINT ([123]):\s*(.*)$")
 #: Characters a pointer may not hold: a pointer says where to look, not the code to write.
 CODE_CHARACTERS = set('()[]{}=<>"`')
+#: A course notebook's name: two digits, an underscore, a title (``04_opaque_reference_boxing``).
+COURSE_NOTEBOOK_RE = re.compile(r"^\d\d_\w+\.ipynb$")
 TODO_RE = re.compile(r"^# TODO (\d+):", re.MULTILINE)
 CHECKPOINT_RE = re.compile(r"^# Hard-stop checkpoint: TODO (\d+)\b")
 
@@ -174,9 +176,15 @@ def todo_numbers(notebook: nbformat.NotebookNode) -> list[int]:
     return [n for n in (todo_number(c) for c in notebook.cells) if n is not None]
 
 
+def solution_notebooks(folder: Path = SOLUTIONS_DIR) -> list[Path]:
+    """The course's numbered notebooks in ``folder`` (``NN_title.ipynb``), sorted: a scratch
+    notebook saved beside them (``Untitled.ipynb``) is not the course."""
+    return [p for p in sorted(folder.glob("*.ipynb")) if COURSE_NOTEBOOK_RE.match(p.name)]
+
+
 def pairs() -> list[tuple[Path, Path]]:
     """(solution, student) paths of every solution notebook."""
-    return [(p, NOTEBOOKS_DIR / p.name) for p in sorted(SOLUTIONS_DIR.glob("*.ipynb"))]
+    return [(p, NOTEBOOKS_DIR / p.name) for p in solution_notebooks()]
 
 
 def render(notebook: nbformat.NotebookNode) -> str:
@@ -184,9 +192,17 @@ def render(notebook: nbformat.NotebookNode) -> str:
     return nbformat.writes(notebook) + "\n"
 
 
-def restore(prefix: str) -> tuple[Path, Path | None]:
-    """Put the student notebook ``prefix`` (``"04"`` or ``"04_opaque_reference_boxing"``) back
-    as it was generated; the attendee's copy, if it differs, is kept in ``var/backups/``.
+def student_text(solution_path: Path) -> str:
+    """The student notebook generated from the solution notebook at ``solution_path``, as the
+    text ``make student`` writes: what an attendee starts from, whatever their copy now holds."""
+    solution = nbformat.read(solution_path, as_version=4)
+    return render(make_student(solution, name=solution_path.name))
+
+
+def restore(prefix: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> tuple[Path, Path | None]:
+    """Put the student notebook ``prefix`` (``"04"`` or ``"04_opaque_reference_boxing"``) in
+    ``notebooks_dir`` back as it was generated; the attendee's copy, if it differs, is kept in
+    ``var/backups/``.
 
     Returns:
         (the notebook's path, the backup's path or ``None``).
@@ -198,13 +214,13 @@ def restore(prefix: str) -> tuple[Path, Path | None]:
 
     from helpers.paths import var_dir
 
-    matches = [p for p in sorted(SOLUTIONS_DIR.glob("*.ipynb")) if p.name.startswith(prefix)]
+    matches = [p for p in solution_notebooks() if p.name.startswith(prefix)]
     if not prefix or not matches:
-        known = ", ".join(p.stem for p in sorted(SOLUTIONS_DIR.glob("*.ipynb")))
+        known = ", ".join(p.stem for p in solution_notebooks())
         raise FileNotFoundError(f"no notebook starts with {prefix!r}; the notebooks: {known}")
     solution_path = matches[0]
-    student_path = NOTEBOOKS_DIR / solution_path.name
-    text = render(make_student(nbformat.read(solution_path, as_version=4), name=solution_path.name))
+    student_path = notebooks_dir / solution_path.name
+    text = student_text(solution_path)
     backup = None
     if student_path.exists() and student_path.read_text(encoding="utf-8") != text:
         folder = var_dir() / "backups"
@@ -222,8 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for solution_path, student_path in pairs():
-        solution = nbformat.read(solution_path, as_version=4)
-        text = render(make_student(solution, name=solution_path.name))
+        text = student_text(solution_path)
         current = student_path.read_text(encoding="utf-8") if student_path.exists() else None
         if current != text:
             if args.check:

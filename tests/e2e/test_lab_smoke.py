@@ -12,7 +12,6 @@ import contextlib
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from helpers.course.student_notebooks import pairs, student_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -61,8 +62,8 @@ def _start_lab(
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (make e2e does it)")
     port, token = _free_port(), secrets.token_hex(16)
-    for name in notebooks:  # copies: leave the committed ones clean
-        shutil.copy(ROOT / "notebooks" / name, workdir / name)
+    for name in notebooks:  # generated afresh: neither the committed ones nor yours are touched
+        (workdir / name).write_text(student_text(ROOT / "solutions" / name), encoding="utf-8")
     # every cell in the page (JupyterLab 4 renders only the cells in view by default), so the
     # checks read the whole notebook's outputs, far down it too
     settings = workdir / "config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
@@ -248,7 +249,7 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
 
 # -- every notebook's diagram -----------------------------------------------------------------
 
-ALL_NOTEBOOKS = tuple(sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")))
+ALL_NOTEBOOKS = tuple(solution.name for solution, _ in pairs())
 
 
 @pytest.fixture(scope="module")
