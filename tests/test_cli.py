@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hang import HANG_GUARD_S
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
+CLI = (sys.executable, "-m", "helpers.course.cli")
 SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and type)."
 
 
@@ -18,7 +21,7 @@ def workbook(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     """``workbook ARGS`` offline, ``stdin`` on its standard input (a pipe, as in a shell)."""
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", *args],
+        [*CLI, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -325,7 +328,6 @@ def test_outputs_list_piped_is_one_tab_separated_row_per_output(tmp_path) -> Non
 def test_every_command_help_ends_with_examples_that_parse() -> None:
     """Each command's --help shows examples; each example is a command line the parser takes
     (shell quoting and pipes aside), so none is a typo."""
-    import shlex
 
     from helpers.course.cli import COMMANDS, build_parser
 
@@ -336,7 +338,8 @@ def test_every_command_help_ends_with_examples_that_parse() -> None:
         for line in command.examples:
             assert line in shown, (name, line)
             segments = line.split("#")[0].split(" | ")
-            words = shlex.split(next(s for s in segments if s.lstrip().startswith("workbook")))
+            command_line = next(s for s in segments if s.lstrip().startswith("workbook"))
+            words = shlex.split(command_line.split(" > ")[0])  # a redirection is the shell's
             assert words[:2] == ["workbook", name], line
             parser.parse_args(words[1:])  # a bad option exits 2 here
 
@@ -438,3 +441,105 @@ def test_print_tools_shows_what_the_first_call_offers() -> None:
     done = workbook("ask", prompt, "--json", "--print-tools")
     names = [t["function"]["name"] for t in json.loads(done.stderr.strip().splitlines()[0])]
     assert names == ["get_page", "tool_search"]
+
+
+def _bash_completions(script: Path, words: list[str], env: dict[str, str]) -> list[str]:
+    """What bash offers for the last of ``words`` with ``script`` sourced, as TAB would."""
+    driver = (
+        f"source {shlex.quote(str(script))}\n"
+        f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+        'COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMP_LINE="${COMP_WORDS[*]}"\n'
+        "COMP_POINT=${#COMP_LINE}; COMPREPLY=()\n"
+        '_shtab_workbook workbook "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"\n'
+        "printf '%s\\n' \"${COMPREPLY[@]}\"\n"
+    )
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", driver],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_GUARD_S,
+    )
+    assert done.returncode == 0, done.stderr
+    return sorted(line for line in done.stdout.splitlines() if line)
+
+
+def test_completion_offers_commands_options_choices_profiles_and_threads(tmp_path) -> None:
+    """workbook completion bash, sourced in a real bash and asked as TAB asks: commands,
+    options, a choice's values, and what is on this machine (profiles, threads in the store,
+    notebook numbers)."""
+    from helpers.context.strategies import strategy_names
+    from helpers.course.student_notebooks import solution_notebooks
+
+    script = tmp_path / "workbook.bash"
+    done = workbook("completion", "bash")
+    assert done.returncode == 0, done.stderr
+    script.write_text(done.stdout, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    thread = ask_json(SQL, "--db", db)["thread_id"]
+    bin_dir = str(Path(sys.executable).parent)  # where the workbook script is installed
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "WORKBOOK_PROFILE": "offline",
+        "WORKBOOK_DB_URL": db,
+    }
+    from helpers.course.cli import COMMANDS
+
+    assert _bash_completions(script, ["workbook", ""], env) == sorted(COMMANDS)
+    assert _bash_completions(script, ["workbook", "ask", "--pro"], env) == ["--profile"]
+    assert _bash_completions(script, ["workbook", "ask", "-s", ""], env) == sorted(strategy_names())
+    assert "offline" in _bash_completions(script, ["workbook", "ask", "-p", ""], env)
+    threads = _bash_completions(script, ["workbook", "outputs", "list", "--thread", ""], env)
+    assert threads == [thread]
+    notebooks = _bash_completions(script, ["workbook", "restore", "0"], env)
+    assert notebooks == [p.name[:2] for p in solution_notebooks()]
+    for shell in ("zsh", "fish", "tcsh", "powershell"):
+        other = workbook("completion", shell)
+        assert other.returncode == 0 and "workbook" in other.stdout, (shell, other.stderr)
+    assert workbook("completion", "cmd.exe").returncode == 2
+
+
+def test_a_reader_that_stops_early_gets_silence_not_an_error(tmp_path) -> None:
+    """``workbook outputs show … | head``: when the reader closes the pipe, the command stops
+    with 141 (128 + SIGPIPE, as a shell reports it) and writes nothing to stderr."""
+    from helpers.tooling.store import ToolOutputStore
+
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store = ToolOutputStore(db)
+    store.log_tool("t", "call_big", "yt_transcribe", {}, "line\n" * 400_000)  # 2 MB of text
+    store.close()
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline"}
+    reader = subprocess.Popen(
+        [*CLI, "outputs", "show", "call_big", "--raw", "--length", "2000000", "--db", db],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert reader.stdout is not None and reader.stdout.read(5) == b"line\n"  # no header
+    reader.stdout.close()  # as head does once it has its lines
+    _, stderr = reader.communicate(timeout=HANG_GUARD_S)
+    assert reader.returncode == 141, stderr
+    assert b"rror" not in stderr and b"Traceback" not in stderr, stderr  # only the header
+
+
+def test_outputs_show_raw_writes_the_stored_characters_and_nothing_else(tmp_path) -> None:
+    """--raw is for a file or a pipe: stdout holds exactly the stored characters (control
+    characters, no newline added); what it is and what is left go to stderr."""
+    from helpers.tooling.store import ToolOutputStore
+
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    stored = "a\x1b[31mred\ttab\r\nno final newline é"
+    store = ToolOutputStore(db)
+    store.log_tool("t", "call_x", "yt_transcribe", {}, stored)
+    store.close()
+    raw = subprocess.run(
+        [*CLI, "outputs", "show", "call_x", "--raw", "--db", db, "--length", "10"],
+        capture_output=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=HANG_GUARD_S,
+    )
+    assert raw.returncode == 0 and raw.stdout == stored[:10].encode("utf-8")
+    assert "call_x" in raw.stderr.decode() and "characters 0-10" in raw.stderr.decode()
+    shown = workbook("outputs", "show", "call_x", "--db", db)
+    assert "\x1b" not in shown.stdout and "call_x" in shown.stdout  # escaped on a terminal

@@ -79,3 +79,19 @@ def test_outside_git_the_files_themselves_are_checked(tmp_path) -> None:
 def test_an_unreadable_notebook_is_an_error_not_a_pass() -> None:
     with pytest.raises(RuntimeError, match="nbstripout"):
         with_outputs({"broken": "{not json"})
+
+
+def test_a_solution_an_instructor_ran_gives_the_same_student_notebook(tmp_path) -> None:
+    """Outputs, counts, run metadata and the kernel's version, as a run leaves them in the
+    solution, never reach the generated student notebook."""
+    notebook = nbformat.reads(_run_notebook_text(), as_version=4)
+    solution = nbformat.read(SOLUTION, as_version=4)
+    for ran, cell in zip(notebook.cells, solution.cells, strict=True):
+        ran.source = cell.source
+        ran.metadata["execution"] = {"iopub.status.idle": "2026-11-25T14:46:51Z"}
+        ran.metadata["scrolled"] = True
+    notebook.metadata["language_info"] = {"name": "python", "version": "3.13.1"}
+    notebook.metadata["widgets"] = {"state": {}}
+    ran_path = tmp_path / SOLUTION.name
+    nbformat.write(notebook, ran_path)
+    assert student_text(ran_path) == student_text(SOLUTION)

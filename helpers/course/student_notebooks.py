@@ -128,20 +128,44 @@ def strip_solution(source: str, *, label: str, notebook: str = "NN") -> str:
     return "\n".join(out)
 
 
+#: Metadata a run or a JupyterLab session leaves in a notebook (nbstripout's default extra keys,
+#: nbstripout/_nbstripout.py): the student version holds none of it.
+RUN_STATE_KEYS = ("signature", "widgets")
+RUN_STATE_CELL_KEYS = ("collapsed", "ExecuteTime", "execution", "heading_collapsed", "hidden")
+RUN_STATE_CELL_KEYS += ("scrolled",)
+
+
+def _without_run_state(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``notebook`` (changed in place) as if never run: no outputs, execution counts or run
+    metadata, and the kernel's language named without its version (a solution an instructor ran
+    gives the same student notebook as one never run)."""
+    for key in RUN_STATE_KEYS:
+        notebook.metadata.pop(key, None)
+    language = notebook.metadata.get("language_info")
+    if language is not None:
+        notebook.metadata["language_info"] = {"name": language.get("name", "python")}
+    for cell in notebook.cells:
+        for key in RUN_STATE_CELL_KEYS:
+            cell.metadata.pop(key, None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return notebook
+
+
 def make_student(
     solution: nbformat.NotebookNode, *, name: str = "notebook"
 ) -> nbformat.NotebookNode:
-    """The student version of a solution notebook (outputs cleared, solutions stubbed).
+    """The student version of a solution notebook (never run: outputs, counts and run metadata
+    cleared; solutions stubbed).
 
     Raises:
         NotebookFormatError: a TODO cell is not followed by its checkpoint.
     """
-    student = nbformat.from_dict(solution)
+    student = _without_run_state(nbformat.from_dict(solution))
     cells = student.cells
     for index, cell in enumerate(cells):
         if cell.cell_type != "code":
             continue
-        cell.outputs, cell.execution_count = [], None
         number = todo_number(cell)
         if number is None:
             if BEGIN in cell.source:

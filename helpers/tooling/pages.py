@@ -233,19 +233,20 @@ def render_page(module_name: str) -> str:
 
 
 def build_pages() -> int:
-    """Render every page of :data:`PAGE_MODULES`, and every large document, into ``var/pages/``;
-    return how many."""
+    """Render every page of :data:`PAGE_MODULES`, and every large document (once each, however
+    many URLs serve it), into ``var/pages/``; return how many files were written."""
     for name in PAGE_MODULES:
         path = _page_path(name)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(render_page(name), encoding="utf-8")
         tmp.replace(path)
-    for file_name, build in DOCUMENTS.values():
+    documents = dict(DOCUMENTS.values())  # file name -> builder: one file per document
+    for file_name, build in documents.items():
         path = pages_dir() / file_name
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(build(), encoding="utf-8")
         tmp.replace(path)
-    return len(PAGE_MODULES) + len(DOCUMENTS)
+    return len(PAGE_MODULES) + len(documents)
 
 
 def serve_page(module_name: str) -> str:

@@ -9,7 +9,8 @@
 Exit codes (:data:`EXIT_CODES`): 0 answered (``ok``); 1 a failed run (``error``: the endpoint
 failed or sent no usable reply; ``max_iterations``: no final answer); 2 bad usage (unknown
 option, bad value, unusable ``.env`` profile, unknown thread); 3 an ``incomplete`` answer (cut,
-filtered, refused, empty, or only in the model's reasoning). With ``--json``, ``ask`` prints
+filtered, refused, empty, or only in the model's reasoning); 130 interrupted (Ctrl-C); 141 the
+reader of stdout went away (``workbook outputs show … | head``), with nothing more said. With ``--json``, ``ask`` prints
 exactly one JSON object on stdout whatever happens, with a ``status``; no traceback reaches the
 user (``WORKBOOK_DEBUG=1`` shows one for an internal error).
 
@@ -121,10 +122,19 @@ COMMANDS: dict[str, Command] = {
             "workbook models --json",
         ),
     ),
+    "completion": Command(
+        "helpers.course.cli.completion",
+        "print a tab-completion script for bash, zsh, tcsh, fish or PowerShell",
+        (
+            "workbook completion bash > ~/.local/share/bash-completion/completions/workbook",
+            "workbook completion zsh > ~/.zfunc/_workbook   # fpath+=~/.zfunc before compinit",
+            "workbook completion fish > ~/.config/fish/completions/workbook.fish",
+        ),
+    ),
     "build-data": Command(
         "helpers.course.cli.data",
-        "(re)build the reference database from pycountry",
-        ("workbook build-data",),
+        "build the reference data (ISO database, offline pages) when its inputs changed",
+        ("workbook build-data", "workbook build-data --force   # even when current"),
     ),
     "restore": Command(
         "helpers.course.cli.data",
@@ -185,6 +195,18 @@ def _chosen(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
+#: The exit code after the reader of stdout went away (``| head``): 128 + SIGPIPE, as a shell
+#: reports a program that signal stopped.
+EXIT_BROKEN_PIPE = 141
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush finds no closed pipe
+    (the Python documentation's recipe: library/signal.html, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``workbook`` console script; returns the exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
@@ -198,6 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("workbook: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `workbook … | head`: the reader has gone; say nothing more
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a verdict, never a traceback (unless asked for)
         if os.environ.get("WORKBOOK_DEBUG"):
             traceback.print_exc()

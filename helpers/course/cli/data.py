@@ -16,6 +16,9 @@ def add_command(sub: Any, name: str, help: str) -> None:
     """Add ``build-data``, ``restore`` or ``serve-offline`` (``name``), with its handler."""
     parser = sub.add_parser(name, help=help)
     if name == "build-data":
+        parser.add_argument(
+            "--force", action="store_true", help="build even when the data is current"
+        )
         parser.set_defaults(handler=build_data)
     elif name == "restore":
         parser.add_argument("notebook", help="its number, e.g. 04")
@@ -30,16 +33,20 @@ def add_command(sub: Any, name: str, help: str) -> None:
         parser.set_defaults(handler=serve_offline)
 
 
-def build_data(_args: argparse.Namespace) -> int:
-    """Build the ISO reference database and the offline documentation pages."""
+def build_data(args: argparse.Namespace) -> int:
+    """Build the ISO reference database and the offline documentation pages, unless they were
+    built from the same inputs (:mod:`helpers.tooling.reference_data`)."""
     from helpers.paths import reference_db_path
-    from helpers.tooling.dataset import build_reference_db
-    from helpers.tooling.pages import build_pages, pages_dir
+    from helpers.tooling.pages import pages_dir
+    from helpers.tooling.reference_data import build_reference_data
 
-    counts = build_reference_db()
-    rows = ", ".join(f"{table} {n}" for table, n in counts.items())
-    print(f"built {reference_db_path()}: {rows} rows")
-    print(f"built {pages_dir()}: {build_pages()} documentation pages")
+    done = build_reference_data(force=args.force)
+    if not done.built:
+        print(f"reference data in {reference_db_path().parent} is current (--force rebuilds it)")
+        return EXIT_OK
+    rows = ", ".join(f"{table} {n}" for table, n in done.rows.items())
+    print(f"built {reference_db_path()} ({done.reason}): {rows} rows")
+    print(f"built {pages_dir()}: {done.pages} pages and documents")
     return EXIT_OK
 
 

@@ -36,6 +36,11 @@ def add_command(sub: Any, name: str, help: str) -> None:
         default=CHECK_TIMEOUT_S,
         help="seconds to wait for each endpoint with --check (default %(default)s)",
     )
+    models.add_argument(
+        "--names",
+        action="store_true",
+        help="only the profile names, one per line (for scripts and tab completion)",
+    )
     models.set_defaults(handler=run)
 
 
@@ -104,7 +109,13 @@ def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the profiles (a table, tab-separated lines when piped, or ``--json``)."""
+    """Print the profiles (a table, tab-separated lines when piped, ``--json``, or with
+    ``--names`` their names alone)."""
+    if args.names:
+        from helpers.models.llm import configured_profiles
+
+        print("\n".join(configured_profiles()))
+        return EXIT_OK
     rows = profile_rows(args.check, args.timeout)
     if args.json:
         print_json({"profiles": rows})

@@ -42,6 +42,8 @@ _AGE_RE = re.compile(r"^(\d+)([smhdw])$")
 _AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 #: The most characters ``outputs show`` prints without ``--length``.
 SHOW_MAX_CHARS = 100_000
+#: Characters ``outputs show --raw`` writes at a time (one pipe buffer's worth of ASCII).
+RAW_PIECE_CHARS = 65_536
 
 
 def parse_age(text: str) -> timedelta:
@@ -216,6 +218,8 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
             )
         )
         return 0
+    if args.raw:  # stdout gets the stored characters and nothing else; the rest goes to stderr
+        out = console(args.color, sys.stderr)
     out.print(
         f"[bold]{for_rich(row.tool_name)}[/] {for_rich(row.tool_call_id)} in thread "
         f"{for_rich(row.thread_id)}: {row.n_chars:,} chars"
@@ -223,8 +227,13 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         + f", {make_reference(row.ref_id)}; characters {args.start:,}-{end:,}",
         highlight=False,
     )
-    shown = text if args.raw else for_terminal(text)  # --raw: exactly, for a file or a pipe
-    sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
+    if args.raw:  # exactly, for a file or a pipe; in pieces, so a reader that left is seen
+        for at in range(0, len(text), RAW_PIECE_CHARS):
+            sys.stdout.write(text[at : at + RAW_PIECE_CHARS])
+            sys.stdout.flush()
+    else:
+        shown = for_terminal(text)
+        sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
     if end < row.n_chars and args.length is None:
         out.print(f"[dim]… {row.n_chars - end:,} more chars: --start {end} --length N[/]")
     return 0

@@ -1,0 +1,97 @@
+"""The reference data the tools serve, built once and again only when its inputs change.
+
+``workbook build-data`` (run by ``make lab`` and ``make test`` each time) builds two things into
+``var/``: the ISO reference database ``run_sql`` queries (:mod:`helpers.tooling.dataset`, from
+pycountry) and the offline documentation pages ``get_page`` serves (:mod:`helpers.tooling.pages`,
+from pydoc and the large documents). What they are made from is their *inputs*: the Python
+version (pydoc renders the standard library of the running Python), the pycountry version, and
+the source of the two builder modules. :func:`build_reference_data` writes a fingerprint of
+those inputs beside the data and, next time, rebuilds only when the fingerprint differs or a
+built file is missing; ``force=True`` (``build-data --force``) always rebuilds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+from helpers.paths import reference_db_path, var_dir
+
+#: Where the fingerprint of the inputs of the last complete build is kept.
+FINGERPRINT_FILE = "reference-data.inputs.json"
+
+
+@dataclass(frozen=True)
+class DataBuild:
+    """What :func:`build_reference_data` did: ``built`` (``False``: the data was current),
+    the row count per table (empty when nothing was built), the number of pages, and
+    ``reason``, in words (``"pycountry changed"``, ``"forced"``, ``"current"``…)."""
+
+    built: bool
+    rows: dict[str, int]
+    pages: int
+    reason: str
+
+
+def data_inputs() -> dict[str, str]:
+    """The inputs the reference data is made from: ``python`` (its version), ``pycountry``
+    (its version) and ``builders`` (SHA-256 of the sources of the dataset and pages modules)."""
+    from helpers.tooling import dataset, pages
+
+    builders = hashlib.sha256()
+    for module in (dataset, pages, sys.modules[__name__]):
+        builders.update(Path(module.__file__ or "").read_bytes())
+    return {
+        "python": sys.version.split()[0],
+        "pycountry": version("pycountry"),
+        "builders": builders.hexdigest(),
+    }
+
+
+def _built_files() -> list[Path]:
+    """Every file a complete build leaves: the database and each page."""
+    from helpers.tooling.pages import DOCUMENTS, PAGE_MODULES, pages_dir
+
+    folder = pages_dir()
+    names = [f"{m}.html" for m in PAGE_MODULES] + [name for name, _ in DOCUMENTS.values()]
+    return [reference_db_path(), *(folder / name for name in names)]
+
+
+def why_stale() -> str | None:
+    """Why the data must be built (a built file missing, or which input changed), or ``None``
+    when it is current."""
+    path = var_dir() / FINGERPRINT_FILE
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "never built"
+    missing = [p.name for p in _built_files() if not p.is_file()]
+    if missing:
+        return f"{missing[0]} is missing"
+    changed = [k for k, v in data_inputs().items() if recorded.get(k) != v]
+    return f"{' and '.join(changed)} changed" if changed else None
+
+
+def build_reference_data(force: bool = False) -> DataBuild:
+    """Build the reference database and the pages when they are stale (or ``force``), then
+    record the inputs they were built from.
+
+    Raises:
+        OSError: ``var/`` cannot be written.
+    """
+    from helpers.tooling.dataset import build_reference_db
+    from helpers.tooling.pages import build_pages
+
+    reason = "forced" if force else why_stale()
+    if reason is None:
+        return DataBuild(built=False, rows={}, pages=0, reason="current")
+    fingerprint = var_dir() / FINGERPRINT_FILE
+    fingerprint.unlink(missing_ok=True)  # a build cut short is never taken for current
+    rows = build_reference_db()
+    pages = build_pages()
+    fingerprint.write_text(json.dumps(data_inputs(), indent=2) + "\n", encoding="utf-8")
+    return DataBuild(built=True, rows=rows, pages=pages, reason=reason)

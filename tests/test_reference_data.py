@@ -1,0 +1,38 @@
+"""The reference data is built once and again only when what it is made from changes, so
+``make lab`` does not spend seconds rebuilding it on every start."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from helpers.paths import reference_db_path
+from helpers.tooling.pages import pages_dir
+from helpers.tooling.reference_data import FINGERPRINT_FILE, build_reference_data, data_inputs
+
+
+def test_built_once_then_rebuilt_only_when_an_input_or_a_file_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_VAR_DIR", str(tmp_path))
+    first = build_reference_data()
+    assert first.built and first.reason == "never built"
+    assert first.rows["countries"] == 249 and first.pages == len(list(pages_dir().iterdir()))
+    with sqlite3.connect(reference_db_path()) as db:
+        assert db.execute("SELECT count(*) FROM subdivisions").fetchone()[0] > 5000
+    db_written = reference_db_path().stat().st_mtime_ns
+
+    again = build_reference_data()
+    assert not again.built and again.reason == "current"
+    assert reference_db_path().stat().st_mtime_ns == db_written  # nothing was rewritten
+
+    fingerprint = tmp_path / FINGERPRINT_FILE
+    recorded = json.loads(fingerprint.read_text(encoding="utf-8"))
+    assert recorded == data_inputs()
+    fingerprint.write_text(json.dumps({**recorded, "pycountry": "0.1"}), encoding="utf-8")
+    assert build_reference_data().reason == "pycountry changed"
+
+    (pages_dir() / "json.html").unlink()
+    assert build_reference_data().reason == "json.html is missing"
+    assert (pages_dir() / "json.html").is_file()
+
+    assert build_reference_data(force=True).reason == "forced"
+    assert build_reference_data().reason == "current"
