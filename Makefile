@@ -79,12 +79,12 @@ data: $(STAMP)
 	$(BIN)/workbook build-data
 
 lab: install data
-	WORKBOOK_LAB=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 		--ServerApp.root_dir=notebooks $(ROOT_FLAG)
 
 # the instructor's copy: the solution notebooks
 lab-instructor: install data
-	WORKBOOK_LAB=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 		--ServerApp.root_dir=solutions $(ROOT_FLAG)
 
 # put one attendee notebook back as it was (yours is kept in var/backups/): make restore NB=04

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import nbformat
 import pytest
 from hang import HANG_GUARD_S
 
@@ -17,14 +18,56 @@ from helpers.course.hints import hint
 from helpers.course.student_notebooks import SOLUTIONS_DIR, restore, student_text
 from helpers.evaluation.runs import run_case
 from helpers.models.llm import resolve_model
+from helpers.paths import PROJECT_ROOT
 
 
-def test_the_lab_stays_offline_until_a_profile_is_chosen() -> None:
-    key = {"OPENAI_API_KEY": "sk-in-the-shell", "OPENAI_MODEL": "gpt-4o-mini"}
-    assert resolve_model(env=key).provider == "openai"  # the CLI: a key means openai
-    assert resolve_model(env={**key, "WORKBOOK_LAB": "1"}).offline  # the lab: offline
-    chosen = resolve_model(env={**key, "WORKBOOK_LAB": "1", "WORKBOOK_PROFILE": "openai"})
-    assert chosen.provider == "openai"
+def test_one_rule_picks_the_model_and_says_why() -> None:
+    """The same settings choose the same model in the CLI and in the notebooks: a key alone
+    (shell or .env) runs the default model, WORKBOOK_PROFILE or a name overrides it, and each
+    choice says why it was made."""
+    key = {"OPENAI_API_KEY": "sk-in-the-shell"}
+    alone = resolve_model(env=key)
+    assert (alone.provider, alone.model) == ("openai", "gpt-4o-mini")
+    assert "OPENAI_API_KEY is set" in alone.describe() and "WORKBOOK_PROFILE=offline" in (
+        alone.describe()
+    )
+    assert "sk-in-the-shell" not in alone.describe()
+    stay = resolve_model(env={**key, "WORKBOOK_PROFILE": "offline"})
+    assert stay.offline and stay.chosen_by == "WORKBOOK_PROFILE=offline"
+    assert resolve_model("offline", env=key).offline
+    nothing = resolve_model(env={})
+    assert nothing.offline and "no OPENAI_API_KEY" in nothing.describe()
+
+
+def test_a_notebook_kernel_and_the_cli_choose_the_same_model(tmp_path) -> None:
+    """A key in the shell, no .env: notebook 00's model cell, run in a real kernel, names the
+    model ``workbook models`` marks as the default."""
+    from nbclient import NotebookClient
+
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_PROFILE"}
+    env["OPENAI_API_KEY"] = "sk-in-the-shell-0123456789"
+    listed = subprocess.run(
+        [sys.executable, "-m", "helpers.course.cli", "models", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_GUARD_S,
+    )
+    default = next(r for r in json.loads(listed.stdout)["profiles"] if r["default"])
+    solution = next(SOLUTIONS_DIR.glob("00_*.ipynb"))
+    notebook = nbformat.read(solution, as_version=4)
+    model_cell = next(
+        c for c in notebook.cells if c.cell_type == "code" and "resolve_model()" in c.source
+    )
+    notebook.cells = [model_cell]
+    NotebookClient(notebook, timeout=HANG_GUARD_S, kernel_name="python3").execute(
+        cwd=str(tmp_path), env=env
+    )
+    printed = "".join(o.get("text", "") for o in model_cell.outputs)
+    assert f"{default['model']} via {default['provider']}" in printed, printed
+    assert "sk-in-the-shell" not in printed
+    if not (PROJECT_ROOT / ".env").exists():  # a .env of yours may name another profile
+        assert (default["profile"], default["model"]) == ("openai", "gpt-4o-mini")
 
 
 def test_paid_turns_wait_for_a_go_ahead(monkeypatch, capsys) -> None:

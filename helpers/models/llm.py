@@ -17,10 +17,10 @@ completion limit: the rules' own, or ``<NAME>_MAX_COMPLETION_TOKENS``. A profile
 ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
 is an OpenAI-compatible server (``local``). Choose a profile with ``--profile`` or
 ``WORKBOOK_PROFILE``; a provider's own name works as a profile too. With no profile chosen, the
-default is ``openai`` when ``OPENAI_API_KEY`` is set, else the offline reference model; in the
-workbook (``make lab`` sets ``WORKBOOK_LAB=1``) it is always the offline model, so a key in the
-shell never starts paid turns unasked. Every run says which model it uses
-(:meth:`ModelConfig.describe`).
+default is ``openai`` when ``OPENAI_API_KEY`` is set (in ``.env`` or the shell: one rule for the
+CLI and the notebooks), else the offline reference model. Every run says which model it uses and
+why that one (:meth:`ModelConfig.describe`, :attr:`ModelConfig.chosen_by`), and a notebook cell
+that starts many paid turns waits for a go-ahead (:mod:`helpers.course.budget`).
 
 Values are stripped of surrounding whitespace. API keys are never printed (``repr`` hides them)
 and are redacted from every error message (:mod:`helpers.redaction`). OpenAI's organization and
@@ -87,6 +87,8 @@ class ModelConfig:
     context_window_tokens: int | None = None  # the offline model's window (a real one has its own)
     #: the provider's rules (:mod:`helpers.providers`): id form, fields back, completion limit
     provider_profile: ProviderProfile = OFFLINE
+    #: why this profile runs, in words (``"OPENAI_API_KEY is set"``, ``"WORKBOOK_PROFILE"``…)
+    chosen_by: str = ""
 
     @property
     def offline(self) -> bool:
@@ -101,10 +103,11 @@ class ModelConfig:
 
     def describe(self) -> str:
         """A line for the user, e.g. ``offline reference model (offline-reference; no network)``."""
+        why = f" [{self.chosen_by}]" if self.chosen_by else ""
         if self.offline:
-            return f"offline reference model ({self.model}; no network, no key)"
+            return f"offline reference model ({self.model}; no network, no key){why}"
         where = self.base_url or OPENAI_HOST
-        return f"{self.model} via {self.provider} ({where}), profile {self.profile}"
+        return f"{self.model} via {self.provider} ({where}), profile {self.profile}{why}"
 
 
 def load_env(env_file: str | Path | None = None) -> dict[str, str]:
@@ -153,6 +156,7 @@ class _Profile:
     prefix: str  # the profile's name as a settings prefix, e.g. DEEPSEEK
     provider: str  # one of PROVIDERS
     keys: tuple[str, ...]
+    chosen_by: str = ""  # why this profile runs (ModelConfig.chosen_by)
 
     @property
     def block(self) -> str:
@@ -180,8 +184,14 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
         ConfigError: the profile names no provider, or an unknown one.
     """
     name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
-    if not name:  # `make lab` runs offline until a profile is chosen: no surprise bills
-        name = "openai" if env.get("OPENAI_API_KEY") and not env.get("WORKBOOK_LAB") else "offline"
+    if profile and profile.strip():
+        chosen_by = "named: --profile, or resolve_model(name)"
+    elif name:
+        chosen_by = f"WORKBOOK_PROFILE={name}"
+    elif env.get("OPENAI_API_KEY"):
+        name, chosen_by = "openai", "OPENAI_API_KEY is set; WORKBOOK_PROFILE=offline to stay offline"
+    else:
+        name, chosen_by = "offline", "no profile chosen and no OPENAI_API_KEY"
     prefix = name.upper().replace("-", "_")
     provider = (env.get(f"{prefix}_PROVIDER") or "").lower()
     if not provider:
@@ -197,7 +207,7 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
     if provider not in PROVIDERS:
         raise ConfigError(f"{prefix}_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}")
     keys = (prefix,) if prefix == provider.upper() else (prefix, provider.upper())
-    return _Profile(env, name, prefix, provider, keys)
+    return _Profile(env, name, prefix, provider, keys, chosen_by)
 
 
 def _rules(p: _Profile, found: ProviderProfile) -> ProviderProfile:
@@ -325,6 +335,7 @@ def resolve_model(
             timeout_s=timeout_s,
             context_window_tokens=int(window) if window else None,
             provider_profile=_rules(p, OFFLINE),
+            chosen_by=p.chosen_by,
         )
     chosen = model.strip() if model else p.setting("MODEL")[0]
     if not chosen and p.name.lower() == p.provider:
@@ -342,6 +353,7 @@ def resolve_model(
         temperature,
         timeout_s,
         provider_profile=_rules(p, profile_for(base_url)),
+        chosen_by=p.chosen_by,
     )
     if config.is_openai_endpoint:
         config = replace(
