@@ -134,7 +134,7 @@ e2e: $(DEV_STAMP) data
 		else echo "make e2e needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/e2e
 
-# the README's token figures, measured again (a test fails when README.md disagrees)
+# the figures of README.md and docs/, measured again (a test fails when a page disagrees)
 figures: $(STAMP)
 	$(BIN)/python -m helpers.course.readme_figures
 

@@ -21,7 +21,7 @@ Names are loaded on first use (``import helpers`` stays fast). The library is in
 bottom first; a module imports only from its own layer or those below (``_LAYERS``, checked by a
 test):
 
-- the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping,
+- the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping, theme,
   instructions, plans, personas, replies, :mod:`~helpers.cases`;
 - :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
   and its Alembic migrations;

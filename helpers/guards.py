@@ -9,12 +9,12 @@ model what to do instead.
 
 Every guard has a stable name, recorded on the tool call (:attr:`ToolCallRecord.guards`) or the
 turn (:attr:`TurnRecord.guard_events`), so a run can say which guard caught which mistake.
-:data:`GUARDS` describes each one; the README's "Guards" table is generated from the same words.
+:data:`GUARDS` describes each one; the "Guards" table of docs/models.md is generated from the same words.
 """
 
 from __future__ import annotations
 
-#: Guard name → what it catches and what it does (shown in reports and the README).
+#: Guard name → what it catches and what it does (shown in reports and docs/models.md).
 GUARDS: dict[str, str] = {
     "reference_unwrapped": "a whole reference wrapped in quotes, backticks, <…> or whitespace "
     "(or a resource-link object) is read as the bare reference, so the tool gets the stored value",

@@ -1,4 +1,6 @@
-"""The README's figures are generated, not typed: they must match what the code measures now."""
+"""The README and docs/: figures generated, not typed (they must match what the code measures
+now), examples that run, a layout that names every module, links that lead somewhere, and every
+cited project linked."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import sys
 from pathlib import Path
 
 from hang import HANG_GUARD_S
+
+ROOT = Path(__file__).parent.parent
+DOCS = ROOT / "docs"
 
 
 def test_readme_figures_are_current() -> None:
@@ -20,15 +25,13 @@ def test_readme_figures_are_current() -> None:
 
 
 def test_the_public_api_example_in_the_readme_runs(tmp_path) -> None:
-    """The README's library example, run as a user would run it (its own process and folder)."""
+    """The library page's example, run as a user would run it (its own process and folder)."""
     import os
     import re
-    import subprocess
-    import sys
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- example:api -->\n```python\n(.*?)```", readme, re.DOTALL)
-    assert block, "README.md lost its <!-- example:api --> block"
+    page = (DOCS / "library.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- example:api -->\n```python\n(.*?)```", page, re.DOTALL)
+    assert block, "docs/library.md lost its <!-- example:api --> block"
     code = block[1]
     assert "from helpers import" in code and "from helpers." not in code  # the public API only
     (tmp_path / "var").mkdir()
@@ -94,16 +97,18 @@ def test_no_import_cycles_between_the_helpers_modules() -> None:
             visit(module, [module])
 
 
-def test_the_readme_layout_names_every_module() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    layout = readme.split("## Layout", 1)[1].split("```")[1]
+def test_the_layout_names_every_module() -> None:
+    page = (DOCS / "library.md").read_text(encoding="utf-8")
+    layout = page.split("## Layout", 1)[1].split("```")[1]
     root = Path(__file__).parent.parent / "helpers"
     for path in sorted(root.rglob("*.py")):
         if path.name == "__init__.py" and path.parent != root:
-            assert f"{path.parent.name}/" in layout, f"README's layout lacks {path.parent.name}/"
+            assert f"{path.parent.name}/" in layout, (
+                f"docs/library.md's layout lacks {path.parent.name}/"
+            )
             continue
         assert path.name in layout, (
-            f"README's layout does not name helpers/{path.relative_to(root)}"
+            f"docs/library.md's layout does not name helpers/{path.relative_to(root)}"
         )
 
 
@@ -141,14 +146,14 @@ def test_imports_flow_one_way_through_the_layers() -> None:
 
 
 def test_the_threat_model_states_the_limits_in_force() -> None:
-    """The README's threat model names each cap of issue 17 with the value the code enforces."""
+    """The threat model names each cap of issue 17 with the value the code enforces."""
     from helpers import limits
     from helpers.cases import MAX_CASE_FILE_BYTES
     from helpers.context import compaction
     from helpers.tooling import outbox, sql_sandbox
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    threat_model = readme.split("### Threat model", 1)[1]
+    page = (DOCS / "threat-model.md").read_text(encoding="utf-8")
+    threat_model = page.split("### Threat model", 1)[1]
     stated = {
         "tool calls per reply": f"at most {limits.MAX_TOOL_CALLS_PER_REPLY} tool calls per reply",
         "tool calls per turn": f"{limits.MAX_TOOL_CALLS_PER_TURN} per turn",
@@ -162,7 +167,7 @@ def test_the_threat_model_states_the_limits_in_force() -> None:
         "case file": f"at most {MAX_CASE_FILE_BYTES // 1024} KB",
     }
     missing = {name: text for name, text in stated.items() if text not in threat_model}
-    assert not missing, f"README's threat model does not say: {missing}"
+    assert not missing, f"docs/threat-model.md does not say: {missing}"
 
 
 def test_no_function_in_helpers_is_over_80_lines() -> None:
@@ -179,3 +184,66 @@ def test_no_function_in_helpers_is_over_80_lines() -> None:
         and (length := node.end_lineno - node.lineno + 1) > 80
     ]
     assert not long, "functions over 80 lines: " + "; ".join(long)
+
+
+def _pages() -> list[Path]:
+    from helpers.course.readme_figures import documents
+
+    return documents()
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to -."""
+    import re
+
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_every_relative_link_and_anchor_leads_somewhere() -> None:
+    """A link in the README or docs/ to a file names a file that exists, and a ``#anchor`` one
+    of the target page's headings."""
+    import re
+
+    broken = []
+    for page in _pages():
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and file.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.M)
+                if anchor not in {_slug(h) for h in headings}:
+                    broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
+
+
+def test_every_cited_project_is_linked_where_it_is_named() -> None:
+    """A page that names a project of ``CITED_PROJECTS`` links it, so a reader can follow it."""
+    from helpers.course.sources import CITED_PROJECTS
+
+    unlinked = [
+        f"{page.relative_to(ROOT)} names {project.name} without {project.url}"
+        for page in _pages()
+        for project in CITED_PROJECTS
+        if project.name in (text := page.read_text(encoding="utf-8")) and project.url not in text
+    ]
+    assert not unlinked, unlinked
+
+
+def test_the_readme_starts_with_the_attendee_quick_start() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sections = [line for line in readme.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Quick start (attendees)", sections
+    quick = readme.split("## Quick start (attendees)", 1)[1].split("\n## ", 1)[0]
+    for must in ("Who it is for", "What you need", "make lab", "make test", "How long", "token"):
+        assert must in quick, must
+    assert (ROOT / "LICENSE").is_file() and (ROOT / "CONTRIBUTING.md").is_file()
+    contents = (DOCS / "README.md").read_text(encoding="utf-8")
+    for page in sorted(DOCS.glob("*.md")):
+        if page.name != "README.md":
+            assert f"]({page.name})" in contents, f"docs/README.md does not list {page.name}"

@@ -1,6 +1,6 @@
 """The model controls nothing it should not: every tool argument treated as hostile.
 
-Each test here is a line of the README's threat model: what a hostile model (or a page, a
+Each test here is a line of the threat model (docs/threat-model.md): what a hostile model (or a page, a
 transcript, a SQL row that a model read) could make a tool do, and what the client does instead.
 """
 

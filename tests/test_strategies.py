@@ -180,7 +180,9 @@ def test_one_vocabulary_of_result_kinds_every_display_knows() -> None:
 
     from helpers.context.read_back import ResultKind
     from helpers.course.cli.common import KIND_STYLE
-    from helpers.course.views import KIND_COLOURS
+    from helpers.theme import KIND_TINTS
 
     assert set(KIND_STYLE) == set(get_args(ResultKind))
-    assert set(KIND_COLOURS) == set(get_args(ResultKind)) - {"inline"}  # inline: unmarked
+    assert set(KIND_TINTS) - {"compacted"} == set(get_args(ResultKind)) - {
+        "inline"
+    }  # inline: unmarked

@@ -591,7 +591,7 @@ class AnchorParameter:
 _CODEX = "openai/codex"
 _DEEP = "langchain-ai/deepagents `libs/deepagents/deepagents/middleware/filesystem.py` at 23b83ad"
 _CC = "anthropics/claude-code"
-#: Every anchor's parameters, with their sources (the README's anchor table is written from it).
+#: Every anchor's parameters, with their sources (the anchor table of docs/comparison.md is written from it).
 ANCHOR_PARAMETERS: tuple[AnchorParameter, ...] = (
     AnchorParameter(
         "codex",

@@ -43,6 +43,7 @@ from rich.table import Table
 from sqlalchemy import insert
 
 from helpers.context.policies import BoxPolicy
+from helpers.course.setup_timing import setup_markdown, time_lab_start
 from helpers.escaping import for_rich
 from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import dispatch
@@ -354,6 +355,7 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     results["compare"] = bench_compare()
     results["notebooks_s"] = bench_notebooks()
     results["tokens"] = bench_tokens(ToolOutputStore(f"sqlite:///{folder / 'tokens.sqlite'}"))
+    results["lab_start"] = time_lab_start()
     return results
 
 
@@ -446,9 +448,9 @@ def report(results: dict[str, Any], console: Console) -> None:
 
 
 def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
-    """The README's speed blocks (``<!-- bench:NAME -->``), written from ``results``: ``store``
-    (the store's figures, a column per measured database) and ``speed`` (``workbook compare``
-    and the command's start-up)."""
+    """The speed blocks of the README and docs/ (``<!-- bench:NAME -->``), written from
+    ``results``: ``store`` (the store's figures, a column per measured database), ``speed``
+    (``workbook compare`` and the command's start-up) and ``setup`` (``make lab`` to its URL)."""
     m = results["machine"]
     stores = results["stores"]
     names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
@@ -504,7 +506,11 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
     for label, seconds in results["cli_cpu_s"].items():
         goal = CLI_COMMANDS[label][1]
         speed.append(f"| `{label}` | {seconds:.2f} | {'' if goal is None else f'< {goal}'} |")
-    return {"store": "\n".join(rows), "speed": "\n".join(speed)}
+    return {
+        "store": "\n".join(rows),
+        "speed": "\n".join(speed),
+        "setup": setup_markdown(results["lab_start"], m),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -515,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and rows")
     parser.add_argument("--out", default="build/bench.json", help="where to write the figures")
     parser.add_argument(
-        "--readme", action="store_true", help="write the speed blocks of README.md too"
+        "--readme", action="store_true", help="write the speed blocks of README.md and docs/ too"
     )
     args = parser.parse_args(argv)
     results = run(args.db_url, quick=args.quick)
@@ -525,13 +531,10 @@ def main(argv: list[str] | None = None) -> int:
     report(results, Console())
     print(f"wrote {out}")
     if args.readme:
-        from helpers.course.readme_figures import README, update
+        from helpers.course.readme_figures import write_blocks
 
-        README.write_text(
-            update(README.read_text(encoding="utf-8"), readme_blocks(results), prefix="bench"),
-            encoding="utf-8",
-        )
-        print(f"wrote the speed blocks of {README.name}")
+        changed = write_blocks(readme_blocks(results), prefix="bench")
+        print(f"wrote the speed blocks into {', '.join(p.name for p in changed) or 'no page'}")
     return 0
 
 

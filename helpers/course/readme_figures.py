@@ -1,6 +1,8 @@
-"""The README's figures, generated, never typed: ``make figures`` writes them, a test checks them.
+"""The figures of the README and of docs/, generated, never typed: ``make figures`` writes them,
+a test checks them.
 
-Each figure block in README.md stands between two markers::
+Each figure block, in README.md or a page of docs/ (:func:`documents`), stands between two
+markers::
 
     <!-- figures:ask -->
     | strategy | prompt tokens | … |
@@ -9,7 +11,7 @@ Each figure block in README.md stands between two markers::
 :func:`generate` runs the offline model on a fresh store with reproducible ids
 (:func:`helpers.ids.reproducible_ids`), so the same code gives the same figures, and returns each
 block's Markdown. ``python -m helpers.course.readme_figures`` rewrites the blocks; ``--check`` exits 1
-(and names the block) when README.md disagrees with what the code measures now.
+(and names the block) when a page disagrees with what the code measures now.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from helpers.cases import ALL_CASES, load_cases
 from helpers.context.anchors import ANCHOR_PARAMETERS
 from helpers.context.policies import TCR_INSTRUCTIONS_FILE, BoxPolicy, tcr_instructions
+from helpers.course.sources import sources_markdown
 from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ComparisonMetrics
@@ -49,6 +52,8 @@ from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 README = PROJECT_ROOT / "README.md"
+DOCS_DIR = PROJECT_ROOT / "docs"
+GUIDE = DOCS_DIR / "instructor-guide.md"
 SEED = 2026
 CASE1 = (
     "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep "
@@ -58,9 +63,6 @@ CASE1 = (
 
 def _block_re(prefix: str) -> re.Pattern[str]:
     return re.compile(rf"(<!-- {prefix}:(\w+) -->\n)(.*?)(<!-- /{prefix}:\2 -->)", re.DOTALL)
-
-
-_BLOCK_RE = _block_re("figures")
 
 
 def _ask_table(store: ToolOutputStore) -> str:
@@ -281,6 +283,56 @@ def generate() -> dict[str, str]:
         "tcr_prompt": _tcr_prompt(metrics),
         "anchors": _anchor_table(),
         "scaling": _scaling(metrics),
+        "duration": _duration(),
+        "sources": sources_markdown(),
+    }
+
+
+#: A notebook's total in the instructor guide's minutes block (written by ``make guide``).
+_GUIDE_TOTAL_RE = re.compile(
+    r"^\| \*\*(\d\d_\w+)\*\* \| \*\*in all\*\* \|.*\*\*(\d+)\*\* \|$", re.M
+)
+
+
+def _duration() -> str:
+    """How long the notebooks take, from the instructor guide's measured minutes per notebook."""
+    minutes = {m[1]: int(m[2]) for m in _GUIDE_TOTAL_RE.finditer(GUIDE.read_text("utf-8"))}
+    if not minutes:
+        raise ValueError(f"{GUIDE.name} has no minutes per notebook: run `make guide`")
+    total = sum(minutes.values())
+    return (
+        f"{total} minutes of work for the {len(minutes)} notebooks (about {total / 60:.1f} "
+        f"hours), {min(minutes.values())} to {max(minutes.values())} minutes each: the "
+        "[instructor guide](docs/instructor-guide.md)'s estimate of reading, the TODOs and the "
+        "cells' run time, with schedules for a half and a full day."
+    )
+
+
+def documents() -> list[Path]:
+    """The pages that may hold generated blocks: README.md, CONTRIBUTING.md and docs/*.md."""
+    pages = [README, PROJECT_ROOT / "CONTRIBUTING.md", *sorted(DOCS_DIR.glob("*.md"))]
+    return [p for p in pages if p.is_file()]
+
+
+def write_blocks(blocks: dict[str, str], *, prefix: str = "figures") -> list[Path]:
+    """Replace every ``prefix`` block of :func:`documents` that ``blocks`` names; return the
+    pages that changed."""
+    changed = []
+    for page in documents():
+        text = page.read_text(encoding="utf-8")
+        new = update(text, blocks, prefix=prefix)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            changed.append(page)
+    return changed
+
+
+def block_names(*, prefix: str = "figures") -> dict[str, Path]:
+    """Each ``prefix`` block's name, and the page that holds it."""
+    return {
+        match[2]: page
+        for page in documents()
+        for match in _block_re(prefix).finditer(page.read_text(encoding="utf-8"))
     }
 
 
@@ -298,28 +350,30 @@ def update(text: str, blocks: dict[str, str], *, prefix: str = "figures") -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate (or check) the README's figures.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md is stale")
+    parser = argparse.ArgumentParser(description="Regenerate (or check) the pages' figures.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a page is stale")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
     blocks = generate()
-    found = {m[2] for m in _BLOCK_RE.finditer(text)}
-    missing = sorted(set(blocks) - found)
+    where = block_names()
+    missing = sorted(set(blocks) - set(where))
     if missing:
-        print(f"README.md has no block for: {', '.join(missing)}")
+        print(f"no page has a block for: {', '.join(missing)}")
         return 1
-    new = update(text, blocks)
     if args.check:
         stale = [
-            n for n in blocks if f"<!-- figures:{n} -->\n{dollars_as_text(blocks[n])}\n" not in text
+            f"{name} ({where[name].name})"
+            for name in blocks
+            if f"<!-- figures:{name} -->\n{dollars_as_text(blocks[name])}\n"
+            not in where[name].read_text(encoding="utf-8")
         ]
         if stale:
-            print(f"README.md figures are stale: {', '.join(stale)} (run `make figures`)")
+            print(f"figures are stale: {', '.join(stale)} (run `make figures`)")
             return 1
-        print("README.md figures are current")
+        print("the figures are current")
         return 0
-    README.write_text(new, encoding="utf-8")
-    print(f"wrote {len(blocks)} figure blocks into {README.name}")
+    changed = write_blocks(blocks)
+    names = ", ".join(p.relative_to(PROJECT_ROOT).as_posix() for p in changed) or "no page"
+    print(f"wrote {len(blocks)} figure blocks; changed {names}")
     return 0
 
 

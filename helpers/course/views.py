@@ -15,17 +15,13 @@ from typing import Any
 from helpers.context.compaction import is_summary
 from helpers.escaping import for_html, for_notebook_html, for_notebook_markdown
 from helpers.loop.agent import TurnRecord
+from helpers.theme import BORDER, KIND_TINTS, ROLE_BACKGROUNDS, TEXT, badge
 from helpers.tokens import count_message_tokens
 from helpers.tooling.store import ToolOutputStore
 
-ROLE_COLOURS = {"system": "#eee", "user": "#e3f2fd", "assistant": "#f1f8e9", "tool": "#fff8e1"}
-KIND_COLOURS = {
-    "boxed": "#8e24aa",
-    "truncated": "#ef6c00",
-    "saved": "#1565c0",
-    "middle": "#c62828",
-    "error": "#c62828",
-}
+#: The class of the message view's table and of the side-by-side view (the e2e test finds them).
+MESSAGES_CLASS = "crw-messages"
+SIDE_BY_SIDE_CLASS = "crw-side-by-side"
 
 
 def _shorten(text: str, max_chars: int) -> str:
@@ -34,7 +30,7 @@ def _shorten(text: str, max_chars: int) -> str:
         return for_html(text)
     head, tail = max_chars * 2 // 3, max_chars // 3
     hidden = len(text) - head - tail
-    note = f"<i style='color:#888'> … ({hidden:,} chars not shown here) … </i>"
+    note = f"<i style='opacity:0.8'> … ({hidden:,} chars not shown here) … </i>"
     return for_html(text[:head]) + note + for_html(text[len(text) - tail :])
 
 
@@ -52,19 +48,20 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
     usage = record.usage()
     heading = title or f"{record.strategy} ({record.boxing})"
     rows = []
+    cell = f"vertical-align:top;padding:2px 4px;border-top:1px solid {BORDER}"
     for message in record.messages:
         role = str(message.get("role"))
         kind = kinds.get(str(message.get("tool_call_id")), "")
-        badge = (
-            f" <b style='color:{KIND_COLOURS[kind]}'>[{kind}]</b>" if kind in KIND_COLOURS else ""
-        )
-        if is_summary(message):
-            badge = " <b style='color:#6a1b9a'>[⟲ compacted history]</b>"
+        label = "compacted" if is_summary(message) else kind
+        shown = "⟲ compacted history" if label == "compacted" else label
+        mark = f" {badge(f'[{for_html(shown)}]', KIND_TINTS[label])}" if label in KIND_TINTS else ""
+        background = ROLE_BACKGROUNDS.get(role, "transparent")
         rows.append(
-            f"<tr style='background:{ROLE_COLOURS.get(role, '#fff')}'>"
-            f"<td style='vertical-align:top'><b>{for_html(role)}</b>{badge}</td>"
-            f"<td style='vertical-align:top;text-align:right'>{count_message_tokens(message):,}</td>"
-            f"<td style='white-space:pre-wrap;font-family:monospace;font-size:85%'>"
+            f"<tr style='background:{background};color:{TEXT}'>"
+            f"<td style='{cell}'><b>{for_html(role)}</b>{mark}</td>"
+            f"<td style='{cell};text-align:right'>{count_message_tokens(message):,}</td>"
+            f"<td style='{cell};white-space:pre-wrap;overflow-wrap:anywhere;"
+            "font-family:var(--jp-code-font-family, monospace);font-size:85%'>"
             f"{_shorten(_message_text(message), max_chars)}</td></tr>"
         )
     per_call = ", ".join(f"{c.prompt_tokens:,}" for c in record.model_calls)
@@ -73,18 +70,23 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
         f"<p style='margin:2px 0'>{usage['prompt_tokens']:,} prompt tokens over {usage['calls']} "
         f"model calls ({per_call}); {usage['completion_tokens']:,} completion tokens; "
         f"{len(record.tool_calls)} tool calls; status <b>{record.status}</b></p>"
-        "<table style='border-collapse:collapse;width:100%'>"
-        "<tr><th>role</th><th>tokens</th><th>content (as the model saw it)</th></tr>"
+        f"<table class='{MESSAGES_CLASS}' style='border-collapse:collapse;width:100%;"
+        f"table-layout:fixed;color:{TEXT}'>"
+        "<colgroup><col style='width:9em'><col style='width:4.5em'><col></colgroup>"
+        "<tr><th style='text-align:left'>role</th><th>tokens</th>"
+        "<th style='text-align:left'>content (as the model saw it)</th></tr>"
         + "".join(rows)
         + "</table>"
     )
 
 
 def side_by_side(left: str, right: str) -> str:
-    """Two HTML fragments in two columns."""
-    cell = "<div style='flex:1;min-width:0;padding:0 6px'>{}</div>"
+    """Two HTML fragments in two columns, side by side when the output is wide enough for two
+    of at least 380 pixels each, else one above the other (never cut off at the right)."""
+    cell = "<div style='flex:1 1 380px;min-width:0;padding:0 6px'>{}</div>"
     return for_notebook_html(
-        f"<div style='display:flex;gap:8px'>{cell.format(left)}{cell.format(right)}</div>"
+        f"<div class='{SIDE_BY_SIDE_CLASS}' style='display:flex;flex-wrap:wrap;gap:8px'>"
+        f"{cell.format(left)}{cell.format(right)}</div>"
     )
 
 
@@ -156,7 +158,7 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
             children.append(
                 widgets.HTML(
                     f"<iframe sandbox srcdoc='{for_html(full)}' "
-                    "style='width:100%;height:260px;border:1px solid #ccc'></iframe>"
+                    f"style='width:100%;height:260px;border:1px solid {BORDER}'></iframe>"
                 )
             )
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
 from helpers.guards import GUARDS
+from helpers.theme import BORDER, MUTED, TEXT, VERDICT_TINTS, badge
 
 
 def usd(value: float | None) -> str:
@@ -379,17 +380,18 @@ def headline_html(metrics: ComparisonMetrics) -> str:
     numbers (:class:`~helpers.evaluation.metrics.ComparisonMetrics` refuses anything else)."""
     cells = []
     for strategy, total in metrics.totals.items():
-        colour = "#2e7d32" if total.passed_all() else "#c62828"
         ratio = "–" if total.ratio_to_floor is None else f"{total.ratio_to_floor}×"
+        label = f"style='font-size:13px;color:{MUTED}'"
         cells.append(
-            "<div style='padding:8px 14px;border:1px solid #ddd;border-radius:8px;min-width:120px'>"
-            f"<div style='font-size:14px;color:#555'>{for_html(strategy)}</div>"
+            f"<div style='padding:8px 14px;border:1px solid {BORDER};border-radius:8px;"
+            f"min-width:120px;color:{TEXT}'>"
+            f"<div {label}>{for_html(strategy)}</div>"
             f"<div style='font-size:30px;font-weight:bold'>{for_html(ratio)}</div>"
-            "<div style='font-size:12px;color:#555'>prompt tokens of the floor</div>"
-            f"<div style='font-size:12px;color:#555'>{for_html(usd(total.usd_cached))}"
-            " cached</div>"
-            f"<div style='font-size:18px;font-weight:bold;color:{colour}'>"
-            f"{total.passed}/{total.cases} passed</div></div>"
+            f"<div {label}>prompt tokens of the floor</div>"
+            f"<div {label}>{for_html(usd(total.usd_cached))} cached</div>"
+            "<div style='font-size:18px'>"
+            f"{badge(f'{total.passed}/{total.cases} passed', VERDICT_TINTS[total.passed_all()])}"
+            "</div></div>"
         )
     return for_notebook_html(
         "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"

@@ -189,7 +189,10 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
     elif name:
         chosen_by = f"WORKBOOK_PROFILE={name}"
     elif env.get("OPENAI_API_KEY"):
-        name, chosen_by = "openai", "OPENAI_API_KEY is set; WORKBOOK_PROFILE=offline to stay offline"
+        name, chosen_by = (
+            "openai",
+            "OPENAI_API_KEY is set; WORKBOOK_PROFILE=offline to stay offline",
+        )
     else:
         name, chosen_by = "offline", "no profile chosen and no OPENAI_API_KEY"
     prefix = name.upper().replace("-", "_")

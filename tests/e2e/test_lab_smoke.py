@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from helpers.course.student_notebooks import pairs, student_text
+from helpers.theme import MIN_CONTRAST
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -236,6 +237,7 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
                 "() => [...document.querySelectorAll('.jp-OutputArea')].map(e => e.innerText)"
                 ".join(' ').match(/\\$\\d/g)?.length ?? 0"
             )
+            looks = {theme: _look_in_theme(page, theme, shots) for theme in ("light", "dark")}
             browser.close()
     assert not [t for t in error_text if re.search(r"Error|Traceback", t)], error_text
     assert sliders >= 2, "the threshold and limit sliders did not render"
@@ -243,8 +245,79 @@ def test_notebook_05_runs_in_a_real_browser(lab) -> None:
     assert not tex, f"dollar amounts were typeset as TeX math: {tex}"
     assert dollars >= 10, f"only {dollars} dollar amounts shown as text"
     assert diagrams >= 1, "the Mermaid diagram did not render"
+    for theme, look in looks.items():
+        assert look["theme_light"] == (theme == "light"), (theme, look)
+        assert look["texts"] >= 20, (theme, look)  # the message view was measured
+        worst = look["worst"]
+        assert worst["ratio"] >= MIN_CONTRAST, (
+            f"{theme} theme: {worst['text']!r} has contrast {worst['ratio']:.2f} "
+            f"(colour {worst['fg']} on {worst['bg']}); WCAG AA wants {MIN_CONTRAST}"
+        )
+        assert not look["cut"], f"{theme} theme at 1280x720: cut off at the right: {look['cut']}"
     assert bars >= 2 and len(progress_labels) >= 2, f"progress bars: {progress_labels}"
     assert chart_widths and all(w == 1280 for w in chart_widths), chart_widths
+
+
+#: WCAG 2.x contrast of text on its background, composited over the ancestors' backgrounds
+#: (translucent tints included): the lowest ratio in the message views, and what overflows.
+_MEASURE_VIEWS = """() => {
+  const rgba = c => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return [0, 0, 0, 0];
+    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const background = el => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+    }
+    if (!layers.length || layers[layers.length - 1][3] < 1) layers.push([255, 255, 255, 1]);
+    let [r, g, b] = layers.pop();
+    while (layers.length) { const [lr, lg, lb, la] = layers.pop();
+      r = lr * la + r * (1 - la); g = lg * la + g * (1 - la); b = lb * la + b * (1 - la); }
+    return [r, g, b];
+  };
+  const over = (fg, bg) => fg[3] >= 1 ? fg.slice(0, 3)
+    : fg.slice(0, 3).map((v, i) => v * fg[3] + bg[i] * (1 - fg[3]));
+  const lum = rgb => rgb.map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05); };
+  let worst = {ratio: 99}, texts = 0;
+  for (const el of document.querySelectorAll('.crw-messages td, .crw-messages b, .crw-messages i')) {
+    if (!el.innerText.trim()) continue;
+    const style = getComputedStyle(el);
+    const bg = background(el), fg = over(rgba(style.color), bg), r = ratio(fg, bg);
+    texts++;
+    if (r < worst.ratio) worst = {ratio: r, text: el.innerText.slice(0, 40),
+      fg: fg.map(Math.round).join(','), bg: bg.map(Math.round).join(',')};
+  }
+  const cut = [...document.querySelectorAll('.crw-side-by-side')].filter(el => {
+    const box = el.getBoundingClientRect();
+    return box.right > window.innerWidth + 1 || el.scrollWidth > el.clientWidth + 1;
+  }).map(el => Math.round(el.getBoundingClientRect().right) + 'px of ' + window.innerWidth);
+  return {worst, texts, cut, theme_light: document.body.dataset.jpThemeLight === 'true'};
+}"""
+
+
+def _look_in_theme(page, theme: str, shots: Path) -> dict:
+    """Notebook 05 at 1280x720 in JupyterLab's ``light`` or ``dark`` theme, chosen from the
+    Settings menu as a person does: a screenshot of the side-by-side message view
+    (``build/e2e_notebook05_<theme>.png``) and its measurements (:data:`_MEASURE_VIEWS`)."""
+    wanted = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}[theme]
+    page.set_viewport_size({"width": 1280, "height": 720})
+    if page.evaluate("document.body.dataset.jpThemeLight") != str(theme == "light").lower():
+        page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+        page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+        page.locator(".lm-Menu-itemLabel", has_text=wanted).first.click()
+        page.wait_for_function(
+            f"document.body.dataset.jpThemeLight === '{str(theme == 'light').lower()}'",
+            timeout=WAIT_MS,
+        )
+        page.wait_for_timeout(1_000)  # the theme's stylesheet applied
+    view = page.locator(".crw-side-by-side").first
+    view.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / f"e2e_notebook05_{theme}.png"), full_page=False)
+    return page.evaluate(_MEASURE_VIEWS)
 
 
 # -- every notebook's diagram -----------------------------------------------------------------
