@@ -5,6 +5,12 @@ store, the built reference database, the drive outbox, the tokenizer cache) live
 folder ``var/``, which git ignores. ``WORKBOOK_VAR_DIR`` moves it (tests point it at a temporary
 folder).
 
+Two ways to have the workbook: a checkout (``make lab``: the course files are the repository's,
+and the user's ``.env`` and ``var/`` sit at its root), or an installed wheel (``pip install`` on
+Binder, Colab or a laptop without the repository): the wheel carries ``data/``, ``notebooks/`` and
+``solutions/`` inside the package (``helpers/_course/``, see pyproject.toml), and the user's
+``.env`` and ``var/`` are in the folder they work in (:func:`workspace_dir`).
+
 What the workbook writes is the user's own: tool outputs, conversations, drive files. Its folders
 are made owner-only (:data:`PRIVATE_DIR_MODE`) and its database files owner-only
 (:data:`PRIVATE_FILE_MODE`); a folder or file of the current user left with wider modes by an
@@ -18,7 +24,13 @@ import os
 import stat
 from pathlib import Path
 
-PROJECT_ROOT: Path = Path(__file__).resolve().parent.parent
+_PACKAGE_DIR = Path(__file__).resolve().parent
+#: Where an installed wheel keeps the course files (absent in a checkout).
+BUNDLED_COURSE_DIR: Path = _PACKAGE_DIR / "_course"
+#: Whether this is an installed wheel rather than a checkout of the repository.
+INSTALLED: bool = BUNDLED_COURSE_DIR.is_dir()
+#: The root of the course files: the checkout, or the files bundled in the installed wheel.
+PROJECT_ROOT: Path = BUNDLED_COURSE_DIR if INSTALLED else _PACKAGE_DIR.parent
 DATA_DIR: Path = PROJECT_ROOT / "data"
 CASES_DIR: Path = DATA_DIR / "cases"
 
@@ -88,10 +100,17 @@ def private_file(path: Path) -> Path:
     return path
 
 
+def workspace_dir() -> Path:
+    """The user's own folder, where ``.env`` is read and ``var/`` made: the checkout's root, or,
+    for an installed wheel, the current folder (the one holding the copied notebooks)."""
+    return Path.cwd() if INSTALLED else PROJECT_ROOT
+
+
 def var_dir() -> Path:
-    """The run-time folder (``$WORKBOOK_VAR_DIR`` or ``<project>/var``), created on first use with
-    mode :data:`PRIVATE_DIR_MODE` (an existing folder of the current user is tightened to it)."""
-    return private_dir(Path(os.environ.get("WORKBOOK_VAR_DIR") or PROJECT_ROOT / "var"))
+    """The run-time folder (``$WORKBOOK_VAR_DIR`` or ``var/`` in :func:`workspace_dir`), created
+    on first use with mode :data:`PRIVATE_DIR_MODE` (an existing folder of the current user is
+    tightened to it)."""
+    return private_dir(Path(os.environ.get("WORKBOOK_VAR_DIR") or workspace_dir() / "var"))
 
 
 def store_db_path() -> Path:

@@ -27,7 +27,7 @@ from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from helpers.paths import PROJECT_ROOT
+from helpers.paths import workspace_dir
 
 REDACTED = "[redacted]"
 #: The shortest piece of a secret that is still treated as the secret.
@@ -85,7 +85,7 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
     out (placeholders such as ``none``). Reading ``.env`` warns if other users can read it
     (:func:`warn_if_env_file_shared`)."""
     if env is None:
-        env_file = PROJECT_ROOT / ".env"
+        env_file = workspace_dir() / ".env"
         file_values: Mapping[str, str | None] = {}
         if env_file.is_file():
             warn_if_env_file_shared(env_file)

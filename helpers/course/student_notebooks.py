@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.paths import PROJECT_ROOT
+from helpers.paths import INSTALLED, PROJECT_ROOT
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
@@ -223,10 +223,43 @@ def student_text(solution_path: Path) -> str:
     return render(make_student(solution, name=solution_path.name))
 
 
-def restore(prefix: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> tuple[Path, Path | None]:
+def attendee_notebooks_dir() -> Path:
+    """Where the attendee's notebooks are: ``notebooks/`` of a checkout, or, for an installed
+    wheel, the current folder (where ``workbook copy-notebooks`` put them)."""
+    return Path.cwd() if INSTALLED else NOTEBOOKS_DIR
+
+
+def copy_notebooks(folder: Path, *, solutions: bool = False) -> tuple[list[Path], list[Path]]:
+    """Write the attendee notebooks (generated afresh) into ``folder``, and with ``solutions``
+    the solution notebooks into ``folder/solutions``; a notebook already there is the attendee's
+    and is left alone.
+
+    Returns:
+        (the notebooks written, the notebooks kept as they were).
+
+    Raises:
+        OSError: ``folder`` cannot be written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written, kept = [], []
+    for solution in solution_notebooks():
+        targets = [(folder / solution.name, student_text(solution))]
+        if solutions:
+            targets.append((folder / "solutions" / solution.name, solution.read_text("utf-8")))
+        for path, text in targets:
+            if path.exists():
+                kept.append(path)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written, kept
+
+
+def restore(prefix: str, notebooks_dir: Path | None = None) -> tuple[Path, Path | None]:
     """Put the student notebook ``prefix`` (``"04"`` or ``"04_opaque_reference_boxing"``) in
-    ``notebooks_dir`` back as it was generated; the attendee's copy, if it differs, is kept in
-    ``var/backups/``.
+    ``notebooks_dir`` (default :func:`attendee_notebooks_dir`) back as it was generated; the
+    attendee's copy, if it differs, is kept in ``var/backups/``.
 
     Returns:
         (the notebook's path, the backup's path or ``None``).
@@ -243,7 +276,7 @@ def restore(prefix: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> tuple[Path, Pat
         known = ", ".join(p.stem for p in solution_notebooks())
         raise FileNotFoundError(f"no notebook starts with {prefix!r}; the notebooks: {known}")
     solution_path = matches[0]
-    student_path = notebooks_dir / solution_path.name
+    student_path = (notebooks_dir or attendee_notebooks_dir()) / solution_path.name
     text = student_text(solution_path)
     backup = None
     if student_path.exists() and student_path.read_text(encoding="utf-8") != text:

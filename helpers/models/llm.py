@@ -42,7 +42,7 @@ import openai
 from dotenv import load_dotenv
 
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
-from helpers.paths import PROJECT_ROOT
+from helpers.paths import workspace_dir
 from helpers.providers import (
     OFFLINE,
     ProviderProfile,
@@ -111,13 +111,13 @@ class ModelConfig:
 
 
 def load_env(env_file: str | Path | None = None) -> dict[str, str]:
-    """Load ``.env`` (project root by default) into the environment, without overriding what is
+    """Load ``.env`` (in :func:`helpers.paths.workspace_dir` by default) into the environment, without overriding what is
     already set there, and return the settings. Empty values count as unset.
 
     Warns (:class:`helpers.redaction.EnvFileWarning`, once per file and process) when the file
     can be read by other users; the fix is ``chmod 600 .env``.
     """
-    path = Path(env_file) if env_file else PROJECT_ROOT / ".env"
+    path = Path(env_file) if env_file else workspace_dir() / ".env"
     if path.is_file():
         warn_if_env_file_shared(path)
         load_dotenv(path, override=False)

@@ -136,6 +136,14 @@ COMMANDS: dict[str, Command] = {
         "build the reference data (ISO database, offline pages) when its inputs changed",
         ("workbook build-data", "workbook build-data --force   # even when current"),
     ),
+    "copy-notebooks": Command(
+        "helpers.course.cli.data",
+        "copy the attendee notebooks into a folder of your own (an installed workbook)",
+        (
+            "workbook copy-notebooks                        # into ./workbook",
+            "workbook copy-notebooks ~/relay --solutions    # the solutions too",
+        ),
+    ),
     "restore": Command(
         "helpers.course.cli.data",
         "put one attendee notebook back as it was (yours goes to var/backups/)",

@@ -1,5 +1,5 @@
-"""``workbook build-data``, ``workbook restore`` and ``workbook serve-offline``: the data, the
-notebooks and the offline model, for the room."""
+"""``workbook build-data``, ``workbook copy-notebooks``, ``workbook restore`` and ``workbook
+serve-offline``: the data, the notebooks and the offline model, for the room."""
 
 from __future__ import annotations
 
@@ -13,13 +13,22 @@ from helpers.course.cli.exits import EXIT_OK, usage_error
 
 
 def add_command(sub: Any, name: str, help: str) -> None:
-    """Add ``build-data``, ``restore`` or ``serve-offline`` (``name``), with its handler."""
+    """Add ``build-data``, ``copy-notebooks``, ``restore`` or ``serve-offline`` (``name``),
+    with its handler."""
     parser = sub.add_parser(name, help=help)
     if name == "build-data":
         parser.add_argument(
             "--force", action="store_true", help="build even when the data is current"
         )
         parser.set_defaults(handler=build_data)
+    elif name == "copy-notebooks":
+        parser.add_argument(
+            "folder", nargs="?", default="workbook", help="where (default ./workbook)"
+        )
+        parser.add_argument(
+            "--solutions", action="store_true", help="the solution notebooks too (instructors)"
+        )
+        parser.set_defaults(handler=copy_notebooks)
     elif name == "restore":
         parser.add_argument("notebook", help="its number, e.g. 04")
         parser.set_defaults(handler=restore)
@@ -47,6 +56,21 @@ def build_data(args: argparse.Namespace) -> int:
     rows = ", ".join(f"{table} {n}" for table, n in done.rows.items())
     print(f"built {reference_db_path()} ({done.reason}): {rows} rows")
     print(f"built {pages_dir()}: {done.pages} pages and documents")
+    return EXIT_OK
+
+
+def copy_notebooks(args: argparse.Namespace) -> int:
+    """Copy the attendee notebooks (and ``--solutions``) into a folder of one's own."""
+    from pathlib import Path
+
+    from helpers.course.student_notebooks import copy_notebooks as write_copies
+
+    folder = Path(args.folder)
+    written, kept = write_copies(folder, solutions=args.solutions)
+    print(f"wrote {len(written)} notebooks into {folder}")
+    if kept:
+        print(f"kept {len(kept)} already there (yours): {', '.join(p.name for p in kept)}")
+    print(f"next: cd {folder} && jupyter lab")
     return EXIT_OK
 
 
