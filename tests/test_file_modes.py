@@ -140,7 +140,7 @@ def test_a_dotenv_readable_by_others_is_warned_about_once(
     assert str(shared) in message and "0644" in message and "chmod 600" in message
     assert "\n" not in message
     # configured_secrets reads the project's .env too, and warns the same way
-    monkeypatch.setattr(redaction, "PROJECT_ROOT", tmp_path / "project")
+    monkeypatch.setattr(redaction, "workspace_dir", lambda: tmp_path / "project")
     _env_file(tmp_path / "project", 0o640)
     with pytest.warns(EnvFileWarning, match="0640"):
         redaction.configured_secrets()
@@ -149,7 +149,7 @@ def test_a_dotenv_readable_by_others_is_warned_about_once(
 def test_a_private_dotenv_is_no_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBOOK_FILE_MODES_TEST", "1")
     private = _env_file(tmp_path / "private", 0o600)
-    monkeypatch.setattr(redaction, "PROJECT_ROOT", private.parent)
+    monkeypatch.setattr(redaction, "workspace_dir", lambda: private.parent)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_env(private)

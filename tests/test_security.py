@@ -145,7 +145,7 @@ def test_a_planted_key_reaches_no_sink(tmp_path, monkeypatch, store) -> None:
 
     secret = "sk-dotenv-PLANTED-0123456789abcdef"
     (tmp_path / ".env").write_text(f"SOME_SERVICE_API_KEY={secret}\n")
-    monkeypatch.setattr(redaction, "PROJECT_ROOT", tmp_path)
+    monkeypatch.setattr(redaction, "workspace_dir", lambda: tmp_path)
     monkeypatch.delenv("SOME_SERVICE_API_KEY", raising=False)
 
     def environment_page() -> str:

@@ -43,6 +43,7 @@ from rich.table import Table
 from sqlalchemy import insert
 
 from helpers.context.policies import BoxPolicy
+from helpers.course.room_simulation import room_markdown
 from helpers.course.setup_timing import setup_markdown, time_lab_start
 from helpers.escaping import for_rich
 from helpers.evaluation.runs import policy_for
@@ -302,6 +303,8 @@ def bench_cli(repeat: int) -> dict[str, float]:
 
 #: ``workbook compare``'s goal, in CPU seconds (user + system) on the bench's machine.
 COMPARE_GOAL_CPU_S = 60.0
+#: Attendees of the room simulation (``make bench`` with PostgreSQL).
+ROOM_ATTENDEES = 8
 
 
 def bench_compare() -> dict[str, float]:
@@ -356,6 +359,10 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     results["notebooks_s"] = bench_notebooks()
     results["tokens"] = bench_tokens(ToolOutputStore(f"sqlite:///{folder / 'tokens.sqlite'}"))
     results["lab_start"] = time_lab_start()
+    if os.environ.get("WORKBOOK_BENCH_PG_URL"):  # make bench starts a throwaway PostgreSQL
+        from helpers.course.room_simulation import simulate_room
+
+        results["room"] = simulate_room(os.environ["WORKBOOK_BENCH_PG_URL"], ROOM_ATTENDEES)
     return results
 
 
@@ -510,6 +517,7 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
         "store": "\n".join(rows),
         "speed": "\n".join(speed),
         "setup": setup_markdown(results["lab_start"], m),
+        **({"room": room_markdown(results["room"], m)} if "room" in results else {}),
     }
 
 

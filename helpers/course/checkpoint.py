@@ -280,6 +280,13 @@ def counterexample(prop: Property[T]) -> tuple[T, tuple[str, str, str]] | None:
     return case, verdict
 
 
+def _record(notebook: str, todo: int, *, passed: bool) -> None:
+    """Record the run in the attendee's store, for the room's progress (:mod:`helpers.course.room`)."""
+    from helpers.course.room import record_checkpoint
+
+    record_checkpoint(notebook, todo, passed=passed)
+
+
 @dataclass
 class Checkpoint:
     """The hard-stop checkpoint of one TODO.
@@ -329,7 +336,9 @@ class Checkpoint:
                 trace=trace,
                 hint=f"hint({self.notebook!r}, {self.todo})",
             )
+            _record(self.notebook, self.todo, passed=False)
             raise CheckpointFailed(_last_failure) from None
+        _record(self.notebook, self.todo, passed=True)
         inputs = sum(p.examples for p in self.properties)
         line = (
             f"✅ TODO {self.todo} passed — {len(self.properties)} "

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     DateTime,
     Engine,
     ForeignKey,
@@ -165,6 +167,19 @@ class ThreadMessage(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class CheckpointResult(Base):
+    """One run of a hard-stop checkpoint: who ran it (``attendee``), which TODO, passed or not."""
+
+    __tablename__ = "checkpoint_results"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    attendee: Mapped[str] = mapped_column(Text)
+    notebook: Mapped[str] = mapped_column(String(8))
+    todo: Mapped[int] = mapped_column(Integer)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
 @dataclass(frozen=True)
 class StoredOutput:
     """A row of ``tool_outputs`` as plain data. ``content`` is ``None`` when not loaded."""
@@ -239,6 +254,30 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     return engine
 
 
+#: ``search_path`` in a PostgreSQL URL's ``options`` (``?options=-csearch_path=attendee_ann``).
+_SEARCH_PATH_RE = re.compile(r"(?:^|\s)-c\s*search_path=([a-z_][a-z0-9_]{0,62})(?:\s|$)")
+
+
+def ensure_own_schema(engine: Engine) -> str | None:
+    """For a PostgreSQL URL whose ``options`` set ``search_path`` to one schema (a room
+    attendee's store, :mod:`helpers.course.room`), create that schema if missing, so the tables
+    are made in it; returns its name (``None``: no such option, or not PostgreSQL).
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the schema cannot be created (no CREATE privilege).
+    """
+    if engine.url.get_backend_name() != "postgresql":
+        return None
+    match = _SEARCH_PATH_RE.search(str(engine.url.query.get("options") or ""))
+    if match is None:
+        return None
+    from sqlalchemy import text
+
+    with engine.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{match[1]}"'))
+    return match[1]
+
+
 def sqlite_file(url: str) -> Path | None:
     """The database file a SQLite URL names (relative to the working folder as SQLite resolves
     it), or ``None`` for another database, an in-memory one, a ``file:`` URI
@@ -308,6 +347,7 @@ class ToolOutputStore:
         if db_file is not None:
             _private_sqlite_files(db_file, create=True)
         self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
+        ensure_own_schema(self.engine)
         # Alembic: create the tables, or upgrade a database from an earlier version
         self.migrated = migrate(self.engine, Base.metadata)
         if db_file is not None:
@@ -749,6 +789,46 @@ class ToolOutputStore:
                     select(Thread.thread_id).order_by(Thread.created_at.desc()).limit(limit)
                 ).all()
             )
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def log_checkpoint(self, attendee: str, notebook: str, todo: int, *, passed: bool) -> None:
+        """Record one checkpoint run of ``attendee`` (any text) on TODO ``todo`` of notebook
+        ``notebook`` (``"04"``)."""
+        with self._sessions.begin() as session:
+            session.add(
+                CheckpointResult(
+                    attendee=attendee,
+                    notebook=notebook,
+                    todo=todo,
+                    passed=passed,
+                    created_at=_now(),
+                )
+            )
+
+    def checkpoint_progress(self) -> dict[str, dict[str, Any]]:
+        """Per attendee: ``passed`` (the ``"NN.T"`` TODOs whose checkpoint passed at least
+        once, sorted), ``runs`` (checkpoint runs in all) and ``last`` (the newest run's time)."""
+        progress: dict[str, dict[str, Any]] = {}
+        with self._sessions() as session:
+            rows = session.execute(
+                select(
+                    CheckpointResult.attendee,
+                    CheckpointResult.notebook,
+                    CheckpointResult.todo,
+                    CheckpointResult.passed,
+                    CheckpointResult.created_at,
+                ).order_by(CheckpointResult.id)
+            )
+            for attendee, notebook, todo, passed, at in rows:
+                entry = progress.setdefault(attendee, {"passed": set(), "runs": 0, "last": None})
+                entry["runs"] += 1
+                entry["last"] = _as_utc(at)
+                if passed:
+                    entry["passed"].add(f"{notebook}.{todo}")
+        for entry in progress.values():
+            entry["passed"] = sorted(entry["passed"])
+        return progress
 
 
 def _now() -> datetime:

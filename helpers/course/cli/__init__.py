@@ -122,6 +122,15 @@ COMMANDS: dict[str, Command] = {
             "workbook models --json",
         ),
     ),
+    "room": Command(
+        "helpers.course.cli.room",
+        "a room on one PostgreSQL database: an attendee's store URL, the room's progress",
+        (
+            "workbook room url alice --room-url postgresql+psycopg://room@db/workbook",
+            "workbook room progress                         # the room of $WORKBOOK_ROOM_URL",
+            "workbook room progress --json",
+        ),
+    ),
     "completion": Command(
         "helpers.course.cli.completion",
         "print a tab-completion script for bash, zsh, tcsh, fish or PowerShell",

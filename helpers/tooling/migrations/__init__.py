@@ -2,7 +2,8 @@
 
 The history is linear: ``0001`` is the first release's schema (one ``tool_outputs`` table),
 ``0002`` brings it to the schema of the first Alembic release (chunked values, provider call
-ids, thread keys, threads and their messages), ``0003`` adds each output's size in bytes. :func:`migrate` runs on every store open:
+ids, thread keys, threads and their messages), ``0003`` adds each output's size in bytes,
+``0004`` the checkpoint results. :func:`migrate` runs on every store open:
 
 - a database with no tables is created at the current schema (``create_all``) and stamped head;
 - a database from before migrations (tables, no ``alembic_version``) is stamped ``0001`` and
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # Alembic is imported only when a database is not at HEAD (it
     from alembic.script import ScriptDirectory
 
 #: The revision of the current schema (the last file in ``versions/``).
-HEAD = "0003"
+HEAD = "0004"
 #: The revision a database from before migrations is taken to be at.
 FIRST_RELEASE = "0001"
 FOLDER = Path(__file__).parent
