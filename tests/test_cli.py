@@ -298,6 +298,7 @@ def test_a_piped_prompt_and_continue_the_last_thread(tmp_path) -> None:
     assert both.returncode == 2 and "leave out --thread" in both.stderr
     empty = workbook("ask", "-c", "x", "--db", f"sqlite:///{tmp_path / 'empty.sqlite'}")
     assert empty.returncode == 2 and "no thread to continue" in empty.stderr
+    assert not (tmp_path / "empty.sqlite").exists()  # refused before a store is made
     nothing = workbook("ask", "--db", db, stdin="")
     assert nothing.returncode == 2 and "no prompt" in nothing.stderr
 
@@ -543,3 +544,21 @@ def test_outputs_show_raw_writes_the_stored_characters_and_nothing_else(tmp_path
     assert "call_x" in raw.stderr.decode() and "characters 0-10" in raw.stderr.decode()
     shown = workbook("outputs", "show", "call_x", "--db", db)
     assert "\x1b" not in shown.stdout and "call_x" in shown.stdout  # escaped on a terminal
+
+
+def test_a_prompt_or_an_ask_option_first_means_ask(tmp_path) -> None:
+    """simonw/llm's habit: ``workbook "PROMPT"`` and ``workbook -c "PROMPT"`` are ``workbook ask``;
+    a single unknown word is a mistyped command, reported, never sent to a model."""
+    from helpers.course.cli import with_default_command
+
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    first = json.loads(workbook(SQL, "--db", db, "--json").stdout)
+    assert first["status"] == "ok" and first["tool_calls"][0]["name"] == "run_sql"
+    again = json.loads(workbook("-c", "Thanks!", "--db", db, "--json").stdout)
+    assert again["thread_id"] == first["thread_id"]
+    typo = workbook("compre")
+    assert typo.returncode == 2 and "invalid choice: 'compre'" in typo.stderr
+    assert with_default_command(["--version"]) == ["--version"]
+    assert with_default_command(["outputs", "list"]) == ["outputs", "list"]
+    assert with_default_command(["-", "--json"]) == ["ask", "-", "--json"]
+    assert "short for workbook ask" in " ".join(workbook("--help").stdout.split())

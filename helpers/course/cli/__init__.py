@@ -181,7 +181,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     (what ``workbook --help`` needs)."""
     parser = Parser(
         prog="workbook",
-        description="Context Relay Workbook: run agent turns, compare strategies, see the store.",
+        description="Context Relay Workbook: run agent turns, compare strategies, see the store. "
+        'workbook "PROMPT" and workbook -c "PROMPT" are short for workbook ask.',
         epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer. "
         "Environment: WORKBOOK_PROFILE (the model), WORKBOOK_DB_URL (the store), "
         "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
@@ -207,6 +208,23 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+#: What stays a top-level option rather than the start of an ``ask``.
+_TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
+
+
+def with_default_command(words: Sequence[str]) -> list[str]:
+    """simonw/llm's habit: a prompt (a first word holding a space) or an ``ask`` option first
+    (``workbook -c "and then?"``, ``workbook - < prompt.txt``) means ``workbook ask …``. A single
+    word that is no command stays as it is, so a mistyped command is reported, never sent to a
+    model as a prompt."""
+    words = list(words)
+    if not words or words[0] in COMMANDS or words[0] in _TOP_LEVEL_OPTIONS:
+        return words
+    if words[0].startswith("-") or " " in words[0].strip():
+        return ["ask", *words]
+    return words
+
+
 def _chosen(argv: Sequence[str]) -> str:
     """The command ``argv`` names (its first word that is not an option), or ``""``."""
     return next((word for word in argv if not word.startswith("-")), "")
@@ -226,7 +244,7 @@ def _quiet_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``workbook`` console script; returns the exit code."""
-    words = sys.argv[1:] if argv is None else list(argv)
+    words = with_default_command(sys.argv[1:] if argv is None else argv)
     Parser.json_errors = "--json" in words
     try:
         args = build_parser(only=_chosen(words)).parse_args(words)

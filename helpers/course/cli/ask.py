@@ -159,6 +159,11 @@ def _store_and_thread(
 ) -> tuple[ToolOutputStore, str, list[dict[str, Any]]] | int:
     """The store, the thread to run in (``--thread``, ``-c``: the last one, or a new one) and
     its history; or, for bad usage, the exit code (the store closed again)."""
+    from helpers.tooling.store import default_db_url, sqlite_file
+
+    db_file = sqlite_file(args.db or default_db_url())
+    if args.continue_last and db_file is not None and not db_file.exists():
+        return usage_error(args, f"no thread to continue: {db_file} holds no store yet")
     try:
         store = open_store(args.db)
     except ValueError as exc:
