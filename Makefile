@@ -111,6 +111,11 @@ strip: $(DEV_STAMP)
 student: $(DEV_STAMP)
 	$(BIN)/python -m helpers.course.student_notebooks
 
+# the course's solution notebooks (NN_title.ipynb: not a scratch copy such as 05_…-Copy1.ipynb),
+# the same list as helpers.course.student_notebooks.solution_notebooks
+COURSE_SOLUTIONS = $(shell find solutions -maxdepth 1 -regextype posix-extended \
+	-regex 'solutions/[0-9]{2}_[A-Za-z0-9_]+\.ipynb' | sort)
+
 # pytest workers: one per core (TEST_WORKERS=0 runs in this process, e.g. to use a debugger)
 TEST_WORKERS ?= auto
 
@@ -118,7 +123,7 @@ TEST_WORKERS ?= auto
 # core, a whole file per worker (a notebook's cells run in order in one kernel)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(wildcard solutions/[0-9][0-9]_*.ipynb) \
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
 		--ignore=tests/e2e \
 		--nbval-lax --nbval-current-env -n $(TEST_WORKERS) --dist loadfile
 

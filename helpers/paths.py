@@ -31,6 +31,11 @@ BUNDLED_COURSE_DIR: Path = _PACKAGE_DIR / "_course"
 INSTALLED: bool = BUNDLED_COURSE_DIR.is_dir()
 #: The root of the course files: the checkout, or the files bundled in the installed wheel.
 PROJECT_ROOT: Path = BUNDLED_COURSE_DIR if INSTALLED else _PACKAGE_DIR.parent
+#: The folder holding the ``helpers`` package (what a fresh interpreter needs on ``sys.path``).
+PACKAGE_PARENT: Path = _PACKAGE_DIR.parent
+#: The file ``workbook copy-notebooks`` leaves in a folder of one's own (an installed wheel):
+#: that folder, and every folder under it, uses its ``.env`` and ``var/``.
+WORKSPACE_MARKER = ".workbook-workspace"
 DATA_DIR: Path = PROJECT_ROOT / "data"
 CASES_DIR: Path = DATA_DIR / "cases"
 
@@ -102,8 +107,13 @@ def private_file(path: Path) -> Path:
 
 def workspace_dir() -> Path:
     """The user's own folder, where ``.env`` is read and ``var/`` made: the checkout's root, or,
-    for an installed wheel, the current folder (the one holding the copied notebooks)."""
-    return Path.cwd() if INSTALLED else PROJECT_ROOT
+    for an installed wheel, the nearest folder at or above the current one holding
+    :data:`WORKSPACE_MARKER` (where ``workbook copy-notebooks`` put the notebooks; its
+    ``solutions/`` share it), else the current folder."""
+    if not INSTALLED:
+        return PROJECT_ROOT
+    here = Path.cwd()
+    return next((p for p in (here, *here.parents) if (p / WORKSPACE_MARKER).is_file()), here)
 
 
 def var_dir() -> Path:

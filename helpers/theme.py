@@ -4,7 +4,9 @@ A colour written into a view is one of two things:
 
 - a JupyterLab theme variable (``var(--jp-…)``, defined by each theme: the light theme's in
   jupyterlab/jupyterlab ``packages/theme-light-extension/style/variables.css``, the dark theme's
-  beside it), with the light theme's value as the fallback for a page outside JupyterLab;
+  beside it), whose fallback, for a page outside JupyterLab (VS Code's notebooks define no
+  ``--jp-`` variables: microsoft/vscode-jupyter#7161), never fixes a colour: text falls back to
+  ``inherit`` (the host's own text colour), a border or a surface to translucent grey;
 - a translucent *tint* laid over whatever background the theme has, so the text on it keeps the
   theme's own text colour (near black on white, white on near black). A role or a badge is told
   apart by the tint's hue; its text never depends on it.
@@ -17,14 +19,14 @@ The e2e test measures the contrast of the message view in the light and dark the
 
 from __future__ import annotations
 
-#: The theme's main text colour.
-TEXT = "var(--jp-content-font-color1, rgba(0, 0, 0, 0.87))"
-#: Secondary text (labels), on the theme's own background only.
-MUTED = "var(--jp-content-font-color2, rgba(0, 0, 0, 0.54))"
+#: The theme's main text colour (elsewhere: the host's).
+TEXT = "var(--jp-content-font-color1, inherit)"
+#: Secondary text (labels), on the theme's own background only (elsewhere: the host's).
+MUTED = "var(--jp-content-font-color2, inherit)"
 #: Lines between cells and around cards.
-BORDER = "var(--jp-border-color2, #e0e0e0)"
-#: A surface one step off the page (the system message's row).
-SURFACE_ALT = "var(--jp-layout-color2, #eeeeee)"
+BORDER = "var(--jp-border-color2, rgba(128, 128, 128, 0.35))"
+#: A surface one step off the page (the system message's row): a grey tint over any background.
+SURFACE_ALT = "rgba(128, 128, 128, 0.16)"
 #: WCAG 2.x's minimum contrast ratio for normal text (success criterion 1.4.3, level AA).
 MIN_CONTRAST = 4.5
 

@@ -467,8 +467,8 @@ def _bash_completions(script: Path, words: list[str], env: dict[str, str]) -> li
 
 def test_completion_offers_commands_options_choices_profiles_and_threads(tmp_path) -> None:
     """workbook completion bash, sourced in a real bash and asked as TAB asks: commands,
-    options, a choice's values, and what is on this machine (profiles, threads in the store,
-    notebook numbers)."""
+    options, a choice's values, and what is on this machine (profiles, notebook numbers); text
+    from a store or .env never reaches the shell as code."""
     from helpers.context.strategies import strategy_names
     from helpers.course.student_notebooks import solution_notebooks
 
@@ -491,8 +491,12 @@ def test_completion_offers_commands_options_choices_profiles_and_threads(tmp_pat
     assert _bash_completions(script, ["workbook", "ask", "--pro"], env) == ["--profile"]
     assert _bash_completions(script, ["workbook", "ask", "-s", ""], env) == sorted(strategy_names())
     assert "offline" in _bash_completions(script, ["workbook", "ask", "-p", ""], env)
-    threads = _bash_completions(script, ["workbook", "outputs", "list", "--thread", ""], env)
-    assert threads == [thread]
+    # thread ids are any text: never completed, never handed to the shell
+    assert _bash_completions(script, ["workbook", "outputs", "list", "--thread", ""], env) == []
+    assert thread not in script.read_text(encoding="utf-8")
+    hostile = {**env, "EVIL_$(touch PWNED)_PROVIDER": "local", "EVIL_$(touch PWNED)_BASE_URL": "x"}
+    assert "offline" in _bash_completions(script, ["workbook", "ask", "-p", ""], hostile)
+    assert not (Path.cwd() / "PWNED").exists()
     notebooks = _bash_completions(script, ["workbook", "restore", "0"], env)
     assert notebooks == [p.name[:2] for p in solution_notebooks()]
     for shell in ("zsh", "fish", "tcsh", "powershell"):

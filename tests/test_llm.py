@@ -174,3 +174,19 @@ def test_a_profile_without_a_default_names_its_model_setting_once() -> None:
         resolve_model("openrouter", env={"OPENROUTER_API_KEY": "sk-or-x"})
     assert "set OPENROUTER_MODEL in .env" in str(error.value)
     assert "OPENROUTER_MODEL or OPENROUTER_MODEL" not in str(error.value)
+
+
+def test_describe_never_shows_a_secret_in_a_base_url() -> None:
+    """A base URL may carry a user, a password or a key in its query: the line every run and
+    notebook 00 print shows scheme, host, port and path only."""
+    from helpers.models.llm import resolve_model
+
+    env = {
+        "MINE_BASE_URL": "https://alice:hunter2secretpw@llm.example:8443/v1?api-key=SEKRETKEY123456",
+        "MINE_API_KEY": "sk-mine-0123456789",
+        "MINE_MODEL": "m",
+    }
+    shown = resolve_model("mine", env=env).describe()
+    assert "https://llm.example:8443/v1" in shown
+    for secret in ("alice", "hunter2", "SEKRETKEY", "sk-mine"):
+        assert secret not in shown, shown

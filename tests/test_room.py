@@ -1,16 +1,16 @@
-"""A room on one PostgreSQL database: each attendee's store in a schema of its own (the same
-thread id is two threads; one attendee's reference means nothing in another's store), every
-checkpoint run recorded, the instructor's view of the room, the hub's configuration, and a
-simulated room of attendees at once. The PostgreSQL tests run under ``make test-pg``."""
+"""A room on one PostgreSQL database: each attendee a role owning a schema of its own (the same
+thread id is two threads; another attendee's tables cannot even be read), every checkpoint run
+recorded, the instructor's read-only view of the room, the hub's configuration, and a simulated
+room of attendees at once. The PostgreSQL tests run under ``make test-pg``."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
+import typing
 import uuid
 from pathlib import Path
 
@@ -20,10 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.course.room import (
-    MAX_IDENTIFIER_BYTES,
-    SCHEMA_PREFIX,
-    attendee_db_url,
+    SCHEMA_RE,
     attendee_schema,
+    provision_attendee,
     record_checkpoint,
     room_progress,
 )
@@ -45,39 +44,54 @@ def _hub_config():
 
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(st.text(min_size=1, max_size=120))
-def test_an_attendees_schema_is_a_safe_identifier_and_the_hub_agrees(name: str) -> None:
-    schema = attendee_schema(name)
-    assert schema.startswith(SCHEMA_PREFIX) and re.fullmatch(r"[a-z_][a-z0-9_]*", schema)
-    assert len(schema.encode()) <= MAX_IDENTIFIER_BYTES
-    assert _hub_config().attendee_schema(name) == schema  # written out twice, equal
+def test_an_attendees_role_is_a_safe_identifier(name: str) -> None:
+    role = attendee_schema(name)
+    assert SCHEMA_RE.match(role) and len(role.encode()) <= 63  # PostgreSQL's NAMEDATALEN - 1
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(st.text(min_size=1, max_size=40), st.text(min_size=1, max_size=40))
-def test_two_names_never_share_a_schema(first: str, second: str) -> None:
+def test_two_names_never_share_a_role(first: str, second: str) -> None:
     if first != second:
         assert attendee_schema(first) != attendee_schema(second)
 
 
-def test_the_hub_gives_each_attendee_their_own_url(monkeypatch) -> None:
-    hub = _hub_config()
-    room = "postgresql+psycopg://room@db.example:5432/workbook?sslmode=require"
-    monkeypatch.setenv("WORKBOOK_ROOM_URL", room)
-
-    class Spawner:
-        class user:
-            name = "Ann.Lee"
-
-    given_url = hub.workbook_environment(Spawner)
-    assert given_url.replace("%3D", "=").endswith(f"search_path={attendee_schema('Ann.Lee')}")
-    assert "sslmode=require" in given_url
-    from sqlalchemy.engine import make_url
-
-    assert make_url(given_url).query == make_url(attendee_db_url(room, "Ann.Lee")).query
-    with pytest.raises(ValueError, match="PostgreSQL"):
-        attendee_db_url("sqlite:///x.sqlite", "ann")
+def test_a_chosen_name_cannot_land_on_anothers_role() -> None:
+    ann = attendee_schema("ann.lee")
+    assert attendee_schema(ann.removeprefix("attendee_")) != ann
     with pytest.raises(ValueError, match="name"):
         attendee_schema("")
+    with pytest.raises(ValueError, match="PostgreSQL"):
+        provision_attendee("sqlite:///x.sqlite", "ann")
+
+
+def test_the_hub_gives_each_server_what_workbook_room_url_prints(tmp_path, monkeypatch) -> None:
+    hub = _hub_config()
+    fake = tmp_path / "workbook"
+    fake.write_text(
+        '#!/bin/sh\necho "postgresql+psycopg://x:pw@h/db?name=$3&room=$WORKBOOK_ROOM_URL"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("WORKBOOK_ROOM_URL", "postgresql://admin@h/db")
+
+    class Spawner:
+        environment: typing.ClassVar[dict] = {}
+
+        class user:
+            name = "Ann Lee"
+
+    monkeypatch.setattr(
+        hub, "attendee_environment", lambda n: hub.__dict__["_real"](n, cli=str(fake))
+    )
+    hub._real = _hub_config().attendee_environment
+    hub.pre_spawn_hook(Spawner)
+    assert Spawner.environment["WORKBOOK_DB_URL"].endswith(
+        "name=Ann Lee&room=postgresql://admin@h/db"
+    )
+    assert Spawner.environment["WORKBOOK_PROFILE"] == "offline"
+    fake.write_text("#!/bin/sh\necho refused >&2\nexit 2\n")
+    with pytest.raises(RuntimeError, match="refused"):
+        hub._real("ann", cli=str(fake))
 
 
 def test_every_checkpoint_run_is_recorded_for_the_room(tmp_path, monkeypatch) -> None:
@@ -111,18 +125,34 @@ def test_a_store_that_cannot_be_written_never_stops_a_checkpoint(tmp_path, monke
 
 
 @needs_pg
-def test_postgresql_attendees_are_kept_apart_by_schema() -> None:
+def test_postgresql_attendees_are_kept_apart_by_postgresql() -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import ProgrammingError
+
     names = [f"ann-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"]
-    stores = {n: ToolOutputStore(attendee_db_url(PG, n)) for n in names}
+    urls = {n: provision_attendee(PG, n) for n in names}
+    stores = {n: ToolOutputStore(u) for n, u in urls.items()}
     rows = {n: s.log_tool("demo", "call_1", "x", {}, f"{n}'s output") for n, s in stores.items()}
-    for store in stores.values():
-        store.ensure_thread("demo")
     for name, store in stores.items():
+        store.ensure_thread("demo")
         other = next(n for n in names if n != name)
         assert store.get("demo", "call_1", with_content=True).content == f"{name}'s output"
         assert store.get_by_ref(rows[other].ref_id) is None  # another's reference: unknown
         assert store.list_threads() == ["demo"] and store.count() == 1
         store.log_checkpoint(name, "04", 1, passed=True)
+        engine = create_engine(urls[name])
+        for sql in (
+            f'SELECT content FROM "{attendee_schema(other)}".tool_outputs',
+            f'DROP SCHEMA "{attendee_schema(other)}" CASCADE',
+        ):
+            with (
+                pytest.raises(ProgrammingError, match=r"permission denied|must be owner"),
+                engine.begin() as db,
+            ):
+                db.execute(text(sql))
+        engine.dispose()
+    again = provision_attendee(PG, names[0])  # a new spawn: a new password, the same store
+    assert again != urls[names[0]] and ToolOutputStore(again).count() == 1
     progress = room_progress(PG)
     for name in names:
         room = progress[attendee_schema(name)]
@@ -132,13 +162,37 @@ def test_postgresql_attendees_are_kept_apart_by_schema() -> None:
 
 
 @needs_pg
+def test_postgresql_the_room_is_read_without_a_change() -> None:
+    from sqlalchemy import create_engine, text
+
+    odd = [f"attendee_list_{uuid.uuid4().hex[:6]}", f"attendee_y z{uuid.uuid4().hex[:4]}"]
+    engine = create_engine(PG)
+    with engine.begin() as db:
+        for schema in odd:
+            db.execute(text(f'CREATE SCHEMA "{schema}"'))
+    progress = room_progress(PG)
+    with engine.connect() as db:
+        made = db.execute(
+            text("SELECT count(*) FROM information_schema.tables WHERE table_schema = ANY(:s)"),
+            {"s": odd},
+        ).scalar()
+    engine.dispose()
+    assert made == 0 and not set(odd) & set(progress)
+
+
+@needs_pg
 def test_postgresql_the_room_commands_and_a_simulated_room() -> None:
     env = {**os.environ, "WORKBOOK_ROOM_URL": PG, "NO_COLOR": "1"}
     url = subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", "room", "url", "carol"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
-    assert url.returncode == 0 and "search_path" in url.stdout.replace("%3D", "=")
+    assert url.returncode == 0 and attendee_schema("carol") in url.stdout, url.stderr
+    hub = _hub_config()
+    given = hub.attendee_environment(
+        "dave", room_url=PG, cli=str(Path(sys.executable).parent / "workbook")
+    )
+    assert ToolOutputStore(given["WORKBOOK_DB_URL"]).count() == 0  # a fresh store of dave's own
     from helpers.course.room_simulation import simulate_room
 
     result = simulate_room(PG, attendees=2, notebooks=("03",))

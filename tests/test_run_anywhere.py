@@ -68,6 +68,9 @@ def test_the_wheel_runs_the_notebooks_from_a_folder_of_its_own(tmp_path) -> None
              "--ExecutePreprocessor.timeout=600", "--output-dir", out / folder, *notebooks,
              cwd=room, env=env)  # fmt: skip
     assert len(list((out / "solutions").glob("*.ipynb"))) == 5
+    # the solutions ran in room/solutions and used the workspace's var/, marked by copy-notebooks
+    assert not (room / "solutions" / "var").exists() and (room / "var" / "pages").is_dir()
+    assert (room / ".env.example").is_file()
     assert "offline reference model" in (out / "attendee" / "00_setup.ipynb").read_text("utf-8")
     assert not (ROOT / "helpers" / "_course").exists()  # the checkout was never the course root
     kept = _run(venv / "bin" / "workbook", "copy-notebooks", ".", cwd=room, env=env)

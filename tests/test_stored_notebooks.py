@@ -95,3 +95,13 @@ def test_a_solution_an_instructor_ran_gives_the_same_student_notebook(tmp_path) 
     ran_path = tmp_path / SOLUTION.name
     nbformat.write(notebook, ran_path)
     assert student_text(ran_path) == student_text(SOLUTION)
+
+
+def test_a_git_that_fails_is_an_error_never_the_working_file(room_copy) -> None:
+    """When git cannot say what it stores (here a damaged index; on a shared machine, "dubious
+    ownership"), the check says so instead of reading the attendee's working file."""
+    (room_copy / ".git" / "index").write_bytes(b"DIRC garbage")
+    mine = room_copy / "notebooks" / SOLUTION.name
+    mine.write_text(_run_notebook_text(), encoding="utf-8")
+    with pytest.raises(RuntimeError, match="git cannot show"):
+        stored_text(mine, room_copy)

@@ -1,16 +1,18 @@
 """A room: thirty attendees on one server (a JupyterHub), one PostgreSQL database for all.
 
-Each attendee's store is a PostgreSQL *schema* of its own in the room's database
-(:func:`attendee_db_url`: the room's URL with ``search_path`` set to ``attendee_<name>``), so
-their threads, outputs and references are kept apart by PostgreSQL itself: the same thread id in
-two schemas is two threads, and no query of one attendee's kernel can name another's rows. The
-hub gives each attendee's server that URL as ``WORKBOOK_DB_URL``
-(``deploy/jupyterhub_config.d/workbook.py``).
+Each attendee gets a PostgreSQL *role* of their own, owning a *schema* of the same name in the
+room's database (:func:`provision_attendee`): their store lives there (the URL puts it first on
+``search_path``), and PostgreSQL itself keeps attendees apart, because a role has no privilege on
+a schema it does not own: another attendee's tables cannot be read, changed or dropped, whatever
+SQL their kernel sends. The hub runs ``workbook room url NAME`` (with the room's admin URL) before
+it starts each attendee's server and gives the printed URL to that server as ``WORKBOOK_DB_URL``
+(``deploy/jupyterhub_config.d/workbook.py``); the admin role is made a member of every attendee
+role, so the instructor reads the whole room.
 
 Every checkpoint run is recorded in the attendee's store (:func:`record_checkpoint`, called by
 :meth:`helpers.course.checkpoint.Checkpoint.run`), and :func:`room_progress` reads every
-attendee schema of the room for the instructor (``workbook room progress``): which TODOs each
-attendee has passed.
+attendee schema of the room for the instructor (``workbook room progress``), without changing
+anything: which TODOs each attendee has passed.
 """
 
 from __future__ import annotations
@@ -19,15 +21,23 @@ import getpass
 import hashlib
 import os
 import re
+import secrets
 import warnings
 from typing import Any
 
 from sqlalchemy.engine import make_url
 
-#: The prefix of every attendee's schema in the room's database.
+#: The prefix of every attendee's role and schema in the room's database.
 SCHEMA_PREFIX = "attendee_"
-#: PostgreSQL's longest identifier, in bytes (NAMEDATALEN - 1).
-MAX_IDENTIFIER_BYTES = 63
+#: Hex characters of SHA-256 in every attendee's role and schema name (64 bits: no user name
+#: can be picked to land on another's).
+NAME_HASH_HEX = 16
+#: Characters of the user name kept, readable, before the hash.
+NAME_KEPT_CHARS = 30
+#: An attendee's role and schema name, exactly: what :func:`attendee_schema` makes.
+SCHEMA_RE = re.compile(
+    rf"^{SCHEMA_PREFIX}[a-z0-9_]{{0,{NAME_KEPT_CHARS}}}_[0-9a-f]{{{NAME_HASH_HEX}}}$"
+)
 _UNSAFE = re.compile(r"[^a-z0-9_]")
 _stores: dict[str, Any] = {}
 _warned = False
@@ -39,35 +49,57 @@ def attendee_name() -> str:
 
 
 def attendee_schema(name: str) -> str:
-    """The schema of attendee ``name`` (any text): ``attendee_`` and the name in lower-case
-    letters, digits and ``_``; a name that had to change (or is too long) gets 8 hex characters
-    of its SHA-256 too, so two names never share a schema.
+    """The role and schema of attendee ``name`` (any text): ``attendee_``, the name's first
+    characters in lower-case letters, digits and ``_``, and 16 hex characters of the SHA-256 of
+    the whole name (so two names never share one, however chosen). Matches :data:`SCHEMA_RE`.
 
     Raises:
         ValueError: an empty name.
     """
     if not name:
         raise ValueError("an attendee needs a name")
-    safe = _UNSAFE.sub("_", name.lower())
-    room = MAX_IDENTIFIER_BYTES - len(SCHEMA_PREFIX) - 9
-    if safe != name or len(safe) > room:
-        safe = f"{safe[:room]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-    return SCHEMA_PREFIX + safe
+    kept = _UNSAFE.sub("_", name.lower())[:NAME_KEPT_CHARS]
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:NAME_HASH_HEX]
+    return f"{SCHEMA_PREFIX}{kept}_{digest}"
 
 
-def attendee_db_url(room_url: str, name: str) -> str:
-    """The store URL of attendee ``name`` in the room's PostgreSQL database ``room_url``: its
-    schema first on ``search_path``. The store creates the schema when it first opens
-    (:func:`helpers.tooling.store.ensure_own_schema`).
-
-    Raises:
-        ValueError: ``room_url`` is not a PostgreSQL URL, or an empty name.
-    """
+def _postgresql(room_url: str) -> Any:
     url = make_url(room_url)
     if url.get_backend_name() != "postgresql":
         raise ValueError(f"a room needs a PostgreSQL URL, not {url.get_backend_name()}")
-    query = dict(url.query) | {"options": f"-csearch_path={attendee_schema(name)}"}
-    return url.set(query=query).render_as_string(hide_password=False)
+    return url
+
+
+def provision_attendee(room_url: str, name: str) -> str:
+    """Make (or refresh) attendee ``name``'s role, with a new random password, and the schema
+    it owns, in the room's database; ``room_url`` is the admin's URL (a role allowed to create
+    roles). Returns the attendee's store URL: their role and password, their schema first on
+    ``search_path``.
+
+    Raises:
+        ValueError: ``room_url`` is not a PostgreSQL URL, or an empty name.
+        sqlalchemy.exc.SQLAlchemyError: the admin may not create roles or schemas.
+    """
+    from sqlalchemy import create_engine, text
+
+    url = _postgresql(room_url)
+    role = attendee_schema(name)  # a safe identifier (SCHEMA_RE): quoted below all the same
+    password = secrets.token_urlsafe(24)
+    engine = create_engine(url)
+    try:
+        with engine.begin() as db:
+            exists = db.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role})
+            verb = "ALTER" if exists.first() else "CREATE"
+            db.execute(text(f"{verb} ROLE \"{role}\" LOGIN NOINHERIT PASSWORD '{password}'"))
+            admin = db.execute(text("SELECT current_user")).scalar_one()
+            db.execute(text(f'GRANT "{role}" TO "{admin}"'))  # the instructor reads the room
+            db.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{role}" AUTHORIZATION "{role}"'))
+            db.execute(text(f'ALTER ROLE "{role}" SET search_path = "{role}"'))
+    finally:
+        engine.dispose()
+    query = dict(url.query) | {"options": f"-csearch_path={role}"}
+    own = url.set(username=role, password=password, query=query)
+    return own.render_as_string(hide_password=False)
 
 
 def record_checkpoint(notebook: str, todo: int, *, passed: bool) -> None:
@@ -88,43 +120,50 @@ def record_checkpoint(notebook: str, todo: int, *, passed: bool) -> None:
 
 
 def room_progress(room_url: str) -> dict[str, dict[str, Any]]:
-    """Every attendee of the room's database: ``{schema: {attendee: {passed, runs, last}}}``
-    (:meth:`~helpers.tooling.store.ToolOutputStore.checkpoint_progress` of each schema), plus
-    ``threads`` per schema. Reads only; an attendee who never ran a checkpoint shows with no
-    attendee entry.
+    """Every attendee of the room's database, read with the admin's URL ``room_url``, without
+    changing anything: ``{schema: {"attendees": {attendee: {passed, runs, last}}, "threads":
+    N}}``. Only schemas named as :func:`attendee_schema` names them (:data:`SCHEMA_RE`) and
+    holding the store's tables count; anything else in the database is left alone.
 
     Raises:
         ValueError: ``room_url`` is not a PostgreSQL URL.
+        sqlalchemy.exc.SQLAlchemyError: the database cannot be read.
     """
+    from datetime import UTC
+
     from sqlalchemy import create_engine, text
 
-    from helpers.tooling.store import ToolOutputStore
-
-    if make_url(room_url).get_backend_name() != "postgresql":
-        raise ValueError("a room needs a PostgreSQL URL")
-    engine = create_engine(room_url)
+    engine = create_engine(_postgresql(room_url))
+    progress: dict[str, dict[str, Any]] = {}
     try:
-        with engine.connect() as connection:
-            schemas = connection.execute(
+        with engine.connect() as db:
+            found = db.execute(
                 text(
-                    "SELECT schema_name FROM information_schema.schemata "
-                    "WHERE schema_name LIKE :prefix ORDER BY schema_name"
-                ),
-                {"prefix": SCHEMA_PREFIX.replace("_", r"\_") + "%"},
+                    "SELECT table_schema FROM information_schema.tables "
+                    "WHERE table_name IN ('checkpoint_results', 'threads') "
+                    "GROUP BY table_schema HAVING count(*) = 2 ORDER BY table_schema"
+                )
             ).scalars()
-            schemas = list(schemas)
+            for schema in [s for s in found if SCHEMA_RE.match(s)]:
+                rows = db.execute(
+                    text(
+                        "SELECT attendee, notebook, todo, passed, created_at "
+                        f'FROM "{schema}".checkpoint_results ORDER BY id'
+                    )
+                )
+                attendees: dict[str, dict[str, Any]] = {}
+                for attendee, notebook, todo, passed, at in rows:
+                    entry = attendees.setdefault(
+                        attendee, {"passed": set(), "runs": 0, "last": None}
+                    )
+                    entry["runs"] += 1
+                    entry["last"] = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
+                    if passed:
+                        entry["passed"].add(f"{notebook}.{todo}")
+                for entry in attendees.values():
+                    entry["passed"] = sorted(entry["passed"])
+                threads = db.execute(text(f'SELECT count(*) FROM "{schema}".threads')).scalar()
+                progress[schema] = {"attendees": attendees, "threads": int(threads or 0)}
     finally:
         engine.dispose()
-    progress: dict[str, dict[str, Any]] = {}
-    for schema in schemas:
-        url = make_url(room_url)
-        url = url.set(query=dict(url.query) | {"options": f"-csearch_path={schema}"})
-        store = ToolOutputStore(url.render_as_string(hide_password=False))  # migrated if behind
-        try:
-            progress[schema] = {
-                "attendees": store.checkpoint_progress(),
-                "threads": len(store.list_threads(limit=1_000_000)),
-            }
-        finally:
-            store.close()
     return progress

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.course.room import attendee_db_url, attendee_schema, room_progress
+from helpers.course.room import attendee_schema, provision_attendee, room_progress
 from helpers.course.student_notebooks import solution_notebooks, todo_numbers
 
 #: The notebooks an attendee runs in the simulation.
@@ -71,8 +71,9 @@ def expected_passes(notebooks: tuple[str, ...]) -> list[str]:
 def simulate_room(
     room_url: str, attendees: int = 8, notebooks: tuple[str, ...] = ROOM_NOTEBOOKS
 ) -> dict[str, Any]:
-    """Run ``attendees`` attendees at once against the room's PostgreSQL ``room_url`` (an empty
-    database, or one of an earlier simulation: each run uses names of its own).
+    """Run ``attendees`` attendees at once against the room's PostgreSQL ``room_url`` (the
+    admin's URL; each attendee gets a role and a schema of its own, as on the hub; a database of
+    an earlier simulation is fine: each run uses names of its own).
 
     Returns:
         ``attendees`` (name → ``{"seconds": {notebook: s}, "total_s": s}``), ``wall_s``,
@@ -92,7 +93,7 @@ def simulate_room(
             var.mkdir()
             env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
             env |= {
-                "WORKBOOK_DB_URL": attendee_db_url(room_url, name),
+                "WORKBOOK_DB_URL": provision_attendee(room_url, name),
                 "JUPYTERHUB_USER": name,
                 "WORKBOOK_VAR_DIR": str(var),
                 "WORKBOOK_PROFILE": "offline",
@@ -146,7 +147,7 @@ def room_markdown(result: dict[str, Any], machine: dict[str, Any]) -> str:
     totals = sorted(a["total_s"] for a in result["attendees"].values())
     median = totals[len(totals) // 2]
     verdict = (
-        "no cross-talk: each schema held its own attendee's checkpoint runs only, every "
+        "no cross-talk: each attendee's own role and schema held that attendee's checkpoint runs only, every "
         "attendee passed the same TODOs and holds the same number of threads"
         if not result["cross_talk"]
         else f"**cross-talk**: {'; '.join(result['cross_talk'])}"
@@ -154,10 +155,10 @@ def room_markdown(result: dict[str, Any], machine: dict[str, Any]) -> str:
     return (
         f"{len(totals)} attendees at once, each running notebooks "
         f"{', '.join(ROOM_NOTEBOOKS)} (solutions, offline) in a kernel of its own against one "
-        f"PostgreSQL database, a schema each: {result['wall_s']:.0f} s for the room; per "
+        f"PostgreSQL database, a role and a schema each: {result['wall_s']:.0f} s for the room; per "
         f"attendee {totals[0]:.0f} s at best, {median:.0f} s median, {totals[-1]:.0f} s at "
         f"worst, on {machine['cpu']} ({machine['cores']} cores; every attendee shares them). "
-        f"{verdict.capitalize() if not result['cross_talk'] else verdict}."
+        f"{verdict[0].upper()}{verdict[1:]}."
     )
 
 

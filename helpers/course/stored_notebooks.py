@@ -32,6 +32,11 @@ def course_notebooks(root: Path = PROJECT_ROOT) -> list[Path]:
     return [path for folder in COURSE_DIRS for path in solution_notebooks(root / folder)]
 
 
+#: What ``git show :path`` says when there is no staged version to read: outside a git
+#: checkout, or a file git does not track. Any other failure is an error, never a fallback.
+_NOT_STAGED = ("not a git repository", "exists on disk, but not in the index", "does not exist")
+
+
 def stored_text(path: Path, root: Path = PROJECT_ROOT) -> str:
     """The text git stores for ``path`` (absolute, under ``root``): the staged version of a
     tracked file, else (untracked, or ``root`` is no git checkout, or git is absent) the file's
@@ -39,6 +44,8 @@ def stored_text(path: Path, root: Path = PROJECT_ROOT) -> str:
 
     Raises:
         FileNotFoundError: the file is neither tracked nor on disk.
+        RuntimeError: git failed for another reason (e.g. "dubious ownership" of a checkout
+            of another user): the check cannot say what git stores, so it says that.
     """
     relative = path.resolve().relative_to(root.resolve()).as_posix()
     try:
@@ -49,9 +56,13 @@ def stored_text(path: Path, root: Path = PROJECT_ROOT) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
-        shown = None
+        shown = None  # no git on this machine
     if shown is not None and shown.returncode == 0:
         return shown.stdout.decode("utf-8")
+    if shown is not None:
+        error = shown.stderr.decode("utf-8", "replace")
+        if not any(reason in error for reason in _NOT_STAGED):
+            raise RuntimeError(f"git cannot show the stored {relative}: {error.strip()[:300]}")
     return path.read_text(encoding="utf-8")
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.paths import INSTALLED, PROJECT_ROOT
+from helpers.paths import INSTALLED, PROJECT_ROOT, WORKSPACE_MARKER, workspace_dir
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
@@ -225,14 +225,16 @@ def student_text(solution_path: Path) -> str:
 
 def attendee_notebooks_dir() -> Path:
     """Where the attendee's notebooks are: ``notebooks/`` of a checkout, or, for an installed
-    wheel, the current folder (where ``workbook copy-notebooks`` put them)."""
-    return Path.cwd() if INSTALLED else NOTEBOOKS_DIR
+    wheel, the workspace (where ``workbook copy-notebooks`` put them)."""
+    return workspace_dir() if INSTALLED else NOTEBOOKS_DIR
 
 
 def copy_notebooks(folder: Path, *, solutions: bool = False) -> tuple[list[Path], list[Path]]:
     """Write the attendee notebooks (generated afresh) into ``folder``, and with ``solutions``
     the solution notebooks into ``folder/solutions``; a notebook already there is the attendee's
-    and is left alone.
+    and is left alone. ``folder`` is marked as the workspace (:data:`helpers.paths.
+    WORKSPACE_MARKER`: its ``.env`` and ``var/`` serve every notebook under it) and gets
+    ``.env.example``.
 
     Returns:
         (the notebooks written, the notebooks kept as they were).
@@ -241,7 +243,12 @@ def copy_notebooks(folder: Path, *, solutions: bool = False) -> tuple[list[Path]
         OSError: ``folder`` cannot be written.
     """
     folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / WORKSPACE_MARKER
+    marker.write_text("The Context Relay Workbook's folder: its .env and var/ are here.\n")
     written, kept = [], []
+    example = PROJECT_ROOT / ".env.example"
+    if example.is_file() and not (folder / ".env.example").exists():
+        (folder / ".env.example").write_text(example.read_text("utf-8"), encoding="utf-8")
     for solution in solution_notebooks():
         targets = [(folder / solution.name, student_text(solution))]
         if solutions:

@@ -106,8 +106,22 @@ class ModelConfig:
         why = f" [{self.chosen_by}]" if self.chosen_by else ""
         if self.offline:
             return f"offline reference model ({self.model}; no network, no key){why}"
-        where = self.base_url or OPENAI_HOST
+        where = endpoint_shown(self.base_url)
         return f"{self.model} via {self.provider} ({where}), profile {self.profile}{why}"
+
+
+def endpoint_shown(url: str | None) -> str:
+    """Where a profile's requests go, safe to print: scheme, host, port and path only (a user
+    name, a password or a query string, where a key may sit, never shown); ``api.openai.com``
+    for the SDK's default."""
+    if not url:
+        return OPENAI_HOST
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+    except ValueError:
+        return "(not a URL)"
 
 
 def load_env(env_file: str | Path | None = None) -> dict[str, str]:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import PROJECT_ROOT
+from helpers.paths import PACKAGE_PARENT
 from helpers.tooling.dataset import ensure_reference_db
 
 #: The most rows run_sql returns (its ``max_rows`` argument may be 1 to this).
@@ -346,7 +346,7 @@ class _SqlWorker:
                 SQL_WORKER_START_TIMEOUT_S seconds (it is killed).
         """
         code = (
-            f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
+            f"import sys; sys.path.insert(0, {str(PACKAGE_PARENT)!r}); "
             "from helpers.tooling.sql_sandbox import _sql_worker_main; _sql_worker_main()"
         )
         self.process = subprocess.Popen(

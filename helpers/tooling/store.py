@@ -274,7 +274,11 @@ def ensure_own_schema(engine: Engine) -> str | None:
     from sqlalchemy import text
 
     with engine.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{match[1]}"'))
+        found = connection.execute(
+            text("SELECT 1 FROM pg_namespace WHERE nspname = :name"), {"name": match[1]}
+        ).first()
+        if found is None:  # CREATE SCHEMA checks the CREATE privilege even when it exists
+            connection.execute(text(f'CREATE SCHEMA "{match[1]}"'))
     return match[1]
 
 

@@ -12,12 +12,15 @@ when nothing answers. Without ``--check`` nothing leaves the machine.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from helpers.course.cli.common import console, output_options, rows_table
 from helpers.course.cli.exits import EXIT_OK, print_json
 from helpers.escaping import for_terminal
 
+#: A profile name ``--names`` prints (tab completion reads it as shell words).
+SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Seconds ``--check`` waits for an endpoint by default.
 CHECK_TIMEOUT_S = 5.0
 
@@ -62,26 +65,11 @@ def _reachable(config: Any, timeout_s: float) -> str:
     return f"reachable ({len(listed.data)} models)"
 
 
-def endpoint_shown(url: str | None) -> str:
-    """Where a profile's requests go, safe to print: scheme, host, port and path only (a
-    password or a query string, where a key may sit, never shown)."""
-    from urllib.parse import urlsplit
-
-    if not url:
-        return "api.openai.com"
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
-    except ValueError:
-        return "(not a URL)"
-
-
 def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
     """One row per configured profile: ``profile``, ``default`` (the one ``ask`` uses without
     ``-p``), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
     ``check``, ``reachable``."""
-    from helpers.models.llm import ConfigError, configured_profiles, resolve_model
+    from helpers.models.llm import ConfigError, configured_profiles, endpoint_shown, resolve_model
     from helpers.redaction import configured_secrets, redact
 
     secrets = configured_secrets()
@@ -114,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if args.names:
         from helpers.models.llm import configured_profiles
 
-        print("\n".join(configured_profiles()))
+        print("\n".join(n for n in configured_profiles() if SAFE_NAME_RE.match(n)))
         return EXIT_OK
     rows = profile_rows(args.check, args.timeout)
     if args.json:

@@ -1,12 +1,14 @@
 """``workbook room``: the room's PostgreSQL database, for the hub and the instructor.
 
-- ``workbook room url NAME``: the store URL of attendee ``NAME`` (their own schema, created if
-  missing); the hub's configuration gives it to their server as ``WORKBOOK_DB_URL``.
+- ``workbook room url NAME``: make (or refresh) attendee ``NAME``'s role and schema, and print
+  their store URL (their role, a new password, their schema); the hub runs it before it starts
+  their server and gives it to the server as ``WORKBOOK_DB_URL``. Needs the admin's URL.
 - ``workbook room progress``: per attendee, the TODOs whose checkpoint passed, how many
   checkpoint runs, the last one, and their threads (a table, tab-separated when piped, or
   ``--json``).
 
-Both read the room's URL from ``--room-url`` or ``WORKBOOK_ROOM_URL`` (a PostgreSQL URL).
+Both read the room's admin URL from ``--room-url`` or ``WORKBOOK_ROOM_URL`` (a PostgreSQL URL
+of a role that may create roles).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def add_command(sub: Any, name: str, help: str) -> None:
     room.set_defaults(handler=run)
     actions = room.add_subparsers(dest="room_command", required=True)
     for action, action_help in (
-        ("url", "the store URL of one attendee (their own schema)"),
+        ("url", "make an attendee's role and schema; print their store URL (a secret)"),
         ("progress", "which checkpoints each attendee has passed"),
     ):
         parser = actions.add_parser(action, help=action_help, parents=[output_options()])
@@ -41,17 +43,22 @@ def add_command(sub: Any, name: str, help: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print an attendee's URL, or the room's progress."""
-    from helpers.course.room import attendee_db_url, room_progress
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from helpers.course.room import provision_attendee, room_progress
 
     if not args.room_url:
         return usage_error(args, "no room: give --room-url or set WORKBOOK_ROOM_URL")
     try:
         if args.room_command == "url":
-            print(attendee_db_url(args.room_url, args.name))
+            print(provision_attendee(args.room_url, args.name))
             return EXIT_OK
         progress = room_progress(args.room_url)
     except ValueError as exc:
         return usage_error(args, str(exc))
+    except SQLAlchemyError as exc:
+        reason = " ".join(str(exc).split("\n")[0].split())[:300]
+        return usage_error(args, f"the room's database refused: {reason}")
     rows = [
         {
             "schema": schema,
