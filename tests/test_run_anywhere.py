@@ -65,7 +65,7 @@ def test_the_wheel_runs_the_notebooks_from_a_folder_of_its_own(tmp_path) -> None
     out = tmp_path / "executed"
     for folder, notebooks in (("solutions", solutions), ("attendee", [room / "00_setup.ipynb"])):
         _run(venv / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
-             "--ExecutePreprocessor.timeout=600", "--output-dir", out / folder, *notebooks,
+             f"--ExecutePreprocessor.timeout={HANG_GUARD_S}", "--output-dir", out / folder, *notebooks,
              cwd=room, env=env)  # fmt: skip
     assert len(list((out / "solutions").glob("*.ipynb"))) == 5
     # the solutions ran in room/solutions and used the workspace's var/, marked by copy-notebooks
