@@ -129,9 +129,9 @@ def room_progress(room_url: str) -> dict[str, dict[str, Any]]:
         ValueError: ``room_url`` is not a PostgreSQL URL.
         sqlalchemy.exc.SQLAlchemyError: the database cannot be read.
     """
-    from datetime import UTC
-
     from sqlalchemy import create_engine, text
+
+    from helpers.tooling.store import checkpoint_summary
 
     engine = create_engine(_postgresql(room_url))
     progress: dict[str, dict[str, Any]] = {}
@@ -151,17 +151,7 @@ def room_progress(room_url: str) -> dict[str, dict[str, Any]]:
                         f'FROM "{schema}".checkpoint_results ORDER BY id'
                     )
                 )
-                attendees: dict[str, dict[str, Any]] = {}
-                for attendee, notebook, todo, passed, at in rows:
-                    entry = attendees.setdefault(
-                        attendee, {"passed": set(), "runs": 0, "last": None}
-                    )
-                    entry["runs"] += 1
-                    entry["last"] = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
-                    if passed:
-                        entry["passed"].add(f"{notebook}.{todo}")
-                for entry in attendees.values():
-                    entry["passed"] = sorted(entry["passed"])
+                attendees = checkpoint_summary(rows)
                 threads = db.execute(text(f'SELECT count(*) FROM "{schema}".threads')).scalar()
                 progress[schema] = {"attendees": attendees, "threads": int(threads or 0)}
     finally:

@@ -37,7 +37,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -813,7 +813,6 @@ class ToolOutputStore:
     def checkpoint_progress(self) -> dict[str, dict[str, Any]]:
         """Per attendee: ``passed`` (the ``"NN.T"`` TODOs whose checkpoint passed at least
         once, sorted), ``runs`` (checkpoint runs in all) and ``last`` (the newest run's time)."""
-        progress: dict[str, dict[str, Any]] = {}
         with self._sessions() as session:
             rows = session.execute(
                 select(
@@ -824,15 +823,23 @@ class ToolOutputStore:
                     CheckpointResult.created_at,
                 ).order_by(CheckpointResult.id)
             )
-            for attendee, notebook, todo, passed, at in rows:
-                entry = progress.setdefault(attendee, {"passed": set(), "runs": 0, "last": None})
-                entry["runs"] += 1
-                entry["last"] = _as_utc(at)
-                if passed:
-                    entry["passed"].add(f"{notebook}.{todo}")
-        for entry in progress.values():
-            entry["passed"] = sorted(entry["passed"])
-        return progress
+            return checkpoint_summary(rows)
+
+
+def checkpoint_summary(rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """``checkpoint_results`` rows ``(attendee, notebook, todo, passed, created_at)``, oldest
+    first, summed up per attendee: ``passed`` (the ``"NN.T"`` TODOs passed at least once,
+    sorted), ``runs`` and ``last`` (the newest run's time, UTC)."""
+    progress: dict[str, dict[str, Any]] = {}
+    for attendee, notebook, todo, passed, at in rows:
+        entry = progress.setdefault(attendee, {"passed": set(), "runs": 0, "last": None})
+        entry["runs"] += 1
+        entry["last"] = _as_utc(at)
+        if passed:
+            entry["passed"].add(f"{notebook}.{todo}")
+    for entry in progress.values():
+        entry["passed"] = sorted(entry["passed"])
+    return progress
 
 
 def _now() -> datetime:
