@@ -191,3 +191,17 @@ def warn_if_env_file_shared(path: Path) -> bool:
         stacklevel=3,
     )
     return True
+
+
+def endpoint_shown(url: str | None) -> str:
+    """Where a profile's requests go, safe to print: scheme, host, port and path only (a user
+    name, a password or a query string, where a key may sit, never shown); ``api.openai.com``
+    for the SDK's default."""
+    if not url:
+        return "api.openai.com"
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+    except ValueError:
+        return "(not a URL)"

@@ -546,6 +546,16 @@ def test_outputs_show_raw_writes_the_stored_characters_and_nothing_else(tmp_path
     )
     assert raw.returncode == 0 and raw.stdout == stored[:10].encode("utf-8")
     assert "call_x" in raw.stderr.decode() and "characters 0-10" in raw.stderr.decode()
+    long_output = "é" * 150_000  # past the 100,000 characters shown on a terminal
+    store = ToolOutputStore(db)
+    store.log_tool("t", "call_long", "yt_transcribe", {}, long_output)
+    store.close()
+    whole = subprocess.run(
+        [*CLI, "outputs", "show", "call_long", "--raw", "--db", db],
+        capture_output=True,
+        timeout=HANG_GUARD_S,
+    )
+    assert whole.returncode == 0 and whole.stdout.decode("utf-8") == long_output  # all of it
     shown = workbook("outputs", "show", "call_x", "--db", db)
     assert "\x1b" not in shown.stdout and "call_x" in shown.stdout  # escaped on a terminal
 

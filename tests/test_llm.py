@@ -190,3 +190,19 @@ def test_describe_never_shows_a_secret_in_a_base_url() -> None:
     assert "https://llm.example:8443/v1" in shown
     for secret in ("alice", "hunter2", "SEKRETKEY", "sk-mine"):
         assert secret not in shown, shown
+
+
+def test_a_bad_base_url_is_refused_without_showing_its_secrets() -> None:
+    import pytest
+
+    from helpers.models.llm import ConfigError, resolve_model
+
+    env = {
+        "EVIL_PROVIDER": "local",
+        "EVIL_MODEL": "m",
+        "EVIL_BASE_URL": "ftp://u:HUNTER2@h/v1?key=K3Y",
+    }
+    with pytest.raises(ConfigError) as refused:
+        resolve_model("evil", env=env)
+    assert "not an http(s) URL" in str(refused.value)
+    assert "HUNTER2" not in str(refused.value) and "K3Y" not in str(refused.value)

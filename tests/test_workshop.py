@@ -193,3 +193,18 @@ def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
         for label, _code in entries:
             assert f"| {notebook} | {todo} | {label} |" in guide, f"the guide lacks {label!r}"
     assert "(run `make guide`)" not in guide
+
+
+def test_restore_in_a_copied_folder_restores_there(tmp_path, monkeypatch) -> None:
+    """From inside a folder workbook copy-notebooks made, restore puts that folder's notebook
+    back, never the checkout's."""
+    from helpers.course.student_notebooks import NOTEBOOKS_DIR, copy_notebooks
+
+    copy_notebooks(tmp_path / "my relay")
+    mine = tmp_path / "my relay" / next(SOLUTIONS_DIR.glob("04_*.ipynb")).name
+    mine.write_text('{"mine": 1}', encoding="utf-8")
+    checkout = (NOTEBOOKS_DIR / mine.name).stat().st_mtime_ns
+    monkeypatch.chdir(tmp_path / "my relay")
+    path, backup = restore("04")
+    assert path == mine and mine.read_text("utf-8") == student_text(SOLUTIONS_DIR / mine.name)
+    assert backup is not None and (NOTEBOOKS_DIR / mine.name).stat().st_mtime_ns == checkout

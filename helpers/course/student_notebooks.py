@@ -224,8 +224,13 @@ def student_text(solution_path: Path) -> str:
 
 
 def attendee_notebooks_dir() -> Path:
-    """Where the attendee's notebooks are: ``notebooks/`` of a checkout, or, for an installed
-    wheel, the workspace (where ``workbook copy-notebooks`` put them)."""
+    """Where the attendee's notebooks are: the folder ``workbook copy-notebooks`` made, when the
+    current folder is in one (:data:`helpers.paths.WORKSPACE_MARKER`), whether the workbook is
+    a checkout or an installed wheel; else ``notebooks/`` of a checkout, or the current folder."""
+    here = Path.cwd()
+    marked = next((p for p in (here, *here.parents) if (p / WORKSPACE_MARKER).is_file()), None)
+    if marked is not None:
+        return marked
     return workspace_dir() if INSTALLED else NOTEBOOKS_DIR
 
 

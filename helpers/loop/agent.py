@@ -78,7 +78,7 @@ from helpers.context.read_back import ResultKind
 from helpers.guards import GuardRefusal
 from helpers.limits import TurnLimits
 from helpers.providers import CALL_HEX, ProviderProfile, profile_of
-from helpers.redaction import configured_secrets, redact
+from helpers.redaction import configured_secrets, endpoint_shown, redact
 from helpers.replies import (
     FIELDS_FROM,
     ProviderError,
@@ -886,6 +886,7 @@ def _ask_model(
     if temperature is not None:
         extra["temperature"] = temperature
     base_url = str(getattr(client, "base_url", "") or "")
+    shown = endpoint_shown(base_url)  # for messages: no user, password or query (a key)
     sent = for_endpoint(messages, base_url, keep=provider_profile.fields_back)
     try:
         raw = client.chat.completions.with_raw_response.create(
@@ -901,16 +902,16 @@ def _ask_model(
                 f"the request is longer than the model's context window: {_detail(exc)}",
                 "context_exceeded",
             ) from None
-        raise _TurnFailed(_status_message(exc, base_url, model)) from None
+        raise _TurnFailed(_status_message(exc, shown, model)) from None
     except openai.APITimeoutError:
         raise _TurnFailed(
-            f"model call failed: APITimeoutError: no answer from {base_url} within the timeout "
+            f"model call failed: APITimeoutError: no answer from {shown} within the timeout "
             "(raise it with --timeout or <PROFILE>_TIMEOUT)"
         ) from None
     except openai.APIConnectionError as exc:
         cause = exc.__cause__ or exc
         raise _TurnFailed(
-            f"model call failed: APIConnectionError: could not reach {base_url} "
+            f"model call failed: APIConnectionError: could not reach {shown} "
             f"({type(cause).__name__}: {cause})"
         ) from None
     except openai.OpenAIError as exc:

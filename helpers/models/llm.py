@@ -50,7 +50,7 @@ from helpers.providers import (
     profile_named,
     remember_profile,
 )
-from helpers.redaction import warn_if_env_file_shared
+from helpers.redaction import endpoint_shown, warn_if_env_file_shared
 from helpers.replies import error_message, is_context_overflow
 
 PROVIDERS = ("openai", "openrouter", "local", "offline")
@@ -110,20 +110,6 @@ class ModelConfig:
         return f"{self.model} via {self.provider} ({where}), profile {self.profile}{why}"
 
 
-def endpoint_shown(url: str | None) -> str:
-    """Where a profile's requests go, safe to print: scheme, host, port and path only (a user
-    name, a password or a query string, where a key may sit, never shown); ``api.openai.com``
-    for the SDK's default."""
-    if not url:
-        return OPENAI_HOST
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
-    except ValueError:
-        return "(not a URL)"
-
-
 def load_env(env_file: str | Path | None = None) -> dict[str, str]:
     """Load ``.env`` (in :func:`helpers.paths.workspace_dir` by default) into the environment, without overriding what is
     already set there, and return the settings. Empty values count as unset.
@@ -156,7 +142,9 @@ def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> floa
 def _check_url(key: str, url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{key}={url!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1")
+        raise ConfigError(
+            f"{key}={endpoint_shown(url)!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1"
+        )
     return url
 
 

@@ -69,8 +69,8 @@ def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
     """One row per configured profile: ``profile``, ``default`` (the one ``ask`` uses without
     ``-p``), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
     ``check``, ``reachable``."""
-    from helpers.models.llm import ConfigError, configured_profiles, endpoint_shown, resolve_model
-    from helpers.redaction import configured_secrets, redact
+    from helpers.models.llm import ConfigError, configured_profiles, resolve_model
+    from helpers.redaction import configured_secrets, endpoint_shown, redact
 
     secrets = configured_secrets()
 

@@ -201,7 +201,10 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
     if isinstance(row, str):
         print(f"workbook: {for_terminal(row)}", file=sys.stderr)
         return 1
-    length = args.length if args.length is not None else SHOW_MAX_CHARS
+    # --raw is for a file or a pipe: the whole output unless --length says otherwise
+    length = (
+        args.length if args.length is not None else (row.n_chars if args.raw else SHOW_MAX_CHARS)
+    )
     text = store.read_range(row.id, args.start, length)
     end = args.start + len(text)
     if args.json:
