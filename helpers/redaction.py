@@ -201,7 +201,7 @@ def endpoint_shown(url: str | None) -> str:
         return "api.openai.com"
     try:
         parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+        host_and_port = parts.netloc.rpartition("@")[2]  # as written, even a port out of range
+        return f"{parts.scheme}://{host_and_port}{parts.path}"
     except ValueError:
         return "(not a URL)"

@@ -528,6 +528,38 @@ def test_a_reader_that_stops_early_gets_silence_not_an_error(tmp_path) -> None:
     assert b"rror" not in stderr and b"Traceback" not in stderr, stderr  # only the header
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("outputs", "show", "call_big"),
+        ("outputs", "show", "call_big", "--raw"),
+        ("outputs", "list"),
+    ],
+)
+def test_a_reader_gone_before_the_first_line_gets_141_whatever_prints_it(tmp_path, command) -> None:
+    """``workbook … | true``: the reader is gone before anything is written. Whether rich's
+    console (the header, the table) or a plain write meets the closed pipe first, the exit is
+    141 and no error is printed (rich's own handler would exit 1)."""
+    from helpers.tooling.store import ToolOutputStore
+
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store = ToolOutputStore(db)
+    store.log_tool("t", "call_big", "yt_transcribe", {}, "line\n" * 50_000)
+    store.close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `| true` does before the command has started
+    done = subprocess.run(
+        [*CLI, *command, "--db", db],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "WORKBOOK_PROFILE": "offline"},
+        timeout=HANG_GUARD_S,
+    )
+    os.close(write_end)
+    assert done.returncode == 141, done.stderr
+    assert b"rror" not in done.stderr and b"Traceback" not in done.stderr  # --raw: the header
+
+
 def test_outputs_show_raw_writes_the_stored_characters_and_nothing_else(tmp_path) -> None:
     """--raw is for a file or a pipe: stdout holds exactly the stored characters (control
     characters, no newline added); what it is and what is left go to stderr."""
@@ -576,3 +608,26 @@ def test_a_prompt_or_an_ask_option_first_means_ask(tmp_path) -> None:
     assert with_default_command(["outputs", "list"]) == ["outputs", "list"]
     assert with_default_command(["-", "--json"]) == ["ask", "-", "--json"]
     assert "short for workbook ask" in " ".join(workbook("--help").stdout.split())
+
+
+def test_copy_notebooks_onto_a_file_is_a_one_line_error_and_the_hint_is_quoted(tmp_path) -> None:
+    """A path that is a file (or runs through one) is exit 2 with a sentence, never an internal
+    error; the ``cd`` hint is quoted for the shell, so a folder name with a space or a quote
+    pasted back into the shell goes to that folder."""
+    a_file = tmp_path / "afile"
+    a_file.write_text("mine\n", encoding="utf-8")
+    for target in (a_file, a_file / "sub"):
+        done = workbook("copy-notebooks", str(target))
+        assert done.returncode == 2, done.stderr
+        assert "a file is in the way" in done.stderr and "internal error" not in done.stderr
+    assert a_file.read_text(encoding="utf-8") == "mine\n"
+    folder = tmp_path / "my work's"
+    done = workbook("copy-notebooks", str(folder))
+    assert done.returncode == 0, done.stderr
+    hint = done.stdout.splitlines()[-1]
+    assert hint.startswith("next: cd ") and hint.endswith(" && jupyter lab")
+    command = hint.removeprefix("next: ").removesuffix(" && jupyter lab")
+    went = subprocess.run(
+        ["bash", "-c", f"{command} && pwd"], capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
+    assert went.stdout.strip() == str(folder), went.stderr

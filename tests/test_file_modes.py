@@ -197,3 +197,24 @@ def test_the_db_usage_error_never_shows_the_password(tmp_path: Path) -> None:
         shown = done.stdout + done.stderr
         assert "cannot use 'postgresql://u:***@localhost:1/x' as the store" in shown
         assert PASSWORD not in shown
+
+
+@pytest.mark.parametrize("content", [b"my notes\n", b"SQLite format 2\x00...", b"\x00"])
+def test_a_file_that_is_not_a_sqlite_database_is_refused_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
+    """``--db sqlite:///notes.txt`` by mistake: refused before anything touches the file, so
+    its content and its mode (0644 here) are as they were, and no side file is made."""
+    from helpers.tooling.store import ToolOutputStore
+
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(content)
+    notes.chmod(0o644)
+    with pytest.raises(ValueError, match="is not a SQLite database"):
+        ToolOutputStore(f"sqlite:///{notes}")
+    assert notes.read_bytes() == content
+    assert stat.S_IMODE(notes.stat().st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")  # an empty file is a valid, empty SQLite database
+    ToolOutputStore(f"sqlite:///{empty}").close()

@@ -206,3 +206,43 @@ def test_a_bad_base_url_is_refused_without_showing_its_secrets() -> None:
         resolve_model("evil", env=env)
     assert "not an http(s) URL" in str(refused.value)
     assert "HUNTER2" not in str(refused.value) and "K3Y" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://u:HUNTER2@127.0.0.1:9/v\x011?key=K3Y", "non-printable"),
+        ("http://u:HUNTER2@127.0.0.1:99999/v1?key=K3Y", "out of range"),
+        ("http://u:HUNTER2@127.0.0.1:0/v1?key=K3Y", "out of range"),
+        ("http://u:HUNTER2@[::1/v1?key=K3Y", "not an http"),
+        ("http://u:HUNTER2@exa\u200bmple.com/v1?key=K3Y", "IDNA"),
+    ],
+)
+def test_a_base_url_the_client_cannot_send_to_is_a_config_error_not_a_crash(url, reason) -> None:
+    """The URL is checked by the HTTP client's own parser when the profile is read, so
+    ``workbook models`` and ``ask`` say the same thing, naming the setting, and the user,
+    password and query never show."""
+    env = {"D_PROVIDER": "local", "D_MODEL": "m", "D_BASE_URL": url}
+    with pytest.raises(ConfigError, match=reason) as refused:
+        resolve_model("d", env=env)
+    assert str(refused.value).startswith("D_BASE_URL=")
+    assert "HUNTER2" not in str(refused.value) and "K3Y" not in str(refused.value)
+
+
+def test_every_profile_models_lists_is_one_profile_can_run() -> None:
+    """A name in ``configured_profiles`` (``workbook models --names``, what completion offers)
+    leads back to the settings it was found from: ``Q_W_BASE_URL`` is profile ``q-w``, and a
+    key no name leads back to (``q-w_BASE_URL``, ``Dev_BASE_URL``) names no profile."""
+    from helpers.models.llm import configured_profiles
+
+    env = {
+        "Q_W_BASE_URL": "http://127.0.0.1:9/v1",
+        "Q_W_MODEL": "m",
+        "q-w_BASE_URL": "http://127.0.0.1:9/v1",
+        "Dev_BASE_URL": "http://127.0.0.1:9/v1",
+        "LAB2_PROVIDER": "offline",
+    }
+    names = configured_profiles(env)
+    assert names == ["offline", "lab2", "q-w"]
+    for name in names:
+        assert resolve_model(name, env=env).profile == name

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -140,11 +141,30 @@ def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> floa
 
 
 def _check_url(key: str, url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    """``url``, if the client can send to it: http(s), a host, a port in 1-65535, and nothing
+    the HTTP client's own parser (``httpx2.URL``) refuses, such as a control character.
+
+    Raises:
+        ConfigError: naming ``key`` and why (the URL shown without user, password or query).
+    """
+    try:
+        parts = urlsplit(url)
+        web = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        web = False
+    if not web:
         raise ConfigError(
             f"{key}={endpoint_shown(url)!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1"
         )
+    try:
+        if parts.port == 0:
+            raise ValueError("Port out of range 1-65535")
+        httpx2.URL(url)
+    except (ValueError, httpx2.InvalidURL) as exc:  # the reason names a character, not the URL
+        reason = str(exc).rstrip(".")
+        raise ConfigError(
+            f"{key}={endpoint_shown(url)!r} cannot be sent to: {reason}; copy the URL again"
+        ) from None
     return url
 
 
@@ -197,7 +217,7 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
         )
     else:
         name, chosen_by = "offline", "no profile chosen and no OPENAI_API_KEY"
-    prefix = name.upper().replace("-", "_")
+    prefix = settings_prefix(name)
     provider = (env.get(f"{prefix}_PROVIDER") or "").lower()
     if not provider:
         if name.lower() in PROVIDERS:
@@ -285,6 +305,16 @@ def _api_key(p: _Profile, own_endpoint: bool) -> str:
     raise ConfigError(f"profile {p.name!r} uses {p.provider}, which needs {wanted} in .env")
 
 
+#: What a profile's settings start with: capitals, digits and ``_`` (``DEEPSEEK``, ``Q_W``).
+PROFILE_PREFIX_RE = re.compile(r"[A-Z0-9][A-Z0-9_]*")
+
+
+def settings_prefix(profile: str) -> str:
+    """The prefix of a profile's settings in ``.env``: its name in capitals, ``-`` as ``_``
+    (``"q-w"`` → ``"Q_W"``, so ``Q_W_BASE_URL``, ``Q_W_MODEL``…)."""
+    return profile.upper().replace("-", "_")
+
+
 def configured_profiles(env: Mapping[str, str] | None = None) -> list[str]:
     """The profiles the settings name (default :func:`load_env`): ``offline`` first; then each
     provider whose block is set (``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``,
@@ -297,11 +327,13 @@ def configured_profiles(env: Mapping[str, str] | None = None) -> list[str]:
         for p in PROVIDERS
         if p != "offline" and (f"{p.upper()}_API_KEY" in env or f"{p.upper()}_BASE_URL" in env)
     ]
-    own = {
-        key.rsplit("_", 2 if key.endswith("_BASE_URL") else 1)[0].lower().replace("_", "-")
+    prefixes = {
+        key.rsplit("_", 2 if key.endswith("_BASE_URL") else 1)[0]
         for key in env
         if key.endswith(("_PROVIDER", "_BASE_URL")) and not key.startswith("WORKBOOK_")
     }
+    # only a prefix a name leads back to (settings_prefix): `q-w_BASE_URL` names no profile
+    own = {p.lower().replace("_", "-") for p in prefixes if PROFILE_PREFIX_RE.fullmatch(p)}
     return names + sorted(own - set(PROVIDERS))
 
 

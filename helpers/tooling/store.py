@@ -297,6 +297,30 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+#: The first 16 bytes of every SQLite database file (sqlite.org/fileformat.html, 1.3).
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def refuse_non_sqlite_file(db_file: Path) -> None:
+    """Refuse, before anything touches it, a file that is not a SQLite database: a missing or
+    empty file is fine (SQLite makes it one), any other must start with :data:`SQLITE_HEADER`.
+    Nothing is changed, not even the file's mode.
+
+    Raises:
+        ValueError: the file is not a SQLite database (its first bytes are shown, escaped).
+        IsADirectoryError: it is a folder.
+    """
+    try:
+        with open(db_file, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    if head and head != SQLITE_HEADER:
+        raise ValueError(
+            f"{db_file} is not a SQLite database (it starts {head[:8]!r}); nothing was changed"
+        )
+
+
 def _private_sqlite_files(db_file: Path, *, create: bool = False) -> None:
     """Make a SQLite store owner-only: with ``create``, its missing folder is made with mode
     :data:`helpers.paths.PRIVATE_DIR_MODE` and a missing file is made empty with mode
@@ -343,12 +367,17 @@ class ToolOutputStore:
     kernel restart, a new process) sees every row written before; a database made by an earlier
     version is upgraded through Alembic (:mod:`helpers.tooling.migrations`), and ``migrated`` says what
     was done (``current``, ``created`` or ``upgraded from <revision>``).
+
+    Raises:
+        ValueError: a SQLite URL names a file that is not a SQLite database (it is left as it
+            was, mode included: :func:`refuse_non_sqlite_file`).
     """
 
     def __init__(self, url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
         self.url = url or default_db_url()
         db_file = sqlite_file(self.url)
         if db_file is not None:
+            refuse_non_sqlite_file(db_file)
             _private_sqlite_files(db_file, create=True)
         self.engine = make_engine(self.url, busy_timeout_ms=busy_timeout_ms)
         ensure_own_schema(self.engine)

@@ -245,9 +245,21 @@ def retry_options() -> argparse.ArgumentParser:
     return options
 
 
+class _Console(Console):
+    """rich's Console, but a reader that went away (``| head``) raises ``BrokenPipeError`` to
+    :func:`helpers.course.cli.main`, which exits 141 as for any other output; rich's own
+    ``on_broken_pipe`` would exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console(color: str, stream: Any = None) -> Console:
+    """A rich console on ``stream`` (default stdout); ``color`` is ``auto``, ``always`` or
+    ``never``."""
     force = {"always": True, "never": False}.get(color)
-    return Console(
+    return _Console(
         file=stream or sys.stdout,
         force_terminal=force,
         no_color=color == "never",

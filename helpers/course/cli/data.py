@@ -4,12 +4,14 @@ serve-offline``: the data, the notebooks and the offline model, for the room."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from helpers.course.cli.common import (
     port,
 )
-from helpers.course.cli.exits import EXIT_OK, usage_error
+from helpers.course.cli.exits import EXIT_FAILED, EXIT_OK, usage_error
+from helpers.escaping import for_terminal
 
 
 def add_command(sub: Any, name: str, help: str) -> None:
@@ -60,17 +62,32 @@ def build_data(args: argparse.Namespace) -> int:
 
 
 def copy_notebooks(args: argparse.Namespace) -> int:
-    """Copy the attendee notebooks (and ``--solutions``) into a folder of one's own."""
+    """Copy the attendee notebooks (and ``--solutions``) into a folder of one's own; a path that
+    is a file, or a folder that cannot be written, is a one-line error (exit 2 or 1)."""
+    import shlex
     from pathlib import Path
 
     from helpers.course.student_notebooks import copy_notebooks as write_copies
 
     folder = Path(args.folder)
-    written, kept = write_copies(folder, solutions=args.solutions)
-    print(f"wrote {len(written)} notebooks into {folder}")
+    try:
+        written, kept = write_copies(folder, solutions=args.solutions)
+    except (FileExistsError, NotADirectoryError) as exc:
+        return usage_error(
+            args, f"{folder}: a file is in the way of that folder ({exc.strerror}); name a folder"
+        )
+    except OSError as exc:
+        print(
+            f"workbook: cannot write the notebooks into {for_terminal(str(folder))}: "
+            f"{for_terminal(exc.strerror or str(exc))}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    shown = for_terminal(str(folder))
+    print(f"wrote {len(written)} notebooks into {shown}")
     if kept:
         print(f"kept {len(kept)} already there (yours): {', '.join(p.name for p in kept)}")
-    print(f"next: cd {folder} && jupyter lab")
+    print(f"next: cd {for_terminal(shlex.quote(str(folder)))} && jupyter lab")
     return EXIT_OK
 
 
