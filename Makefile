@@ -69,8 +69,8 @@ $(DEV_STAMP): $(DEV_LOCK) $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_S
 # `make test` installs and tests the new versions. The runtime lock takes its versions from the
 # dev lock, so `make lab` and `make test` run the same ones.
 lock: | $(UV_STAMP)
-	$(UV) pip compile pyproject.toml --extra dev --extra postgres $(LOCK_FLAGS) -o $(DEV_LOCK)
-	$(UV) pip compile pyproject.toml -c $(DEV_LOCK) $(LOCK_FLAGS) -o $(LOCK)
+	$(UV) pip compile pyproject.toml --extra lab --extra dev --extra postgres $(LOCK_FLAGS) -o $(DEV_LOCK)
+	$(UV) pip compile pyproject.toml --extra lab -c $(DEV_LOCK) $(LOCK_FLAGS) -o $(LOCK)
 
 install: $(STAMP)
 install-dev: $(DEV_STAMP)
@@ -109,6 +109,7 @@ strip: $(DEV_STAMP)
 
 # regenerate the student notebooks (notebooks/NN_*.ipynb) from solutions/
 student: $(DEV_STAMP)
+	$(BIN)/python -m helpers.course.install_cell
 	$(BIN)/python -m helpers.course.student_notebooks
 
 # the course's solution notebooks (NN_title.ipynb: not a scratch copy such as 05_…-Copy1.ipynb),

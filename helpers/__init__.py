@@ -36,7 +36,19 @@ test):
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
+
+#: Why native Windows stops at ``import helpers``: the tools' bounds are POSIX (``run_sql``'s
+#: worker limits its memory and CPU with ``resource``; the drive outbox locks its ledger with
+#: ``fcntl`` and opens files relative to a folder descriptor), and a tool that ran unbounded
+#: would break the threat model (docs/threat-model.md). Said once, before anything fails halfway.
+POSIX_ONLY = (
+    "the Context Relay Workbook needs Linux or macOS: its tools' limits are POSIX (resource, "
+    "fcntl). On Windows, run it in WSL 2, or in the browser: Codespaces, Binder or Colab"
+)
+if sys.platform == "win32":
+    raise ImportError(POSIX_ONLY)
 
 #: The layers of the library, bottom first: the modules at the root of ``helpers`` (the
 #: foundation), then one subpackage per layer. A module imports only from its own layer or the

@@ -78,6 +78,42 @@ def test_committed_student_notebook_is_generated_and_holds_no_solution(solution,
                 assert line not in cell.source, f"{student.name}: a stub holds answer code: {line}"
 
 
+@pytest.mark.parametrize(("solution", "student"), PAIRS, ids=[p[0].name for p in PAIRS])
+def test_every_notebook_opens_with_the_install_cell(solution, student) -> None:
+    """Colab opens one notebook on its own: each one's first code cell, right after its
+    introduction, is the install cell of today (``make student`` writes it), in the solution
+    and in the attendee copy, and writing it again changes nothing."""
+    from helpers.course.install_cell import INSTALL_CELL_SOURCE, INSTALL_CELL_TAG, with_install_cell
+
+    for notebook in (
+        nbformat.read(solution, as_version=4),
+        nbformat.reads(student_text(solution), as_version=4),
+    ):
+        code = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
+        first = notebook.cells[code[0]]
+        assert code[0] == 1 and notebook.cells[0].cell_type == "markdown", "run `make student`"
+        assert first.source == INSTALL_CELL_SOURCE, f"{solution.name}: run `make student`"
+        assert first.metadata.get("tags") == [INSTALL_CELL_TAG]
+        tagged = [c for c in notebook.cells if INSTALL_CELL_TAG in c.metadata.get("tags", [])]
+        assert len(tagged) == 1
+        assert not with_install_cell(notebook)
+
+
+def test_the_install_cell_is_put_after_the_introduction_and_never_doubled() -> None:
+    from helpers.course.install_cell import INSTALL_CELL_TAG, with_install_cell
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# 09 · New"), nbformat.v4.new_code_cell("1")]
+    assert with_install_cell(notebook) and not with_install_cell(notebook)
+    notebook.cells[1].source = "an old version of the cell"
+    notebook.cells.append(notebook.cells.pop(1))  # and moved to the end by hand
+    assert with_install_cell(notebook)
+    tags = [INSTALL_CELL_TAG in c.metadata.get("tags", []) for c in notebook.cells]
+    assert tags == [False, True, False] and notebook.cells[2].source == "1"
+    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    assert with_install_cell(bare) and INSTALL_CELL_TAG in bare.cells[0].metadata["tags"]
+
+
 @pytest.mark.parametrize(
     ("solution", "student", "n"), TODOS, ids=[f"{s.stem}-TODO{n}" for s, _, n in TODOS]
 )

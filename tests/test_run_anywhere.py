@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hang import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,10 +33,16 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str
     return done.stdout
 
 
-def test_the_wheel_runs_the_notebooks_from_a_folder_of_its_own(tmp_path) -> None:
-    dist, venv, room = tmp_path / "dist", tmp_path / "venv", tmp_path / "room"
-    _run(UV, "build", "--wheel", "--quiet", "-o", dist, ROOT, cwd=tmp_path)
-    wheel = next(dist.glob("context_relay_workbook-*.whl"))
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workbook's wheel, built from this checkout."""
+    dist = tmp_path_factory.mktemp("dist")
+    _run(UV, "build", "--wheel", "--quiet", "-o", dist, ROOT, cwd=dist)
+    return next(dist.glob("context_relay_workbook-*.whl"))
+
+
+def test_the_wheel_runs_the_notebooks_from_a_folder_of_its_own(tmp_path, wheel) -> None:
+    venv, room = tmp_path / "venv", tmp_path / "room"
     _run(UV, "venv", "--quiet", "--python", sys.executable, venv, cwd=tmp_path)
     python = venv / "bin" / "python"
     _run(UV, "pip", "sync", "--quiet", "--require-hashes", "--python", python,
@@ -187,3 +194,64 @@ def test_the_readmes_steps_without_make_set_up_the_workbook(tmp_path) -> None:
     assert "offline" in _run(
         repo / ".venv" / "bin" / "workbook", "models", "--names", cwd=repo, env=env
     )
+
+
+def test_on_colab_the_first_cell_installs_the_wheel_and_the_notebook_runs(tmp_path, wheel) -> None:
+    """Colab, as near as this machine gets: a Jupyter kernel whose Python has pip and most of the
+    dependencies (one, shtab, missing) but not the workbook, and an attendee notebook opened on
+    its own in a folder with the uploaded wheel. Its first code cell installs the wheel (pip
+    fetches what is missing), builds the data in that folder, and the notebook runs to its end.
+    Without a wheel the cell stops with one sentence saying what to upload."""
+    from helpers.course.student_notebooks import SOLUTIONS_DIR, student_text
+
+    venv, content = tmp_path / "colab", tmp_path / "content"
+    _run(UV, "venv", "--quiet", "--seed", "--python", sys.executable, venv, cwd=tmp_path)
+    python = venv / "bin" / "python"
+    _run(UV, "pip", "sync", "--quiet", "--require-hashes", "--python", python,
+         ROOT / "requirements.lock", cwd=tmp_path)  # fmt: skip
+    _run(UV, "pip", "uninstall", "--quiet", "--python", python, "shtab", cwd=tmp_path)
+    env = _clean_env(venv / "bin")
+    content.mkdir()
+    notebook = content / "00_setup.ipynb"
+    notebook.write_text(student_text(SOLUTIONS_DIR / notebook.name), encoding="utf-8")
+
+    def execute() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [venv / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
+             f"--ExecutePreprocessor.timeout={HANG_GUARD_S}", "--output-dir", tmp_path / "out",
+             notebook],
+            cwd=content, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S,
+        )  # fmt: skip
+
+    refused = execute()
+    assert refused.returncode != 0
+    assert "upload context_relay_workbook-*.whl beside this notebook" in refused.stderr
+    shutil.copy2(wheel, content / wheel.name)
+    done = execute()
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = (tmp_path / "out" / notebook.name).read_text("utf-8")
+    assert "Installed." in ran and "offline reference model" in ran
+    where = _run(python, "-c", "import helpers, shtab; print(helpers.__file__)", cwd=content,
+                 env=env)  # fmt: skip
+    assert str(venv) in where and str(ROOT) not in where
+    assert (content / "var" / "iso_reference.sqlite").is_file()
+
+
+def test_the_wheel_does_not_ask_pip_to_replace_colabs_kernel(wheel) -> None:
+    """Colab's runtime pins its kernel stack, and upgrading ipython, ipykernel, tornado,
+    prompt-toolkit or pyzmq breaks it (googlecolab/colabtools#2837): the wheel requires none of
+    them, nor JupyterLab, except through its ``lab`` extra."""
+    import zipfile
+
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode("utf-8")
+    requirements = [Requirement(line.split(":", 1)[1]) for line in metadata.splitlines()
+                    if line.startswith("Requires-Dist:")]  # fmt: skip
+    plain = {r.name.lower() for r in requirements if r.marker is None}
+    kernel = {"ipython", "ipykernel", "tornado", "prompt-toolkit", "pyzmq", "jupyterlab"}
+    assert plain and not plain & kernel, plain & kernel
+    lab = {r.name.lower() for r in requirements if r.marker and r.marker.evaluate({"extra": "lab"})}
+    assert {"jupyterlab", "ipykernel"} <= lab

@@ -76,3 +76,20 @@ def test_jupyterlab_reads_the_workbooks_settings_no_news_pop_up() -> None:
     assert json.loads(installed.read_text()) == shipped
     notification = shipped["@jupyterlab/apputils-extension:notification"]
     assert notification == {"fetchNews": "false", "checkForUpdates": False}
+
+
+def test_native_windows_is_told_where_to_run_before_anything_fails_halfway() -> None:
+    """On native Windows ``import helpers`` (a notebook's first import, and the CLI's) stops with
+    one sentence naming WSL 2 and the browser paths, instead of a tool failing in notebook 03."""
+    from hang import HANG_GUARD_S
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.platform = 'win32'; import helpers"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: the Context Relay Workbook needs Linux or macOS")
+    assert "WSL 2" in last and "Colab" in last

@@ -1,0 +1,102 @@
+"""The first code cell of every course notebook: it installs the workbook where it is missing.
+
+Colab (or any Jupyter with Python but without the workbook) opens one notebook on its own, with
+no ``make lab`` behind it. So each notebook carries, right after its title and introduction, the few lines that
+install the workbook from its wheel (``context_relay_workbook-*.whl``, built by ``uv build
+--wheel`` and shared by the instructor: uploaded beside the notebook, or its URL pasted into the
+cell) and build the reference data. Where the workbook is installed (``make lab``, Binder,
+Codespaces, ``pip install``) the cell finds its distribution and does nothing, in milliseconds.
+
+The cell is written here once; ``python -m helpers.course.install_cell`` puts it into every
+solution notebook (``make student`` then gives the attendee notebooks the same cell), and
+``--check`` exits 1 when a solution notebook's cell is missing or differs.
+``tests/test_run_anywhere.py`` runs it in a fresh venv that lacks the workbook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import nbformat
+
+from helpers.course.student_notebooks import render, solution_notebooks
+
+#: The tag that marks the cell (in its metadata), so it is found and rewritten, never doubled.
+INSTALL_CELL_TAG = "workbook-install"
+
+#: The cell's code: the standard library only, since nothing else may be installed yet.
+INSTALL_CELL_SOURCE = """\
+# Colab, or any Jupyter without the workbook: run this cell first. It installs the workbook from
+# the wheel your instructor shared (upload context_relay_workbook-*.whl beside this notebook, or
+# paste its URL below) and builds its data. Where the workbook is installed, it does nothing.
+WHEEL_URL = ""
+import glob
+import importlib
+import importlib.metadata
+import os
+import subprocess
+import sys
+
+try:
+    importlib.metadata.version("context-relay-workbook")
+except importlib.metadata.PackageNotFoundError:
+    uploaded = glob.glob("context_relay_workbook-*.whl")
+    wheel = WHEEL_URL or max(uploaded, key=os.path.getmtime, default="")
+    if not wheel:
+        missing = "upload context_relay_workbook-*.whl beside this notebook, or set WHEEL_URL"
+        raise SystemExit(missing) from None
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel], check=True)
+    importlib.invalidate_caches()
+    subprocess.run([sys.executable, "-m", "helpers.course.cli", "build-data"], check=True)
+    print("Installed. If Colab asks to restart the session, do, then run the cells below.")"""
+
+
+def install_cell() -> nbformat.NotebookNode:
+    """A new code cell holding :data:`INSTALL_CELL_SOURCE`, tagged :data:`INSTALL_CELL_TAG`."""
+    return nbformat.v4.new_code_cell(INSTALL_CELL_SOURCE, metadata={"tags": [INSTALL_CELL_TAG]})
+
+
+def _tagged(cell: nbformat.NotebookNode) -> bool:
+    return INSTALL_CELL_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def with_install_cell(notebook: nbformat.NotebookNode) -> bool:
+    """Make the install cell the first cell after ``notebook``'s title and introduction (its
+    first cell, when that is Markdown), with today's source: a tagged cell is rewritten and put
+    there, never doubled. Cell ids are renumbered as nbstripout numbers them (``"0"``,
+    ``"1"``…), so the notebook stays stripped.
+
+    Returns:
+        whether ``notebook`` changed.
+    """
+    before = render(notebook)
+    cells = [c for c in notebook.cells if not _tagged(c)]
+    at = 1 if cells and cells[0].cell_type == "markdown" else 0
+    notebook.cells = [*cells[:at], install_cell(), *cells[at:]]
+    for number, cell in enumerate(notebook.cells):  # the cell ids nbstripout leaves: 0, 1, 2…
+        cell["id"] = str(number)
+    return render(notebook) != before
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the install cell into every solution notebook, or with ``--check`` list those whose
+    cell is missing or differs and exit 1."""
+    parser = argparse.ArgumentParser(prog="python -m helpers.course.install_cell")
+    parser.add_argument("--check", action="store_true", help="only say which notebooks differ")
+    args = parser.parse_args(argv)
+    stale: list[Path] = []
+    for path in solution_notebooks():
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        if with_install_cell(notebook):
+            stale.append(path)
+            if not args.check:
+                path.write_text(render(notebook), encoding="utf-8")
+    for path in stale:
+        print(f"{'differs' if args.check else 'wrote'}: {path.name}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
