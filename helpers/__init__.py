@@ -48,6 +48,8 @@ POSIX_ONLY = (
     "fcntl). On Windows, run it in WSL 2, or in the browser: Codespaces, Binder or Colab"
 )
 if sys.platform == "win32":
+    if sys.argv and sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].startswith("workbook"):
+        sys.exit(f"workbook: {POSIX_ONLY}")  # the CLI: one line, as for its other refusals
     raise ImportError(POSIX_ONLY)
 
 #: The layers of the library, bottom first: the modules at the root of ``helpers`` (the

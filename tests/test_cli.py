@@ -631,3 +631,33 @@ def test_copy_notebooks_onto_a_file_is_a_one_line_error_and_the_hint_is_quoted(t
         ["bash", "-c", f"{command} && pwd"], capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert went.stdout.strip() == str(folder), went.stderr
+    assert workbook("copy-notebooks", "").returncode == 2  # never the current folder by accident
+    dash = subprocess.run(
+        [*CLI, "copy-notebooks", "--", "-dash"], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "WORKBOOK_PROFILE": "offline"}, timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert dash.stdout.splitlines()[-1] == "next: cd ./-dash && jupyter lab", dash.stderr
+    odd = workbook("copy-notebooks", str(tmp_path / "esc\x1b[31mred"))
+    assert odd.stdout.splitlines()[-1] == "next: go to that folder and run jupyter lab"
+    assert "\x1b" not in odd.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+def test_a_full_disk_on_stdout_is_one_line_on_stderr(tmp_path, json_flag) -> None:
+    """``workbook … > /dev/full``: stdout cannot be written, so the verdict goes to stderr in one
+    line (under --json too, where the error object itself cannot reach stdout), never two
+    tracebacks."""
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*CLI, "outputs", "list", "--db", db, *json_flag],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "WORKBOOK_PROFILE": "offline"},
+            timeout=HANG_GUARD_S,
+        )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr

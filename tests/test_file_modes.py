@@ -218,3 +218,24 @@ def test_a_file_that_is_not_a_sqlite_database_is_refused_untouched(
     empty = tmp_path / "empty.sqlite"
     empty.write_bytes(b"")  # an empty file is a valid, empty SQLite database
     ToolOutputStore(f"sqlite:///{empty}").close()
+
+
+def test_another_applications_sqlite_database_is_refused_untouched(tmp_path: Path) -> None:
+    """``--db sqlite:///other.db``, a database of something else: no store tables are added to
+    it and its mode stays; a store made earlier (its own tables) still opens."""
+    import sqlite3
+
+    from helpers.tooling.store import ToolOutputStore
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE mine (x)")
+    db.close()
+    other.chmod(0o644)
+    before = other.read_bytes()
+    with pytest.raises(ValueError, match=r"a SQLite database of something else \(tables: mine\)"):
+        ToolOutputStore(f"sqlite:///{other}")
+    assert other.read_bytes() == before and stat.S_IMODE(other.stat().st_mode) == 0o644
+    ours = tmp_path / "ours.sqlite"
+    ToolOutputStore(f"sqlite:///{ours}").close()
+    ToolOutputStore(f"sqlite:///{ours}").close()

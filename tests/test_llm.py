@@ -212,10 +212,14 @@ def test_a_bad_base_url_is_refused_without_showing_its_secrets() -> None:
     ("url", "reason"),
     [
         ("http://u:HUNTER2@127.0.0.1:9/v\x011?key=K3Y", "non-printable"),
-        ("http://u:HUNTER2@127.0.0.1:99999/v1?key=K3Y", "out of range"),
-        ("http://u:HUNTER2@127.0.0.1:0/v1?key=K3Y", "out of range"),
-        ("http://u:HUNTER2@[::1/v1?key=K3Y", "not an http"),
+        ("http://u:HUNTER2@127.0.0.1:99999/v1?key=K3Y", "port is not a number from 1 to 65535"),
+        ("http://u:HUNTER2@127.0.0.1:0/v1?key=K3Y", "port is not a number from 1 to 65535"),
+        ("http://u:HUNTER2@127.0.0.1:x/v1?key=K3Y", "port is not a number from 1 to 65535"),
+        ("http://u:HUNTER2@[::1/v1?key=K3Y", "cannot be read as a URL"),
         ("http://u:HUNTER2@exa\u200bmple.com/v1?key=K3Y", "IDNA"),
+        ("http://u:HUNTER2@a..b:9/v1?key=K3Y", "label empty or too long"),
+        ("http://u:HUNTER2@.a.com/v1?key=K3Y", "label empty or too long"),
+        (f"http://u:HUNTER2@{'a' * 64}.com/v1?key=K3Y", "label empty or too long"),
     ],
 )
 def test_a_base_url_the_client_cannot_send_to_is_a_config_error_not_a_crash(url, reason) -> None:
@@ -225,7 +229,7 @@ def test_a_base_url_the_client_cannot_send_to_is_a_config_error_not_a_crash(url,
     env = {"D_PROVIDER": "local", "D_MODEL": "m", "D_BASE_URL": url}
     with pytest.raises(ConfigError, match=reason) as refused:
         resolve_model("d", env=env)
-    assert str(refused.value).startswith("D_BASE_URL=")
+    assert str(refused.value).startswith("D_BASE_URL")
     assert "HUNTER2" not in str(refused.value) and "K3Y" not in str(refused.value)
 
 

@@ -195,3 +195,34 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
             error = kernel.run(checkpoint, checkpoint_at)
             assert error is None, f"TODO {n}, run {attempt}: {error and error['evalue'][:300]}"
             assert f"✅ TODO {n} passed" in kernel.last_output
+
+
+def test_the_install_cell_picks_the_highest_uploaded_wheel_and_says_when_pip_fails(
+    tmp_path, monkeypatch
+) -> None:
+    """Run the cell's own code where the workbook seems missing and pip fails: of the wheels in
+    the folder it chose the highest version (0.10.0 over 0.9.1 and 0.1.0), never a browser's
+    ``(1)`` copy, and the failure is one sentence naming it; with no wheel, the folder is named."""
+    import importlib.metadata
+    import subprocess
+
+    from helpers.course.install_cell import INSTALL_CELL_SOURCE
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: [])
+    calls = []
+    monkeypatch.setattr(
+        subprocess,
+        "run",
+        lambda args, **_: calls.append(args) or subprocess.CompletedProcess(args, 1),
+    )
+    with pytest.raises(RuntimeError, match=f"upload context_relay_workbook-.*to {tmp_path}"):
+        exec(INSTALL_CELL_SOURCE, {})
+    assert calls == []
+    for version in ("0.9.1", "0.10.0", "0.1.0"):
+        (tmp_path / f"context_relay_workbook-{version}-py3-none-any.whl").touch()
+    (tmp_path / "context_relay_workbook-0.11.0-py3-none-any (1).whl").touch()
+    best = "context_relay_workbook-0.10.0-py3-none-any.whl"
+    with pytest.raises(RuntimeError, match=f"pip could not install {best}: its message is above"):
+        exec(INSTALL_CELL_SOURCE, {})
+    assert calls[-1][-1] == best and "pip" in calls[-1]

@@ -46,3 +46,37 @@ def test_built_once_then_rebuilt_only_when_an_input_or_a_file_changes(tmp_path, 
 
     assert build_reference_data(force=True).reason == "forced"
     assert build_reference_data().reason == "current"
+
+
+def test_first_builds_at_the_same_time_never_give_a_reader_half_a_database(tmp_path) -> None:
+    """Two notebooks' first ``run_sql`` and two ``build-data`` at once, on a folder with no data:
+    each builder writes a file of its own and moves it into place, so every process succeeds and
+    every query sees all of Norway's subdivisions (a shared temporary file gave empty results,
+    "disk I/O error" and "readonly database")."""
+    import os
+    import subprocess
+    import sys
+
+    from hang import HANG_GUARD_S
+
+    env = {**os.environ, "WORKBOOK_VAR_DIR": str(tmp_path), "WORKBOOK_PROFILE": "offline"}
+    query = (
+        "import json; from helpers.tooling.tools import run_sql; "
+        "r = json.loads(run_sql(\"SELECT code FROM subdivisions WHERE country_alpha_2 = 'NO'\", "
+        "max_rows=100)); print(r['row_count'])"
+    )
+    commands = [[sys.executable, "-c", query]] * 3 + [
+        [sys.executable, "-m", "helpers.course.cli", "build-data", "--force"]
+    ] * 2
+    running = [
+        subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for c in commands
+    ]
+    results = [(*p.communicate(timeout=HANG_GUARD_S), p.returncode) for p in running]
+    for _out, err, code in results:
+        assert code == 0, err[-2000:]
+    counts = {int(out) for out, _, _ in results[:3]}
+    with sqlite3.connect(reference_db_path()) as db:
+        expected = db.execute("SELECT count(*) FROM subdivisions WHERE country_alpha_2 = 'NO'")
+        assert counts == {expected.fetchone()[0]} and counts != {0}
+    assert not list(tmp_path.glob("*.building")) and not list(pages_dir().glob("*.tmp"))

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from hang import HANG_GUARD_S
 
@@ -198,10 +199,16 @@ def test_the_readmes_steps_without_make_set_up_the_workbook(tmp_path) -> None:
 
 def test_on_colab_the_first_cell_installs_the_wheel_and_the_notebook_runs(tmp_path, wheel) -> None:
     """Colab, as near as this machine gets: a Jupyter kernel whose Python has pip and most of the
-    dependencies (one, shtab, missing) but not the workbook, and an attendee notebook opened on
-    its own in a folder with the uploaded wheel. Its first code cell installs the wheel (pip
-    fetches what is missing), builds the data in that folder, and the notebook runs to its end.
-    Without a wheel the cell stops with one sentence saying what to upload."""
+    dependencies, with Colab's ipywidgets 7.7.1, one dependency missing (shtab) and one too old
+    (rich 12, imported before the install cell runs), but not the workbook; attendee notebooks
+    opened on their own in a folder with the uploaded wheel.
+
+    Without a wheel the cell stops with one sentence naming the folder. With it, the cell
+    installs the wheel (pip fetches what is missing), builds the data in that folder, and stops
+    asking for a restart, since rich was replaced while loaded; after the restart (a fresh
+    kernel) it says the workbook is installed and notebooks 00 and 05 (widgets) run to the end
+    on ipywidgets 7.7.1, which pip left alone."""
+    from helpers.course.install_cell import INSTALL_CELL_TAG
     from helpers.course.student_notebooks import SOLUTIONS_DIR, student_text
 
     venv, content = tmp_path / "colab", tmp_path / "content"
@@ -210,31 +217,43 @@ def test_on_colab_the_first_cell_installs_the_wheel_and_the_notebook_runs(tmp_pa
     _run(UV, "pip", "sync", "--quiet", "--require-hashes", "--python", python,
          ROOT / "requirements.lock", cwd=tmp_path)  # fmt: skip
     _run(UV, "pip", "uninstall", "--quiet", "--python", python, "shtab", cwd=tmp_path)
+    _run(UV, "pip", "install", "--quiet", "--python", python, "ipywidgets==7.7.1", "rich==12.6.0",
+         cwd=tmp_path)  # fmt: skip
     env = _clean_env(venv / "bin")
     content.mkdir()
-    notebook = content / "00_setup.ipynb"
-    notebook.write_text(student_text(SOLUTIONS_DIR / notebook.name), encoding="utf-8")
+    for name in ("00_setup.ipynb", "05_truncation_vs_boxing.ipynb"):
+        (content / name).write_text(student_text(SOLUTIONS_DIR / name), encoding="utf-8")
+    first = content / "00_setup.ipynb"
+    notebook = nbformat.read(first, as_version=4)
+    assert INSTALL_CELL_TAG in notebook.cells[1].metadata["tags"]
+    notebook.cells.insert(1, nbformat.v4.new_code_cell("import rich  # the kernel's own"))
+    nbformat.write(notebook, first)
 
-    def execute() -> subprocess.CompletedProcess:
+    def execute(path: Path) -> subprocess.CompletedProcess:
         return subprocess.run(
             [venv / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
              f"--ExecutePreprocessor.timeout={HANG_GUARD_S}", "--output-dir", tmp_path / "out",
-             notebook],
+             path],
             cwd=content, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S,
         )  # fmt: skip
 
-    refused = execute()
+    refused = execute(first)
     assert refused.returncode != 0
-    assert "upload context_relay_workbook-*.whl beside this notebook" in refused.stderr
+    assert f"upload context_relay_workbook-*.whl to {content}, or set WHEEL_URL" in refused.stderr
     shutil.copy2(wheel, content / wheel.name)
-    done = execute()
-    assert done.returncode == 0, done.stderr[-3000:]
-    ran = (tmp_path / "out" / notebook.name).read_text("utf-8")
-    assert "Installed." in ran and "offline reference model" in ran
-    where = _run(python, "-c", "import helpers, shtab; print(helpers.__file__)", cwd=content,
-                 env=env)  # fmt: skip
-    assert str(venv) in where and str(ROOT) not in where
-    assert (content / "var" / "iso_reference.sqlite").is_file()
+    restart = execute(first)
+    assert restart.returncode != 0
+    assert "pip replaced rich, already in use: restart the session" in restart.stderr
+    assert (content / "var" / "iso_reference.sqlite").is_file()  # the data is in this folder
+    for path in (first, content / "05_truncation_vs_boxing.ipynb"):
+        done = execute(path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        ran = (tmp_path / "out" / path.name).read_text("utf-8")
+        assert "The workbook 0.1.0 is installed." in ran
+    assert "offline reference model" in (tmp_path / "out" / first.name).read_text("utf-8")
+    where = _run(python, "-c", "import helpers, shtab, ipywidgets; print(helpers.__file__, "
+                 "ipywidgets.__version__)", cwd=content, env=env)  # fmt: skip
+    assert str(venv) in where and str(ROOT) not in where and where.split()[-1] == "7.7.1"
 
 
 def test_the_wheel_does_not_ask_pip_to_replace_colabs_kernel(wheel) -> None:

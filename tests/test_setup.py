@@ -93,3 +93,11 @@ def test_native_windows_is_told_where_to_run_before_anything_fails_halfway() -> 
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: the Context Relay Workbook needs Linux or macOS")
     assert "WSL 2" in last and "Colab" in last
+    cli = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.platform = 'win32'; "
+         "sys.argv = ['C:\\\\venv\\\\Scripts\\\\workbook.exe', 'models']; import helpers"],
+        capture_output=True, text=True, timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert cli.returncode == 1
+    assert cli.stderr.startswith("workbook: the Context Relay Workbook needs Linux or macOS")
+    assert cli.stderr.count("\n") == 1  # the console script: one line, no traceback

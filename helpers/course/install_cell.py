@@ -5,7 +5,14 @@ no ``make lab`` behind it. So each notebook carries, right after its title and i
 install the workbook from its wheel (``context_relay_workbook-*.whl``, built by ``uv build
 --wheel`` and shared by the instructor: uploaded beside the notebook, or its URL pasted into the
 cell) and build the reference data. Where the workbook is installed (``make lab``, Binder,
-Codespaces, ``pip install``) the cell finds its distribution and does nothing, in milliseconds.
+Codespaces, ``pip install``) the cell finds its distribution and says which version it is.
+
+The wheel requires nothing of the kernel's own stack (JupyterLab and ipykernel are its ``lab``
+extra), so pip leaves Colab's pinned ipykernel and IPython alone (googlecolab/colabtools#2837);
+should pip still replace a package the kernel has already imported, the cell stops and asks for
+a restart of the session, since the old version stays loaded until then. Of several uploaded
+wheels it installs the highest version; a failure is one sentence (what to upload, and where;
+or that pip failed, above).
 
 The cell is written here once; ``python -m helpers.course.install_cell`` puts it into every
 solution notebook (``make student`` then gives the attendee notebooks the same cell), and
@@ -27,30 +34,58 @@ from helpers.course.student_notebooks import render, solution_notebooks
 INSTALL_CELL_TAG = "workbook-install"
 
 #: The cell's code: the standard library only, since nothing else may be installed yet.
-INSTALL_CELL_SOURCE = """\
-# Colab, or any Jupyter without the workbook: run this cell first. It installs the workbook from
-# the wheel your instructor shared (upload context_relay_workbook-*.whl beside this notebook, or
-# paste its URL below) and builds its data. Where the workbook is installed, it does nothing.
+INSTALL_CELL_SOURCE = r"""# Colab, or any Jupyter without the workbook: run this cell first. It installs the workbook from
+# the wheel your instructor shared (upload context_relay_workbook-*.whl into the folder it names,
+# or paste its URL below) and builds its data. Where the workbook is installed, it says so.
 WHEEL_URL = ""
 import glob
 import importlib
-import importlib.metadata
+import importlib.metadata as metadata
 import os
+import re
 import subprocess
 import sys
 
-try:
-    importlib.metadata.version("context-relay-workbook")
-except importlib.metadata.PackageNotFoundError:
-    uploaded = glob.glob("context_relay_workbook-*.whl")
-    wheel = WHEEL_URL or max(uploaded, key=os.path.getmtime, default="")
+WHEEL_RE = r"context_relay_workbook-(\d+(?:\.\d+)*)-py3-none-any\.whl"
+
+
+def normal(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def versions():
+    return {normal(d.name): d.version for d in metadata.distributions()}
+
+
+before = versions()
+if "context-relay-workbook" in before:
+    print(f"The workbook {before['context-relay-workbook']} is installed.")
+else:
+    found = [(m[1], m[0]) for p in glob.glob("*.whl") if (m := re.fullmatch(WHEEL_RE, p))]
+    found.sort(key=lambda vw: tuple(map(int, vw[0].split("."))))
+    wheel = WHEEL_URL or (found[-1][1] if found else "")
     if not wheel:
-        missing = "upload context_relay_workbook-*.whl beside this notebook, or set WHEEL_URL"
-        raise SystemExit(missing) from None
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel], check=True)
+        raise RuntimeError(
+            f"upload context_relay_workbook-*.whl to {os.getcwd()}, or set WHEEL_URL"
+        )
+    if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel]).returncode:
+        raise RuntimeError(f"pip could not install {wheel}: its message is above")
     importlib.invalidate_caches()
     subprocess.run([sys.executable, "-m", "helpers.course.cli", "build-data"], check=True)
-    print("Installed. If Colab asks to restart the session, do, then run the cells below.")"""
+    after = versions()
+    print(f"Installed {wheel}: the workbook {after['context-relay-workbook']}.")
+    in_use = {
+        normal(dist)
+        for module, dists in metadata.packages_distributions().items()
+        if module in sys.modules
+        for dist in dists
+    }
+    replaced = sorted(n for n in in_use if n in before and before[n] != after.get(n))
+    if replaced:
+        raise RuntimeError(
+            f"pip replaced {', '.join(replaced)}, already in use: restart the session "
+            "(Runtime → Restart session), then run the cells below"
+        )"""
 
 
 def install_cell() -> nbformat.NotebookNode:

@@ -141,30 +141,35 @@ def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> floa
 
 
 def _check_url(key: str, url: str) -> str:
-    """``url``, if the client can send to it: http(s), a host, a port in 1-65535, and nothing
-    the HTTP client's own parser (``httpx2.URL``) refuses, such as a control character.
+    """``url``, if the client can send to it: http(s), a host whose name can be encoded (IDNA:
+    no empty label, none over 63 characters), a port in 1-65535, and nothing the HTTP client's
+    own parser (``httpx2.URL``) refuses, such as a control character.
 
     Raises:
         ConfigError: naming ``key`` and why (the URL shown without user, password or query).
     """
+    shown = endpoint_shown(url)
     try:
         parts = urlsplit(url)
         web = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        web = False
-    if not web:
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL": the URL itself cannot be read
         raise ConfigError(
-            f"{key}={endpoint_shown(url)!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1"
-        )
-    try:
-        if parts.port == 0:
-            raise ValueError("Port out of range 1-65535")
-        httpx2.URL(url)
-    except (ValueError, httpx2.InvalidURL) as exc:  # the reason names a character, not the URL
-        reason = str(exc).rstrip(".")
-        raise ConfigError(
-            f"{key}={endpoint_shown(url)!r} cannot be sent to: {reason}; copy the URL again"
+            f"{key} cannot be read as a URL ({exc}); copy it again, e.g. http://127.0.0.1:1234/v1"
         ) from None
+    if not web:
+        raise ConfigError(f"{key}={shown!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    reason = "its port is not a number from 1 to 65535" if port == 0 else None
+    try:
+        httpx2.URL(url)
+        str(parts.hostname).encode("idna")
+    except (ValueError, httpx2.InvalidURL) as exc:  # the reason names a character, not the URL
+        reason = reason or str(exc).rstrip(".")  # (UnicodeError is a ValueError)
+    if reason:
+        raise ConfigError(f"{key}={shown!r} cannot be sent to: {reason}; copy the URL again")
     return url
 
 

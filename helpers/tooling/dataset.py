@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pycountry
 
-from helpers.paths import make_owner_only, private_file, reference_db_path
+from helpers.paths import make_owner_only, reference_db_path
 
 SCHEMA = """
 CREATE TABLE countries (
@@ -62,8 +63,10 @@ _TABLES: dict[str, tuple[Any, list[str], str]] = {
 def build_reference_db(path: Path | None = None) -> dict[str, int]:
     """(Re)build the reference database at ``path`` and return the row count of each table.
 
-    The file is written beside the target (created with mode 0600, owner only) and moved into
-    place, so a reader never sees half a database. Default ``path``:
+    The file is written beside the target, in a temporary file of this build's own (mode 0600,
+    owner only), and moved into place, so a reader never sees half a database, and builders at
+    the same time (two notebooks' first ``run_sql``, two ``build-data``) never write into each
+    other's file: the last to finish puts the same rows in place. Default ``path``:
     :func:`helpers.paths.reference_db_path`.
 
     Raises:
@@ -71,9 +74,20 @@ def build_reference_db(path: Path | None = None) -> dict[str, int]:
     """
     path = path or reference_db_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".building")
-    tmp.unlink(missing_ok=True)
-    private_file(tmp)  # mode 0600 before SQLite writes a row; the rename keeps it
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".building", dir=path.parent)
+    os.close(fd)  # mkstemp made it mode 0600 before SQLite writes a row; the rename keeps it
+    tmp = Path(name)
+    try:
+        counts = _write_tables(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return counts
+
+
+def _write_tables(tmp: Path) -> dict[str, int]:
+    """Write the schema and every table into the empty SQLite file ``tmp``; return the row
+    count of each table."""
     counts: dict[str, int] = {}
     with sqlite3.connect(tmp) as db:
         db.executescript(SCHEMA)
@@ -94,7 +108,6 @@ def build_reference_db(path: Path | None = None) -> dict[str, int]:
             ],
         )
     db.close()
-    os.replace(tmp, path)
     return counts
 
 

@@ -28,11 +28,13 @@ the first part of each, whole lines, so tests can run the same cases at a smalle
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -236,17 +238,25 @@ def build_pages() -> int:
     """Render every page of :data:`PAGE_MODULES`, and every large document (once each, however
     many URLs serve it), into ``var/pages/``; return how many files were written."""
     for name in PAGE_MODULES:
-        path = _page_path(name)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(render_page(name), encoding="utf-8")
-        tmp.replace(path)
+        _write_whole(_page_path(name), render_page(name))
     documents = dict(DOCUMENTS.values())  # file name -> builder: one file per document
     for file_name, build in documents.items():
-        path = pages_dir() / file_name
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(build(), encoding="utf-8")
-        tmp.replace(path)
+        _write_whole(pages_dir() / file_name, build())
     return len(PAGE_MODULES) + len(documents)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file of this writer's own, moved into
+    place: a reader sees the old file or the new one, never half of one, and writers at the same
+    time (two kernels' first ``get_page``) never write into each other's file."""
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(name, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
 
 
 def serve_page(module_name: str) -> str:
@@ -262,7 +272,7 @@ def serve_page(module_name: str) -> str:
         page = path.read_text(encoding="utf-8")
     else:
         page = render_page(module_name)
-        path.write_text(page, encoding="utf-8")
+        _write_whole(path, page)
     return redact(page, configured_secrets())
 
 

@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import re
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -306,8 +307,12 @@ def refuse_non_sqlite_file(db_file: Path) -> None:
     empty file is fine (SQLite makes it one), any other must start with :data:`SQLITE_HEADER`.
     Nothing is changed, not even the file's mode.
 
+    A SQLite database with tables, none of them a store's (:data:`STORE_MARK_TABLES`), is
+    another application's: refused too, so a mistyped ``--db`` never adds tables to it.
+
     Raises:
-        ValueError: the file is not a SQLite database (its first bytes are shown, escaped).
+        ValueError: the file is not a SQLite database (its first bytes are shown, escaped), or is
+            another application's (its first table names are shown).
         IsADirectoryError: it is a folder.
     """
     try:
@@ -319,6 +324,35 @@ def refuse_non_sqlite_file(db_file: Path) -> None:
         raise ValueError(
             f"{db_file} is not a SQLite database (it starts {head[:8]!r}); nothing was changed"
         )
+    if head:
+        tables = _sqlite_tables(db_file)
+        if tables and not tables & STORE_MARK_TABLES:
+            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+            raise ValueError(
+                f"{db_file} is a SQLite database of something else (tables: {shown}), not a "
+                "tool-output store; nothing was changed"
+            )
+
+
+#: A table only a tool-output store (or Alembic, which made it) has: a SQLite file holding
+#: tables but none of these belongs to something else and is left alone.
+STORE_MARK_TABLES = frozenset({"tool_outputs", "alembic_version"})
+
+
+def _sqlite_tables(db_file: Path) -> set[str]:
+    """The names of the tables in the SQLite file ``db_file``, read through a read-only
+    connection (an unreadable file: no names; SQLite's own error comes when the store opens)."""
+    try:
+        db = sqlite3.connect(f"{db_file.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return set()
+    try:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    except sqlite3.Error:
+        return set()
+    finally:
+        db.close()
+    return {str(name) for (name,) in rows}
 
 
 def _private_sqlite_files(db_file: Path, *, create: bool = False) -> None:

@@ -24,6 +24,7 @@ One module per command, its parser beside its handler (``add_command`` sets
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -263,10 +264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         message = f"internal error: {type(exc).__name__}: {exc}"
         if getattr(args, "json", False):
-            print_json({"status": "error", "error": message})
-        else:
-            print(
-                f"workbook: {for_terminal(message)} (WORKBOOK_DEBUG=1 shows the traceback)",
-                file=sys.stderr,
-            )
+            with contextlib.suppress(OSError):  # stdout itself may be what failed (a full disk)
+                print_json({"status": "error", "error": message})
+                return EXIT_FAILED
+        print(
+            f"workbook: {for_terminal(message)} (WORKBOOK_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED

@@ -69,6 +69,8 @@ def copy_notebooks(args: argparse.Namespace) -> int:
 
     from helpers.course.student_notebooks import copy_notebooks as write_copies
 
+    if not args.folder.strip():
+        return usage_error(args, "copy-notebooks needs a folder's name, e.g. relay")
     folder = Path(args.folder)
     try:
         written, kept = write_copies(folder, solutions=args.solutions)
@@ -87,7 +89,11 @@ def copy_notebooks(args: argparse.Namespace) -> int:
     print(f"wrote {len(written)} notebooks into {shown}")
     if kept:
         print(f"kept {len(kept)} already there (yours): {', '.join(p.name for p in kept)}")
-    print(f"next: cd {for_terminal(shlex.quote(str(folder)))} && jupyter lab")
+    target = shlex.quote(str(folder) if folder.is_absolute() else f"./{folder}")
+    if for_terminal(target) == target:  # a hint to paste: exactly the folder, or none
+        print(f"next: cd {target} && jupyter lab")
+    else:
+        print("next: go to that folder and run jupyter lab")
     return EXIT_OK
 
 
