@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -103,6 +104,43 @@ def private_file(path: Path) -> Path:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
     make_owner_only(path)
     return path
+
+
+#: How a temporary file of the workbook's names the process writing it: ``name.pid<N>.…``.
+_WRITER_PID_RE = re.compile(r"\.pid(\d+)\.")
+
+
+def writer_prefix(name: str) -> str:
+    """The prefix of a temporary file this process writes before moving it to ``name``
+    (``iso_reference.sqlite.pid4242.``): :func:`remove_abandoned` knows whose it is."""
+    return f"{name}.pid{os.getpid()}."
+
+
+def remove_abandoned(folder: Path) -> int:
+    """Delete the temporary files in ``folder`` (named by :func:`writer_prefix`, with any
+    SQLite ``-journal``) whose writer has died: a build killed mid-way (a kernel restarted during
+    the first ``run_sql``) leaves its file, which nothing else would remove. A live writer's file
+    is left alone. Returns how many were deleted."""
+    removed = 0
+    for path in folder.glob("*.pid*.*"):
+        match = _WRITER_PID_RE.search(path.name)
+        if match is None or _process_alive(int(match[1])):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed += 1
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def workspace_dir() -> Path:

@@ -637,9 +637,10 @@ def test_copy_notebooks_onto_a_file_is_a_one_line_error_and_the_hint_is_quoted(t
         env={**os.environ, "WORKBOOK_PROFILE": "offline"}, timeout=HANG_GUARD_S,
     )  # fmt: skip
     assert dash.stdout.splitlines()[-1] == "next: cd ./-dash && jupyter lab", dash.stderr
-    odd = workbook("copy-notebooks", str(tmp_path / "esc\x1b[31mred"))
-    assert odd.stdout.splitlines()[-1] == "next: go to that folder and run jupyter lab"
-    assert "\x1b" not in odd.stdout
+    for name in ("esc\x1b[31mred", "tab\there", "new\nline"):
+        odd = workbook("copy-notebooks", str(tmp_path / name))
+        assert odd.stdout.splitlines()[-1] == "next: go to that folder and run jupyter lab"
+        assert "\x1b" not in odd.stdout
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

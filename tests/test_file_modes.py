@@ -220,22 +220,47 @@ def test_a_file_that_is_not_a_sqlite_database_is_refused_untouched(
     ToolOutputStore(f"sqlite:///{empty}").close()
 
 
-def test_another_applications_sqlite_database_is_refused_untouched(tmp_path: Path) -> None:
-    """``--db sqlite:///other.db``, a database of something else: no store tables are added to
-    it and its mode stays; a store made earlier (its own tables) still opens."""
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        (["CREATE TABLE mine (x)"], r"tables: mine"),
+        (
+            ["CREATE TABLE tool_outputs (id INTEGER PRIMARY KEY, blob TEXT)"],
+            "a tool_outputs table of its own",
+        ),
+        (
+            [
+                "CREATE TABLE alembic_version (version_num TEXT)",
+                "INSERT INTO alembic_version VALUES ('ae1027a6acf')",
+                "CREATE TABLE users (id)",
+            ],
+            "Alembic revision ae1027a6acf",
+        ),
+        (["PRAGMA journal_mode = WAL", "CREATE TABLE mine (x)"], r"tables: mine"),
+    ],
+)
+def test_another_applications_sqlite_database_is_refused_untouched(
+    tmp_path: Path, schema: list[str], reason: str
+) -> None:
+    """``--db sqlite:///other.db``, a database of something else (even one with a table named
+    tool_outputs, or its own Alembic revisions): no table added, journal mode, content and mode
+    unchanged, no side file made; a store made earlier (its own tables) still opens."""
     import sqlite3
 
     from helpers.tooling.store import ToolOutputStore
 
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as db:
-        db.execute("CREATE TABLE mine (x)")
+    db = sqlite3.connect(other)
+    for statement in schema:
+        db.execute(statement)
+    db.commit()
     db.close()
     other.chmod(0o644)
     before = other.read_bytes()
-    with pytest.raises(ValueError, match=r"a SQLite database of something else \(tables: mine\)"):
+    with pytest.raises(ValueError, match=f"a SQLite database of something else \\({reason}\\)"):
         ToolOutputStore(f"sqlite:///{other}")
     assert other.read_bytes() == before and stat.S_IMODE(other.stat().st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
     ours = tmp_path / "ours.sqlite"
     ToolOutputStore(f"sqlite:///{ours}").close()
     ToolOutputStore(f"sqlite:///{ours}").close()

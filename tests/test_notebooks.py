@@ -14,6 +14,7 @@ that its hard-stop checkpoint
 from __future__ import annotations
 
 import contextlib
+import re
 
 import nbformat
 import pytest
@@ -218,6 +219,12 @@ def test_the_install_cell_picks_the_highest_uploaded_wheel_and_says_when_pip_fai
     )
     with pytest.raises(RuntimeError, match=f"upload context_relay_workbook-.*to {tmp_path}"):
         exec(INSTALL_CELL_SOURCE, {})
+    copy = "context_relay_workbook-0.1.0-py3-none-any (1).whl"
+    (tmp_path / copy).touch()  # a browser's second download: pip refuses such a name
+    with pytest.raises(RuntimeError, match=re.escape(f"({copy}: a renamed copy")):
+        exec(INSTALL_CELL_SOURCE, {})
+    with pytest.raises(RuntimeError, match="restart the session"):  # said once: still true
+        exec(INSTALL_CELL_SOURCE, {"RESTART_NEEDED": True})
     assert calls == []
     for version in ("0.9.1", "0.10.0", "0.1.0"):
         (tmp_path / f"context_relay_workbook-{version}-py3-none-any.whl").touch()

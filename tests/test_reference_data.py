@@ -80,3 +80,30 @@ def test_first_builds_at_the_same_time_never_give_a_reader_half_a_database(tmp_p
         expected = db.execute("SELECT count(*) FROM subdivisions WHERE country_alpha_2 = 'NO'")
         assert counts == {expected.fetchone()[0]} and counts != {0}
     assert not list(tmp_path.glob("*.building")) and not list(pages_dir().glob("*.tmp"))
+
+
+def test_a_build_killed_midway_leaves_nothing_the_next_build_does_not_remove(tmp_path, monkeypatch):
+    """A kernel restarted during the first ``run_sql`` leaves its half-written temporary file
+    (and its journal): the next build deletes those of dead writers, and never a live one's."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers.tooling.dataset import build_reference_db
+
+    monkeypatch.setenv("WORKBOOK_VAR_DIR", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = [
+        tmp_path / f"iso_reference.sqlite.pid{gone.pid}.x1{s}"
+        for s in (".building", ".building-journal")
+    ]
+    live = tmp_path / f"iso_reference.sqlite.pid{os.getpid()}.x2.building"
+    (pages_dir()).mkdir(parents=True, exist_ok=True)
+    dead_page = pages_dir() / f"json.html.pid{gone.pid}.x3.tmp"
+    for path in [*dead, live, dead_page]:
+        path.write_bytes(b"half")
+    build_reference_db()
+    build_reference_data(force=True)
+    assert live.exists() and not any(p.exists() for p in [*dead, dead_page])
+    assert sorted(p.name for p in tmp_path.glob("*.pid*")) == [live.name]

@@ -58,6 +58,8 @@ def versions():
 
 
 before = versions()
+if globals().get("RESTART_NEEDED"):  # cleared only by a restart of the session
+    raise RuntimeError("restart the session (Runtime → Restart session), then run this cell")
 if "context-relay-workbook" in before:
     print(f"The workbook {before['context-relay-workbook']} is installed.")
 else:
@@ -65,8 +67,11 @@ else:
     found.sort(key=lambda vw: tuple(map(int, vw[0].split("."))))
     wheel = WHEEL_URL or (found[-1][1] if found else "")
     if not wheel:
+        copies = sorted(set(glob.glob("context_relay_workbook-*.whl")) - {w for _, w in found})
+        renamed = f" ({', '.join(copies)}: a renamed copy; give it its own name back)"
         raise RuntimeError(
             f"upload context_relay_workbook-*.whl to {os.getcwd()}, or set WHEEL_URL"
+            + (renamed if copies else "")
         )
     if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel]).returncode:
         raise RuntimeError(f"pip could not install {wheel}: its message is above")
@@ -82,6 +87,7 @@ else:
     }
     replaced = sorted(n for n in in_use if n in before and before[n] != after.get(n))
     if replaced:
+        RESTART_NEEDED = True
         raise RuntimeError(
             f"pip replaced {', '.join(replaced)}, already in use: restart the session "
             "(Runtime → Restart session), then run the cells below"

@@ -142,8 +142,10 @@ def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> floa
 
 def _check_url(key: str, url: str) -> str:
     """``url``, if the client can send to it: http(s), a host whose name can be encoded (IDNA:
-    no empty label, none over 63 characters), a port in 1-65535, and nothing the HTTP client's
-    own parser (``httpx2.URL``) refuses, such as a control character.
+    no empty label, none over 63 characters), a port in 1-65535, no query or fragment (the
+    ``openai`` SDK appends ``chat/completions`` to the base URL's text, so ``/v1?key=K`` would be
+    sent as ``/v1/?key=Kchat/completions``), and nothing the HTTP client's own parser
+    (``httpx2.URL``) refuses, such as a control character.
 
     Raises:
         ConfigError: naming ``key`` and why (the URL shown without user, password or query).
@@ -170,6 +172,11 @@ def _check_url(key: str, url: str) -> str:
         reason = reason or str(exc).rstrip(".")  # (UnicodeError is a ValueError)
     if reason:
         raise ConfigError(f"{key}={shown!r} cannot be sent to: {reason}; copy the URL again")
+    if parts.query or parts.fragment:  # the SDK appends its paths after them: ?key=…chat/…
+        raise ConfigError(
+            f"{key}={shown!r} goes on with a query or a fragment (?… or #…), which the client "
+            "cannot send its requests under; a key belongs in the profile's _API_KEY setting"
+        )
     return url
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pycountry
 
-from helpers.paths import make_owner_only, reference_db_path
+from helpers.paths import make_owner_only, reference_db_path, remove_abandoned, writer_prefix
 
 SCHEMA = """
 CREATE TABLE countries (
@@ -74,7 +74,10 @@ def build_reference_db(path: Path | None = None) -> dict[str, int]:
     """
     path = path or reference_db_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".building", dir=path.parent)
+    remove_abandoned(path.parent)
+    fd, name = tempfile.mkstemp(
+        prefix=writer_prefix(path.name), suffix=".building", dir=path.parent
+    )
     os.close(fd)  # mkstemp made it mode 0600 before SQLite writes a row; the rename keeps it
     tmp = Path(name)
     try:

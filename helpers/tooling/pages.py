@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import var_dir
+from helpers.paths import remove_abandoned, var_dir, writer_prefix
 from helpers.redaction import configured_secrets, redact
 
 #: Standard-library modules whose pydoc pages are served (plain libraries, no import side effects).
@@ -237,6 +237,7 @@ def render_page(module_name: str) -> str:
 def build_pages() -> int:
     """Render every page of :data:`PAGE_MODULES`, and every large document (once each, however
     many URLs serve it), into ``var/pages/``; return how many files were written."""
+    remove_abandoned(pages_dir())
     for name in PAGE_MODULES:
         _write_whole(_page_path(name), render_page(name))
     documents = dict(DOCUMENTS.values())  # file name -> builder: one file per document
@@ -249,7 +250,7 @@ def _write_whole(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file of this writer's own, moved into
     place: a reader sees the old file or the new one, never half of one, and writers at the same
     time (two kernels' first ``get_page``) never write into each other's file."""
-    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=writer_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

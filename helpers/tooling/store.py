@@ -307,8 +307,9 @@ def refuse_non_sqlite_file(db_file: Path) -> None:
     empty file is fine (SQLite makes it one), any other must start with :data:`SQLITE_HEADER`.
     Nothing is changed, not even the file's mode.
 
-    A SQLite database with tables, none of them a store's (:data:`STORE_MARK_TABLES`), is
-    another application's: refused too, so a mistyped ``--db`` never adds tables to it.
+    A SQLite database with tables that is not a store (:func:`_foreign_reason`) is another
+    application's: refused too, so a mistyped ``--db`` never adds a table to it or changes its
+    journal mode.
 
     Raises:
         ValueError: the file is not a SQLite database (its first bytes are shown, escaped), or is
@@ -325,34 +326,45 @@ def refuse_non_sqlite_file(db_file: Path) -> None:
             f"{db_file} is not a SQLite database (it starts {head[:8]!r}); nothing was changed"
         )
     if head:
-        tables = _sqlite_tables(db_file)
-        if tables and not tables & STORE_MARK_TABLES:
-            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        reason = _foreign_reason(db_file)
+        if reason:
             raise ValueError(
-                f"{db_file} is a SQLite database of something else (tables: {shown}), not a "
-                "tool-output store; nothing was changed"
+                f"{db_file} is a SQLite database of something else ({reason}), not a tool-output "
+                "store; nothing was changed"
             )
 
 
-#: A table only a tool-output store (or Alembic, which made it) has: a SQLite file holding
-#: tables but none of these belongs to something else and is left alone.
-STORE_MARK_TABLES = frozenset({"tool_outputs", "alembic_version"})
+#: The columns every version of the store's ``tool_outputs`` table has had (the first release's
+#: table, before Alembic, is known by them).
+STORE_KEY_COLUMNS = frozenset({"thread_id", "tool_call_id", "tool_name"})
 
 
-def _sqlite_tables(db_file: Path) -> set[str]:
-    """The names of the tables in the SQLite file ``db_file``, read through a read-only
-    connection (an unreadable file: no names; SQLite's own error comes when the store opens)."""
+def _foreign_reason(db_file: Path) -> str | None:
+    """Why the SQLite file ``db_file`` belongs to something else, in words, or ``None`` when it
+    is empty or a store: stamped with one of the store's Alembic revisions, or unstamped with a
+    ``tool_outputs`` table of the store's shape (:data:`STORE_KEY_COLUMNS`). Read through an
+    immutable read-only connection: no lock, no ``-wal``/``-shm`` file, nothing written."""
+    from helpers.tooling.migrations import FOLDER
+
     try:
-        db = sqlite3.connect(f"{db_file.absolute().as_uri()}?mode=ro", uri=True)
+        db = sqlite3.connect(f"{db_file.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error:
-        return set()
+        return None  # SQLite's own error comes when the store opens it
     try:
-        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        tables = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "alembic_version" in tables:
+            stamped = {str(v) for (v,) in db.execute("SELECT version_num FROM alembic_version")}
+            ours = {p.name.split("_", 1)[0] for p in (FOLDER / "versions").glob("[0-9]*_*.py")}
+            return None if stamped <= ours else f"Alembic revision {', '.join(sorted(stamped))}"
+        if "tool_outputs" in tables:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(tool_outputs)")}
+            return None if columns >= STORE_KEY_COLUMNS else "a tool_outputs table of its own"
     except sqlite3.Error:
-        return set()
+        return None
     finally:
         db.close()
-    return {str(name) for (name,) in rows}
+    shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+    return f"tables: {shown}" if tables else None
 
 
 def _private_sqlite_files(db_file: Path, *, create: bool = False) -> None:

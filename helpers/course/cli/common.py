@@ -284,7 +284,7 @@ def open_store(url: str | None) -> ToolOutputStore:
         shown = mask_url_password(url) if url else "the default store"
         raise ValueError(
             f"cannot use {shown!r} as the store ({type(exc).__name__}: {reason}); give --db a "
-            "SQLAlchemy URL such as sqlite:///var/my.sqlite"
+            "store of your own, e.g. sqlite:///var/my.sqlite (a new file is made a store)"
         ) from None
 
 

@@ -90,7 +90,7 @@ def copy_notebooks(args: argparse.Namespace) -> int:
     if kept:
         print(f"kept {len(kept)} already there (yours): {', '.join(p.name for p in kept)}")
     target = shlex.quote(str(folder) if folder.is_absolute() else f"./{folder}")
-    if for_terminal(target) == target:  # a hint to paste: exactly the folder, or none
+    if target.isprintable() and for_terminal(target) == target:  # exactly the folder, or none
         print(f"next: cd {target} && jupyter lab")
     else:
         print("next: go to that folder and run jupyter lab")
