@@ -415,8 +415,9 @@ class ToolOutputStore:
     was done (``current``, ``created`` or ``upgraded from <revision>``).
 
     Raises:
-        ValueError: a SQLite URL names a file that is not a SQLite database (it is left as it
-            was, mode included: :func:`refuse_non_sqlite_file`).
+        ValueError: a SQLite URL names a file that is not a SQLite database, or another
+            application's database (it is left as it was, mode included:
+            :func:`refuse_non_sqlite_file`).
     """
 
     def __init__(self, url: str | None = None, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
