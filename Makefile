@@ -26,7 +26,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab lab-instructor restore test test-install test-pg e2e bench figures guide install install-dev data \
+.PHONY: lab lab-instructor restore test test-install test-personas test-pg e2e bench figures guide install install-dev data \
 	lint format check-notebooks strip student clean lock
 
 # Python 3.11 or newer, checked before anything is made: one line says what to do. A .venv left
@@ -126,6 +126,7 @@ test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
 		--ignore=tests/e2e --ignore=tests/test_run_anywhere.py \
+		--ignore=tests/test_notebooks_under_personas.py \
 		--nbval-lax --nbval-current-env -n $(TEST_WORKERS) --dist loadfile
 
 # the workbook installed where attendees are, each in a fresh venv: the wheel run from a folder
@@ -134,16 +135,23 @@ test: $(DEV_STAMP) lint check-notebooks
 test-install: $(DEV_STAMP)
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_run_anywhere.py
 
+# every solution notebook top to bottom under each offline persona, a model that chooses
+# differently from the reference model (about four minutes on two cores: apart from make test)
+test-personas: $(DEV_STAMP) data
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider \
+		tests/test_notebooks_under_personas.py -n $(TEST_WORKERS)
+
 # the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)
 test-pg: $(DEV_STAMP)
 	tests/with_postgres.sh
 
-# the workbook in a real browser: JupyterLab on loopback, notebook 05 in headless Chromium
-# (Debian's chromium, installed here if missing; Playwright drives it, no browser download)
+# the workbook in a real browser: JupyterLab on loopback, the notebooks in headless Chromium at
+# 1280x720, light and dark, with no emoji font (Debian's chromium and fontconfig's fc-list,
+# installed here if missing; Playwright drives it, no browser download)
 e2e: $(DEV_STAMP) data
-	@command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-		else echo "make e2e needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+	@{ command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; } && command -v fc-list >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fontconfig >/dev/null; \
+		else echo "make e2e needs Debian's chromium and fontconfig: sudo apt-get install chromium fontconfig"; exit 1; fi; }
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/e2e
 
 # the figures of README.md and docs/, measured again (a test fails when a page disagrees)

@@ -22,7 +22,7 @@ bottom first; a module imports only from its own layer or those below (``_LAYERS
 test):
 
 - the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping, theme,
-  instructions, plans, personas, replies, :mod:`~helpers.cases`;
+  charts, instructions, plans, personas, replies, :mod:`~helpers.cases`;
 - :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
   and its Alembic migrations;
 - :mod:`helpers.context`: the context controls (policies and box designs, the anchors'
@@ -168,14 +168,20 @@ _PUBLIC: dict[str, str] = {
     "COMPARED_STRATEGIES": "helpers.evaluation.runs",
     "run_personas": "helpers.evaluation.runs",
     "comparison_markdown": "helpers.evaluation.report",
+    "comparison_verdicts": "helpers.evaluation.report",
     "headline_html": "helpers.evaluation.report",
     "guard_hits_text": "helpers.evaluation.report",
     "scaling_markdown": "helpers.evaluation.scaling",
     "plot_totals": "helpers.evaluation.room_charts",
     "plot_scaling_room": "helpers.evaluation.room_charts",
+    "themed_chart": "helpers.charts",
+    "ThemedChart": "helpers.charts",
     # the course: hints, views, budgets, progress, and each TODO's checkpoint
     "hint": "helpers.course.hints",
+    "why": "helpers.course.checkpoint",
     "approve_spend": "helpers.course.budget",
+    "explain_choice": "helpers.course.choices",
+    "deep_check_received": "helpers.course.choices",
     "progress": "helpers.course.progress",
     "answer_html": "helpers.course.views",
     "full_result_widget": "helpers.course.views",
@@ -237,6 +243,7 @@ __all__ = [
     "StoredOutput",
     "Strategy",
     "StrategyOptions",
+    "ThemedChart",
     "Tool",
     "ToolCallRecord",
     "ToolContext",
@@ -267,11 +274,14 @@ __all__ = [
     "client_for_cases",
     "compact",
     "comparison_markdown",
+    "comparison_verdicts",
     "count_chat_tokens",
     "count_tokens",
+    "deep_check_received",
     "default_registry",
     "dispatch",
     "embedded_reference_ids",
+    "explain_choice",
     "find_exchanges",
     "for_mode",
     "for_terminal",
@@ -314,9 +324,11 @@ __all__ = [
     "scaling_markdown",
     "side_by_side",
     "summarize_category",
+    "themed_chart",
     "tool_from_function",
     "turn_cost",
     "var_dir",
+    "why",
     "write_report",
     "yt_transcribe",
 ]
@@ -339,6 +351,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBLIC
     from helpers.cases import Case, load_case, load_cases
+    from helpers.charts import ThemedChart, themed_chart
     from helpers.context.anchors import (
         AgentsSdkTrimmerPolicy,
         ClaudeCodePolicy,
@@ -381,6 +394,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         register_strategy,
     )
     from helpers.course.budget import approve_spend
+    from helpers.course.checkpoint import why
     from helpers.course.checks.boxing import (
         check_box_result,
         check_grep,
@@ -400,6 +414,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     )
     from helpers.course.checks.persist import check_log_tool, check_prune
     from helpers.course.checks.preview import check_fetch_tool_output, check_make_preview
+    from helpers.course.choices import deep_check_received, explain_choice
     from helpers.course.hints import hint
     from helpers.course.progress import progress
     from helpers.course.views import (
@@ -413,7 +428,12 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.evaluation.compare import Comparison, write_report
     from helpers.evaluation.metrics import ComparisonMetrics, load_comparison
     from helpers.evaluation.pricing import load_prices, turn_cost
-    from helpers.evaluation.report import comparison_markdown, guard_hits_text, headline_html
+    from helpers.evaluation.report import (
+        comparison_markdown,
+        comparison_verdicts,
+        guard_hits_text,
+        headline_html,
+    )
     from helpers.evaluation.room_charts import plot_scaling_room, plot_totals
     from helpers.evaluation.runs import (
         COMPARED_STRATEGIES,

@@ -240,13 +240,3 @@ def load_cases(pattern: str | Path | None = None) -> list[Case]:
     pattern = str(pattern or CASES_DIR / "*.md")
     paths = sorted(glob(pattern, recursive=True), key=lambda p: (Path(p).parent.parts, p))
     return [load_case(p) for p in paths]
-
-
-def load_plan_book(pattern: str | Path | None = None) -> dict[str, Plan]:
-    """``{prompt: offline_plan}`` of every case that has a plan (the offline model's book;
-    default: every shipped case, large ones included)."""
-    return {
-        case.prompt: case.offline_plan
-        for case in load_cases(pattern or ALL_CASES)
-        if case.offline_plan
-    }

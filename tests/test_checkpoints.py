@@ -32,7 +32,7 @@ def _todo_text(notebook: str, todo: int) -> str:
 
 @pytest.mark.parametrize(("notebook", "todo"), sorted(CHECKS), ids=lambda v: str(v))
 def test_every_property_a_checkpoint_tests_is_named_in_its_todo_text(notebook, todo) -> None:
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(checkpoint.TodoNotWritten):
         CHECKS[(notebook, todo)](_stub)
     text = " ".join(_todo_text(notebook, todo).lower().split())
     missing = [
@@ -56,7 +56,7 @@ def test_a_failure_is_short_and_shows_the_smallest_input() -> None:
         CHECKS[("03", 1)](make_preview)
     lines = str(failed.value).splitlines()
     assert len(lines) <= 6 and all(len(line) <= 170 for line in lines)
-    assert lines[0].startswith("❌ TODO 1 · make_preview:")
+    assert lines[0].startswith("❌ TODO 1 failed · make_preview: ")
     assert [line.split()[0] for line in lines[1:4]] == ["input", "expected", "got"]
     assert "hint('03', 1)" in lines[-1] and "why()" in lines[-1]
     # the smallest failing input: one non-ASCII character at a limit of one
@@ -81,6 +81,93 @@ def test_an_exception_in_the_attendees_code_is_reported_with_its_traceback(capsy
 
     with pytest.raises(checkpoint.CheckpointFailed) as failed:
         CHECKS[("07", 2)](guarded_call)
-    assert "raised KeyError: 'boom'" in str(failed.value)
+    lines = str(failed.value).splitlines()
+    assert lines[0] == "❌ TODO 2 failed · guarded_call: your code raised KeyError: 'boom'"
+    assert [line.split()[0] for line in lines[1:3]] == ["input", "checking"]
+    assert "your traceback: why()" in lines[-1]
     checkpoint.why()
-    assert "your code raised:" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "your code raised KeyError: 'boom'; its traceback:" in shown
+    assert 'return {}["boom"]' in shown  # the attendee's own line, in the traceback
+
+
+def test_a_checkpoint_run_before_its_todo_says_so_in_one_line(capsys) -> None:
+    def prune(engine, older_than=None, thread_id=None):
+        raise NotImplementedError("TODO 2: one delete statement (for a hint: hint('02', 2))")
+
+    with pytest.raises(checkpoint.TodoNotWritten) as stopped:
+        CHECKS[("02", 2)](prune)
+    assert str(stopped.value).splitlines() == [
+        "TODO 2 (prune) is not written yet: replace the raise NotImplementedError in the TODO 2 "
+        "cell above with your code, run that cell, then this one · stuck? hint('02', 2)"
+    ]
+    checkpoint.why()  # the pointer after a stop for a missing answer says the same, not more
+    assert "TODO 2 (prune) is not written yet" in capsys.readouterr().out
+
+
+def test_a_checkpoint_that_passes_prints_its_line_once_and_returns_nothing(capsys) -> None:
+    def categorize(name):
+        table = {
+            "read": {"get_page", "yt_transcribe", "internal_resource_read", "fetch_tool_output"},
+            "write": {"google_drive_write_file"},
+            "query": {
+                "run_sql",
+                "internal_resource_grep",
+                "internal_resource_read_slice",
+                "internal_resource_read_lines",
+                "internal_resource_length",
+            },
+        }
+        return next((c for c, names in table.items() if name in names), "execution")
+
+    assert CHECKS[("06", 1)](categorize) is None  # nothing for a cell to echo as Out[n]
+    out = capsys.readouterr().out
+    assert out.count("✅ TODO 1 passed") == 1 and len(out.splitlines()) == 1
+
+
+def test_a_failure_is_filed_under_the_rule_it_breaks() -> None:
+    """A tool's exception that escapes the attendee's dispatch is "your code raised", checked
+    against the rule about bad calls (not the echo's); a summary with no cap on one path fails
+    the cap's rule (not the rule of that path's shape)."""
+    import json
+
+    def handle_tool_calls(messages, message, registry):  # no error handling
+        messages.append(
+            {
+                "role": "assistant",
+                "content": message.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in message.tool_calls
+                ],
+            }
+        )
+        for call in message.tool_calls:
+            arguments = json.loads(call.function.arguments or "{}")
+            content = registry.get(call.function.name).call(arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+    with pytest.raises(checkpoint.CheckpointFailed) as failed:
+        CHECKS[("01", 1)](handle_tool_calls)
+    lines = str(failed.value).splitlines()
+    assert "your code raised" in lines[0], lines
+    assert lines[2].split()[0] == "checking" and "a bad call" in lines[2], lines
+
+    from helpers.course.checks.modes import reference_summary
+
+    def summarize(result, max_chars=300):  # the content parts' path is not cut
+        try:
+            data = json.loads(result)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("content"), list):
+            return reference_summary(result, 10**9)
+        return reference_summary(result, max_chars)
+
+    with pytest.raises(checkpoint.CheckpointFailed) as failed:
+        CHECKS[("07", 3)](summarize)
+    assert "is cut to its first max_chars characters" in str(failed.value).splitlines()[0]

@@ -662,3 +662,93 @@ def test_a_full_disk_on_stdout_is_one_line_on_stderr(tmp_path, json_flag) -> Non
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "No space left on device" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# -- the offline model's prompts: anything else gets the nearest ones, and exit code 4 -----------
+
+#: Paraphrases users really sent, and the case whose prompt each should name first.
+PARAPHRASES = {
+    "Transcribe video 123 and send the text to deep check": "case1",
+    SQL.replace("Norway", "Sweden"): "sql1",  # the example of `workbook ask --help`, changed
+}
+
+
+def test_no_plan_has_an_exit_code_of_its_own_documented_everywhere_codes_are() -> None:
+    from helpers.course.cli import EXIT_CODES, EXIT_NO_PLAN, build_parser
+    from helpers.course.cli.exits import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+
+    from_main = {EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, 130, 141}
+    assert EXIT_CODES["no_plan"] == EXIT_NO_PLAN and EXIT_NO_PLAN not in from_main
+    docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    for status, code in EXIT_CODES.items():
+        assert f"| `{status}` | {code} |" in docs, status
+    assert f"no_plan {EXIT_NO_PLAN} (" in workbook("ask", "--help").stdout
+    assert f"{EXIT_NO_PLAN} no plan" in build_parser().epilog
+
+
+@pytest.mark.parametrize(("prompt", "case_id"), list(PARAPHRASES.items()))
+def test_a_prompt_the_offline_model_has_no_plan_for_names_the_nearest_cases_and_exits_4(
+    tmp_path, prompt, case_id
+) -> None:
+    from helpers.cases import ALL_CASES, load_cases
+
+    wanted = next(c.prompt for c in load_cases(ALL_CASES) if c.id == case_id)
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    done = workbook("ask", prompt, "--json", "--db", db)
+    assert done.returncode == 4, done.stderr
+    data = json.loads(done.stdout)
+    assert data["status"] == "no_plan" and data["tool_calls"] == []
+    suggestions = data["suggestions"]
+    assert 1 <= len(suggestions) <= 3 and suggestions[0]["case_id"] == case_id
+    assert suggestions[0]["prompt"] == " ".join(wanted.split())
+    for n, s in enumerate(suggestions, 1):  # the answer names the same, in the same order
+        assert f"\n{n}. {s['case_id']}: {s['prompt']}\n" in data["answer"]
+    human = workbook("ask", prompt, "--db", db, "--color", "never")
+    assert human.returncode == 4
+    assert "No plan:" in human.stdout and f"1. {case_id}:" in human.stdout
+    assert f"names the {len(suggestions)} nearest" in " ".join(human.stdout.split())
+
+
+def test_a_case_prompt_exits_0_and_nothing_near_exits_4_with_no_suggestion(tmp_path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    spaced = workbook("ask", "  " + SQL.replace(" ", "\n "), "--json", "--db", db)
+    assert spaced.returncode == 0 and "suggestions" not in json.loads(spaced.stdout)
+    poem = workbook("ask", "Write a poem", "--json", "--db", db)
+    assert poem.returncode == 4
+    data = json.loads(poem.stdout)
+    assert data["status"] == "no_plan" and data["suggestions"] == []
+    assert "None of the prompts I know is near yours." in data["answer"]
+
+
+def test_continuing_a_thread_offline_carries_out_only_a_case_prompt(tmp_path) -> None:
+    """The offline model plans from the last user message: a follow-up in a thread is a prompt
+    like any other, with a plan if it is a case prompt, else the nearest ones."""
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    first = ask_json(CASE1, "--db", db)
+    follow = workbook("ask", "-c", "And what is the title of the json page?", "--json", "--db", db)
+    assert follow.returncode == 4, follow.stderr
+    later = json.loads(follow.stdout)
+    assert later["thread_id"] == first["thread_id"] and later["history_messages"] > 0
+    assert later["suggestions"][0]["case_id"] == "web3"
+    back = workbook("ask", "-c", later["suggestions"][0]["prompt"], "--json", "--db", db)
+    assert back.returncode == 0, back.stderr
+    done = json.loads(back.stdout)
+    assert done["status"] == "ok" and done["thread_id"] == first["thread_id"]
+    assert [t["name"] for t in done["tool_calls"]] == ["get_page"]
+
+
+def test_a_real_server_answers_anything_so_its_answer_exits_0(monkeypatch, capsys, tmp_path):
+    """Only the offline model in this process has plans: the same model served over HTTP is, to
+    the CLI, a local server like any other, and its answer (whatever it says) is an answer."""
+    from helpers.course.cli import main
+    from helpers.models.offline_server import OfflineServer
+
+    with OfflineServer() as server:
+        monkeypatch.setenv("WORKBOOK_PROFILE", "local")
+        monkeypatch.setenv("LOCAL_BASE_URL", server.base_url)
+        monkeypatch.setenv("LOCAL_MODEL", "offline-reference")
+        prompt = next(iter(PARAPHRASES))
+        code = main(["ask", prompt, "--json", "--db", f"sqlite:///{tmp_path / 's.sqlite'}"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["status"] == "ok" and "suggestions" not in data
+    assert "no plan for this prompt" in data["answer"]  # never read to decide the exit code

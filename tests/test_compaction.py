@@ -400,3 +400,55 @@ def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
     )
     assert "- Wrote 2 files:" in summary and "n0.txt" in summary and "n1.txt" in summary
     assert categorizer(registry)("save_note") == "write" and categorize("save_note") == "execution"
+
+
+def _write(n: int, file_name: str, ok: bool) -> list[dict]:
+    """One exchange: a write of ``file_name``, done or refused."""
+    arguments = json.dumps({"file_name": file_name, "file_content": "…"})
+    call = {
+        "id": f"call_w{n}",
+        "type": "function",
+        "function": {"name": "google_drive_write_file", "arguments": arguments},
+    }
+    result = f"Wrote drive://{file_name}" if ok else json.dumps({"error": f"refused #{n}"})
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": result},
+    ]
+
+
+@settings(derandomize=True, max_examples=30, deadline=None)
+@given(
+    files=st.lists(st.sampled_from(["a.txt", "b.json", "c.md", "d.csv"]), min_size=1, max_size=4),
+    errors_per_round=st.integers(0, 12),
+    error_chars=st.integers(10, 400),
+    rounds=st.integers(2, 12),
+)
+def test_merged_summaries_keep_every_file_written_however_many_errors(
+    files, errors_per_round, error_chars, rounds
+) -> None:
+    """Files written and errors are what a user asks about later: a session whose execution
+    errors pile up round after round (a model that embeds its references, refused each time)
+    still names, in the merged summary, every file it wrote, each with its newest outcome. (The
+    bounds, in lines and in characters, once kept only the last detail lines of the list, all
+    of them errors.)"""
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "first"}]
+    n = 0
+    for r in range(rounds):
+        for name in files:
+            messages += _write(n, name, ok=False) + _write(n + 1, name, ok=True)
+            n += 2
+        for i in range(errors_per_round):
+            error = f"Here is the text #{r}.{i} " + "x" * error_chars  # long ones fill the text
+            messages += _invented("deep_check", 1_000 * r + i, error)
+        messages.append({"role": "user", "content": f"request {r}"})
+        messages = compact(messages, force=True, keep_last=0).messages
+    (summary,) = [m for m in messages if str(m.get("content")).startswith(SUMMARY_HEADER)]
+    lines = summary["content"].splitlines()
+    for name in set(files):
+        named = [line for line in lines if line.startswith(f'  - "{name}":')]
+        assert named, f"{name} is not named in the summary:\n{summary['content']}"
+        assert "FAILED" not in named[-1], named  # its newest outcome: written
+    details = [line for line in lines if line.startswith("  - ")]
+    assert len(details) <= MAX_SUMMARY_DETAIL_LINES
+    assert len(summary["content"]) <= MAX_SUMMARY_CHARS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
@@ -253,3 +255,33 @@ def test_every_profile_models_lists_is_one_profile_can_run() -> None:
     assert names == ["offline", "lab2", "q-w"]
     for name in names:
         assert resolve_model(name, env=env).profile == name
+
+
+def test_an_offline_profile_runs_the_persona_its_model_setting_names() -> None:
+    """``<PROFILE>_MODEL=offline-reference:<persona>`` chooses a persona for everything that
+    resolves the model (the notebooks too); a name that is not the offline model's is refused
+    with the setting, and the ideal model is the default."""
+    from helpers.models.personas import PERSONAS
+
+    offline = {"WORKBOOK_PROFILE": "offline"}
+    assert resolve_model(env=offline).model == "offline-reference"
+    for name, persona in PERSONAS.items():
+        for spelled in (persona.model_name, f"offline-reference:{name}"):
+            config = resolve_model(env={**offline, "OFFLINE_MODEL": spelled})
+            assert config.offline and config.model == persona.model_name
+    quiz = {
+        "WORKBOOK_PROFILE": "quiz",
+        "QUIZ_PROVIDER": "offline",
+        "QUIZ_MODEL": "offline-reference:invents",
+    }
+    assert resolve_model(env=quiz).model == "offline-reference:invents"
+    for wrong, said in (
+        (
+            "offline-reference:nope",
+            "OFFLINE_MODEL='offline-reference:nope': unknown offline persona",
+        ),
+        ("gpt-4o", "OFFLINE_MODEL='gpt-4o' is not an offline model"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            resolve_model(env={**offline, "OFFLINE_MODEL": wrong})
+    assert resolve_model(env=offline, model="offline-reference:embeds").model.endswith("embeds")

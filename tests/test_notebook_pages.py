@@ -14,6 +14,7 @@ import pytest
 from helpers.context import anchors, compaction, policies
 from helpers.course.instructor_guide import GUIDE
 from helpers.course.student_notebooks import solution_notebooks
+from helpers.theme import MERMAID_FRONTMATTER
 from helpers.tooling import store
 
 SOLUTIONS = solution_notebooks()
@@ -61,6 +62,23 @@ def test_the_parameters_prose_may_state_are_the_librarys() -> None:
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
+def test_every_diagram_follows_the_theme(path: Path) -> None:
+    """Each Mermaid diagram starts with the front matter whose colours follow JupyterLab's light
+    or dark theme (helpers.theme.MERMAID_FRONTMATTER says why; make e2e measures the result)."""
+    blocks = [
+        block
+        for cell in _cells(path)
+        if cell.cell_type == "markdown"
+        for block in re.findall(r"```mermaid\n(.*?)```", cell.source, flags=re.S)
+    ]
+    assert blocks, f"{path.name}: no diagram"
+    for block in blocks:
+        assert block.startswith(MERMAID_FRONTMATTER), (
+            f"{path.name}: a diagram without helpers.theme.MERMAID_FRONTMATTER (copy it in whole)"
+        )
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
 def test_each_notebook_opens_with_goals_and_time_and_shows_its_mechanism(path: Path) -> None:
     cells = _cells(path)
     top = cells[0].source
@@ -94,6 +112,35 @@ def test_no_figure_is_typed_into_the_prose(path: Path) -> None:
         if int(m[1].replace(",", "")) not in set_in_code | set(PARAMETERS)
     ]
     assert not typed, f"{path.name}: figures typed into the prose (print them from code): {typed}"
+
+
+#: A verdict about what a measurement shows: which strategy wins, is cheapest, costs more or less
+#: than another, a typed ratio. The cell that measured it prints it (issue 35: the page said
+#: "truncation wins" on web3 beside a cell that measured box at less than half its tokens).
+VERDICT = re.compile(
+    r"\b(?:cheapest|wins?|cheaper than|dearer than|costs? (?:more|less) than|more expensive"
+    r"|never costs|the only strategy|several times)\b|\d+(?:\.\d+)?×",
+    re.IGNORECASE,
+)
+#: Sentences that name a verdict without stating one: the cell beside them prints it.
+VERDICT_ALLOWED = ("can look cheapest and be wrong",)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
+def test_no_verdict_is_typed_into_the_prose(path: Path) -> None:
+    """Which strategy wins where, and by how much, depends on the model and the cases: the
+    prose explains the mechanism and asks; the cell that measured it says which and how much
+    (``comparison_verdicts``, ``explain_choice``). A question may name a verdict."""
+    said = [
+        sentence
+        for c in _cells(path)
+        if c.cell_type == "markdown"
+        for sentence in re.split(r"(?<=[.!?:])\s+", " ".join(_prose(c.source).split()))
+        if VERDICT.search(sentence)
+        and not sentence.rstrip(" *)").endswith("?")
+        and not any(allowed in sentence for allowed in VERDICT_ALLOWED)
+    ]
+    assert not said, f"{path.name}: verdicts typed into the prose (print them from code): {said}"
 
 
 def test_the_cited_sources_are_linked_where_they_are_named() -> None:

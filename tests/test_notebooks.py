@@ -4,10 +4,13 @@ Student versions are generated from the solutions and hold no answer code; every
 levels of hints. For every TODO, one kernel (nbclient) runs the notebook up to it and then proves
 that its hard-stop checkpoint
 
-- stops the unanswered stub with the TODO's pointer;
-- stops each plausible wrong answer of ``tests/wrong_answers.py`` with a message of its own (an
+- stops the unanswered stub with one line naming the TODO (never a traceback through the
+  checker);
+- stops each plausible wrong answer of ``tests/wrong_answers.py`` with a message of its own (a
   short report (``CheckpointFailed``: at most ten lines, the smallest failing input), never a
   traceback from inside ``helpers/``);
+- gives pointers that work: every ``hint(…)`` and ``why()`` a message names runs in the kernel
+  and prints what it promises;
 - passes the right answer, right after those failures in the same kernel, and again when rerun.
 """
 
@@ -129,6 +132,16 @@ def _error(cell: nbformat.NotebookNode) -> dict | None:
     return next((o for o in cell.outputs if o.get("output_type") == "error"), None)
 
 
+def _shown(error: dict) -> str:
+    """What the attendee sees of an error: its traceback's lines, without terminal colours."""
+    return ANSI_RE.sub("", "\n".join(error.get("traceback", [])))
+
+
+#: The calls a checkpoint's message points to: ``hint('04', 2)``, ``why()``.
+POINTER_CALL_RE = re.compile(r"\b(?:hint\('\d\d', \d+\)|why\(\))")
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
 class _Kernel:
     """One kernel running a notebook's cells one by one, reporting each cell's error."""
 
@@ -146,7 +159,22 @@ class _Kernel:
             self.client.execute_cell(cell, index)
         error = _error(cell)
         self.last_output = "".join(o.get("text", "") for o in cell.outputs)
+        self.last_outputs = cell.outputs
         return error
+
+    def follow_pointers(self, message: str, *, notebook: str, todo: int, index: int) -> None:
+        """Run every call a checkpoint's message points to (``hint('04', 2)``, ``why()``), as
+        the attendee would, in the same kernel: each runs, and prints what it promises."""
+        pointers = POINTER_CALL_RE.findall(message)
+        assert f"hint({notebook!r}, {todo})" in pointers, message
+        for call in pointers:
+            error = self.run(call, index)
+            assert error is None, f"{call} from the message failed: {error}"
+            assert self.last_output.strip(), f"{call} printed nothing"
+            if call.startswith("hint("):
+                assert "Hint 1 (the idea)" in self.last_output, self.last_output
+            else:  # why(): the whole of the last stop
+                assert f"TODO {todo}" in self.last_output, self.last_output
 
 
 @pytest.mark.parametrize(
@@ -171,24 +199,32 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
                     f"cell {index} failed before TODO {n}"
                 )
 
-        # the stub: stopped, with the TODO's pointer and the way to a hint
-        error = kernel.run(stub, todo_at) or kernel.run(checkpoint, checkpoint_at)
-        assert error and error["ename"] == "NotImplementedError", error
-        assert f"TODO {n}:" in error["evalue"] and "hint(" in error["evalue"]
+        # the stub, run before it is written: one line naming the TODO, and a hint that works
+        assert kernel.run(stub, todo_at) is None
+        error = kernel.run(checkpoint, checkpoint_at)
+        assert error and error["ename"] == "TodoNotWritten", error
+        trace = _shown(error)
+        assert len(trace.splitlines()) == 1 and f"TODO {n} (" in trace, trace
+        assert "not written yet" in trace and "NotImplementedError" in trace, trace
+        kernel.follow_pointers(trace, notebook=solution.name[:2], todo=n, index=checkpoint_at)
 
         # each plausible wrong answer: stopped by the checkpoint, with a message of its own
         for label, wrong in WRONG_ANSWERS[(solution.name[:2], n)]:
             assert kernel.run(wrong, todo_at) is None, f"{label}: the wrong answer did not define"
             error = kernel.run(checkpoint, checkpoint_at)
             assert error is not None, f"TODO {n}: the wrong answer ({label}) passed the checkpoint"
-            trace = "\n".join(error.get("traceback", []))
+            trace = _shown(error)
             assert error["ename"] == "CheckpointFailed" and error["evalue"].strip(), (
                 f"TODO {n}, {label}: stopped by {error['ename']}: {error['evalue'][:200]} "
                 "instead of a checkpoint message"
             )
             assert "/helpers/" not in trace, f"TODO {n}, {label}: a traceback from helpers/"
-            # short: the property, the smallest input, expected, got, where to look next
-            assert len(trace.splitlines()) <= 10 and "input" in trace and "got" in trace, trace
+            # short: what failed (a property, or "your code raised"), the smallest input, then
+            # expected and got (or the property being checked), and where to look next
+            assert len(trace.splitlines()) <= 10 and "input" in trace, trace
+            assert trace.startswith(f"❌ TODO {n} failed · "), trace
+            assert ("got" in trace) != ("your code raised" in trace), trace
+            kernel.follow_pointers(trace, notebook=solution.name[:2], todo=n, index=checkpoint_at)
 
         # the right answer passes, after those failures, and again when the checkpoint reruns
         for attempt in (1, 2):

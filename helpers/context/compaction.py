@@ -50,11 +50,12 @@ SUMMARY_ROLE = "user"
 #: The most characters of one quoted item (an argument, an error, a result, a request) in a
 #: summary; longer ones are cut with an ellipsis.
 MAX_SUMMARY_ITEM_CHARS = 200
-#: The most error lines and written-file lines a (merged) summary keeps: the newest ones; the
-#: counts still cover every call.
+#: The most error lines and written-file lines a (merged) summary keeps: each section's newest
+#: ones, no section crowded out by another (:func:`_bounded`); the counts still cover every call.
 MAX_SUMMARY_DETAIL_LINES = 24
-#: The longest summary, in characters, however many times it was merged: past it, the oldest
-#: detail lines go first, then the end of the text.
+#: The longest summary, in characters, however many times it was merged: past it, detail lines
+#: go first, the oldest of the fullest section each time (:func:`_bounded`), then the end of the
+#: text.
 MAX_SUMMARY_CHARS = 6_000
 #: Tool names shown as they are; any other name (a model may invent any text) is quoted.
 _PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -93,7 +94,8 @@ class Exchange:
 
     @property
     def error(self) -> str | None:
-        """The error message if the result is an error result, else ``None``."""
+        """The error message if the result is an error result (a JSON object whose ``error`` is
+        text, the empty text too), else ``None``: test it with ``is not None``."""
         try:
             data = json.loads(self.result)
         except ValueError:
@@ -207,7 +209,8 @@ def _errors(failed: list[Exchange], width: int) -> str:
 def summarize_category(category: str, exchanges: list[Exchange]) -> str:
     """One line (or a few, for execution errors) summarising a category's calls."""
     n = len(exchanges)
-    failed = [e for e in exchanges if e.error]
+    # an error result with an empty message ({"error": ""}) failed all the same
+    failed = [e for e in exchanges if e.error is not None]
     if category == "read":
         items = "; ".join(f"{_tool_name(e.name)}({_what(e)})" for e in exchanges[:6])
         more = f"; … {n - 6} more" if n > 6 else ""
@@ -217,7 +220,7 @@ def summarize_category(category: str, exchanges: list[Exchange]) -> str:
         lines = [f"- Wrote {n - len(failed)} file{'s' * (n - len(failed) != 1)}:"]
         for e in exchanges:
             name = quoted(e.arguments.get("file_name", "?"))
-            if e.error:
+            if e.error is not None:
                 lines.append(f"  - {name}: FAILED: {quoted(e.error)}")
             else:
                 lines.append(f"  - {name}: {quoted(e.result)}")
@@ -283,23 +286,45 @@ def summarize_history(
 
 
 def _bounded(lines: list[str]) -> str:
-    """The summary text from its lines: detail lines (``  - …``) said twice kept once, at most
-    :data:`MAX_SUMMARY_DETAIL_LINES` of them (the newest) and :data:`MAX_SUMMARY_CHARS`
-    characters in all."""
+    """The summary text from its lines, bounded: detail lines (``  - …``) said twice kept once;
+    then, past :data:`MAX_SUMMARY_DETAIL_LINES` lines or :data:`MAX_SUMMARY_CHARS` characters,
+    first the older lines about a file written again later (the newest outcome for a file is
+    what a user asks about), then, one at a time, the oldest detail line of the section
+    (writes, execution errors) holding the most lines (or, past the characters, the most
+    characters), so no section is crowded out by another; the end of the text goes last.
+
+    "Files written and errors, always" (the categories' rule) is kept as far as a bounded
+    summary can: each section keeps its newest lines, and the counts still cover every call.
+    """
     details = [i for i, line in enumerate(lines) if line.startswith("  - ")]
     newest = {lines[i]: i for i in details}  # a line said again (the same error) is kept once
     dropped = {i for i in details if newest[lines[i]] != i}
     details = [i for i in details if i not in dropped]
-    dropped |= set(details[: max(0, len(details) - MAX_SUMMARY_DETAIL_LINES)])
+    section = {i: max(h for h in range(i) if not lines[h].startswith("  - ")) for i in details}
+
+    def size() -> int:
+        return sum(len(line) + 1 for i, line in enumerate(lines) if i not in dropped)
+
+    if len(details) > MAX_SUMMARY_DETAIL_LINES or size() > MAX_SUMMARY_CHARS:
+        files = {i: m[0] for i in details if (m := _FILE_LINE_RE.match(lines[i]))}
+        last = {name: i for i, name in files.items()}
+        dropped |= {i for i, name in files.items() if last[name] != i}  # a file's older outcomes
+        details = [i for i in details if i not in dropped]
+    while details and (len(details) > MAX_SUMMARY_DETAIL_LINES or size() > MAX_SUMMARY_CHARS):
+        weight: dict[int, int] = {}  # the oldest line of the fullest section goes
+        by_chars = len(details) <= MAX_SUMMARY_DETAIL_LINES
+        for i in details:
+            weight[section[i]] = weight.get(section[i], 0) + (len(lines[i]) if by_chars else 1)
+        fullest = max(weight, key=lambda h: (weight[h], h))
+        oldest = next(i for i in details if section[i] == fullest)
+        dropped.add(oldest)
+        details.remove(oldest)
     kept = [line for i, line in enumerate(lines) if i not in dropped]
-    while sum(len(line) + 1 for line in kept) > MAX_SUMMARY_CHARS:
-        oldest = next((i for i, line in enumerate(kept) if line.startswith("  - ")), None)
-        if oldest is None:
-            break
-        del kept[oldest]
     return "\n".join(kept)[:MAX_SUMMARY_CHARS]
 
 
+#: A written-file line of a summary: ``  - "name": …``, the quoted name as its first group.
+_FILE_LINE_RE = re.compile(r'^  - ("(?:[^"\\]|\\.)*"):')
 _READ_RE = re.compile(r"^- Read (\d+) items?: (.*?)(?: \((\d+) failed: (.*)\))?$")
 _QUOTED_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
 _QUERY_RE = re.compile(r"^- Ran (\d+) quer(?:y|ies)(?: \((\d+) failed: (.*)\))?$")

@@ -8,17 +8,35 @@ cases included), and checks the attendee's function on each input, usually again
 reference implementation (a *differential* check). Hypothesis runs derandomized, so a checkpoint
 is deterministic, and it shrinks a failing input to a smallest one.
 
-A failure is short: the property, the smallest failing input, what was expected and what the
-attendee's code returned (or raised), and where to look next. ``why()`` prints the whole input
-and, when the attendee's code raised, its traceback::
+What a checkpoint cell shows is always a few lines, never a traceback through the checker:
 
-    ❌ TODO 2 · prune: with both filters, only rows old AND in the thread go
+- the TODO still the stub (run before it is written: *Run All*, or cells in order), one line::
+
+    TODO 2 (prune) is not written yet: replace the raise NotImplementedError in the TODO 2 cell
+    above with your code, run that cell, then this one · stuck? hint('02', 2)
+
+- a property that does not hold: the property, the smallest failing input, what was expected
+  and what the attendee's code returned, and where to look next::
+
+    ❌ TODO 2 failed · prune: with both filters, only rows old AND in the thread go
        input     prune(older_than=1 day, thread_id='t0') over rows: t0 2 days old, t0 1 min old
        expected  1 deleted; left: t0 1 min old
        got       2 deleted; left: (none)
-       stuck? hint('02', 2) · the whole input and any traceback: why()
+       stuck? hint('02', 2) · the whole input: why()
 
-A success says what was checked: ``✅ TODO 2 passed — 5 properties held on 180 generated inputs``.
+- the attendee's code raised where the contract says it must not: under its own headline, the
+  exception, the input, and the property being checked::
+
+    ❌ TODO 2 failed · guarded_call: your code raised KeyError: 'boom'
+       input     guarded_call(registry of ['get_page'], 'explore', 'get_page', {'text': ''})
+       checking  a tool the mode allows runs once, with the arguments as given, …
+       stuck? hint('07', 2) · the whole input and your traceback: why()
+
+``why()`` (in :data:`helpers.__all__`, imported by every notebook with ``hint``) prints the last
+stop in full: the whole input and, when the attendee's code raised, its traceback. A success
+says what was checked, once: ``✅ TODO 2 passed — 5 properties held on up to 125 generated
+inputs``. The marks ✅ and ❌ always stand beside the words *passed* and *failed*, which read in
+any font.
 """
 
 from __future__ import annotations
@@ -74,7 +92,8 @@ class Raised(Exception):
 
 def attempt(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call the attendee's ``fn``; any exception becomes :class:`Raised` (the stub's
-    ``NotImplementedError`` passes through unchanged, so its pointer is what the attendee sees).
+    ``NotImplementedError`` passes through unchanged: :meth:`Checkpoint.run` turns it into the
+    one line :class:`TodoNotWritten`).
     """
     try:
         return fn(*args, **kwargs)
@@ -133,6 +152,9 @@ class Property(Generic[T]):
         terms: the words the TODO's text must contain for this rule to be doable from the page
             (``tests/test_notebooks.py`` checks them).
         examples: how many inputs to generate (fewer for inputs that touch a database).
+        always: inputs checked every time, before any is generated: the edges a generator may
+            not happen to draw in ``examples`` tries (a hidden count of four digits, the one
+            shape of result a rule is about), each as small as the edge allows.
     """
 
     statement: str
@@ -141,11 +163,29 @@ class Property(Generic[T]):
     show: Callable[[T], str] = short
     terms: tuple[str, ...] = ()
     examples: int = DEFAULT_EXAMPLES
+    always: tuple[T, ...] = ()
+
+
+def _cut(text: str) -> str:
+    """``text`` on one line of at most :data:`SHOWN_CHARS` characters, safe for a terminal."""
+    text = " ".join(for_terminal(text).split("\n"))
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
 @dataclass
 class Failure:
-    """A property that did not hold, on its smallest failing input."""
+    """A property that did not hold, on its smallest failing input.
+
+    Attributes:
+        todo: the TODO's label, ``"TODO 2 · prune"``.
+        statement: the property, in the lesson's words.
+        shown_input: the input as one short line; ``full_input`` is all of it (``why()``).
+        expected, got: what the rule gives and what the attendee's code gave, as short text.
+        trace: the traceback of the attendee's code, when it raised.
+        raised: ``"KeyError: 'boom'"`` when the attendee's code raised where the contract says
+            it must not; the report then has its own headline.
+        hint: the hint call to show, ``"hint('02', 2)"``.
+    """
 
     todo: str
     statement: str
@@ -154,49 +194,84 @@ class Failure:
     got: str
     full_input: str
     trace: str = ""
+    raised: str = ""
     hint: str = ""
 
+    @property
+    def headline(self) -> str:
+        """The first line: the TODO, the word *failed*, and what failed."""
+        number, _, name = self.todo.partition(" · ")
+        what = f"your code raised {self.raised}" if self.raised else self.statement
+        return f"❌ {number} failed · {name}: {what}"
+
     def lines(self) -> list[str]:
-        """The short report: at most six lines of at most :data:`SHOWN_CHARS` characters."""
-
-        def cut(text: str) -> str:
-            text = " ".join(for_terminal(text).split("\n"))
-            return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
-
+        """The short report: at most five lines of at most :data:`SHOWN_CHARS` characters (the
+        headline may be longer: it is the property, whole)."""
+        pointer = f"   stuck? {self.hint + ' · ' if self.hint else ''}"
+        if self.raised:
+            return [
+                _cut(self.headline),
+                f"   input     {_cut(self.shown_input)}",
+                f"   checking  {_cut(self.statement)}",
+                f"{pointer}the whole input and your traceback: why()",
+            ]
         return [
-            f"❌ {self.todo}: {self.statement}",
-            f"   input     {cut(self.shown_input)}",
-            f"   expected  {cut(self.expected)}",
-            f"   got       {cut(self.got)}",
-            f"   stuck? {self.hint + ' · ' if self.hint else ''}"
-            "the whole input" + (" and the traceback" if self.trace else "") + ": why()",
+            self.headline,
+            f"   input     {_cut(self.shown_input)}",
+            f"   expected  {_cut(self.expected)}",
+            f"   got       {_cut(self.got)}",
+            f"{pointer}the whole input: why()",
         ]
 
 
-class CheckpointFailed(AssertionError):
-    """A checkpoint stopped the notebook; ``str()`` is the short report."""
+class CheckpointStop(AssertionError):
+    """A checkpoint stopped the notebook; ``str()`` is all the attendee sees, a few lines (in
+    IPython, instead of a traceback: :func:`_install_short_reports`)."""
+
+
+class CheckpointFailed(CheckpointStop):
+    """A property did not hold; ``str()`` is the short report (:meth:`Failure.lines`)."""
 
     def __init__(self, failure: Failure):
         super().__init__("\n".join(failure.lines()))
         self.failure = failure
 
 
-_last_failure: Failure | None = None
+class TodoNotWritten(CheckpointStop):
+    """The checkpoint ran the TODO's stub (its ``raise NotImplementedError``): the TODO is not
+    written yet. ``str()`` is one line naming the TODO, what to do and the hint."""
+
+    def __init__(self, notebook: str, todo: int, name: str):
+        super().__init__(
+            f"TODO {todo} ({name}) is not written yet: replace the raise NotImplementedError in "
+            f"the TODO {todo} cell above with your code, run that cell, then this one · "
+            f"stuck? hint({notebook!r}, {todo})"
+        )
+        self.notebook, self.todo, self.name = notebook, todo, name
+
+
+#: The last stop of a checkpoint in this kernel (what ``why()`` shows).
+_last_stop: CheckpointStop | None = None
 #: The last checkpoint run for each (notebook, TODO): what the tests read the properties from.
 REGISTERED: dict[tuple[str, int], Checkpoint] = {}
 
 
 def why() -> None:
-    """Print the last failed checkpoint in full: the input, expected, got, and the traceback of
-    the attendee's code when it raised."""
-    if _last_failure is None:
-        print("No checkpoint has failed in this kernel.")
+    """Print the last checkpoint stop of this kernel in full: the TODO, the property, the whole
+    input, what was expected and what the attendee's code gave, and its traceback when it
+    raised. After a stop for a TODO not written yet, says so; with no stop yet, says that."""
+    if _last_stop is None:
+        print("No checkpoint has stopped in this kernel: nothing to show.")
         return
-    f = _last_failure
-    print(f"{f.todo}: {f.statement}\n\ninput:\n{for_terminal(f.full_input)}\n")
+    if isinstance(_last_stop, TodoNotWritten):
+        print(str(_last_stop))
+        return
+    f = _last_stop.failure  # type: ignore[attr-defined]
+    print(f"{f.todo}: {for_terminal(f.statement)}\n\ninput:\n{for_terminal(f.full_input)}\n")
+    if f.raised:
+        print(f"your code raised {for_terminal(f.raised)}; its traceback:\n{for_terminal(f.trace)}")
+        return
     print(f"expected:\n{for_terminal(f.expected)}\n\ngot:\n{for_terminal(f.got)}")
-    if f.trace:
-        print(f"\nyour code raised:\n{for_terminal(f.trace)}")
 
 
 def _show_short(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None):
@@ -213,8 +288,8 @@ def _install_short_reports() -> None:
     except ImportError:  # plain Python: the exception's message is the report
         return
     shell = get_ipython()
-    if shell is not None and CheckpointFailed not in shell.custom_exceptions:
-        shell.set_custom_exc((CheckpointFailed,), _show_short)
+    if shell is not None and CheckpointStop not in shell.custom_exceptions:
+        shell.set_custom_exc((CheckpointStop,), _show_short)
 
 
 def _settings(examples: int) -> settings:
@@ -231,24 +306,50 @@ def _settings(examples: int) -> settings:
     )
 
 
-def _run_once(prop: Property[Any], case: Any) -> tuple[str, str, str] | None:
-    """``None`` if ``prop`` holds on ``case``, else (expected, got, traceback)."""
+@dataclass(frozen=True)
+class Verdict:
+    """How a property failed on one input: ``expected`` and ``got`` (short text), and, when
+    the attendee's code raised, ``raised`` (``"KeyError: 'boom'"``) and its ``trace``."""
+
+    expected: str
+    got: str
+    trace: str = ""
+    raised: str = ""
+
+
+def _run_once(prop: Property[Any], case: Any) -> Verdict | None:
+    """``None`` if ``prop`` holds on ``case``, else how it failed.
+
+    Raises:
+        NotImplementedError: the attendee's function is still the stub.
+    """
     try:
         prop.check(case)
     except NotImplementedError:
         raise
     except Broken as broken:
-        return broken.expected, broken.got, ""
+        return Verdict(broken.expected, broken.got)
     except Raised as raised:
-        return "no exception", f"raised {raised}", raised.trace
+        return Verdict("no exception", f"raised {raised}", raised.trace, str(raised))
     except Exception as exc:  # the attendee's code failed in a way attempt() did not wrap
-        return "no exception", f"raised {type(exc).__name__}: {exc}", traceback.format_exc()
+        said = f"{type(exc).__name__}: {exc}"
+        return Verdict("no exception", f"raised {said}", traceback.format_exc(), said)
     return None
 
 
-def counterexample(prop: Property[T]) -> tuple[T, tuple[str, str, str]] | None:
-    """The smallest generated input on which ``prop`` fails, with (expected, got, traceback);
-    ``None`` when it held on every generated input. Deterministic (derandomized)."""
+def counterexample(prop: Property[T]) -> tuple[T, Verdict] | None:
+    """The smallest generated input on which ``prop`` fails, with how it failed; ``None`` when
+    it held on every generated input. Deterministic (derandomized). The inputs of
+    :attr:`Property.always` are checked first, in order; the first that fails is returned as it
+    is (each is already as small as its edge allows).
+
+    Raises:
+        NotImplementedError: the attendee's function is still the stub.
+    """
+    for case in prop.always:
+        verdict = _run_once(prop, case)
+        if verdict is not None:
+            return case, verdict
     seed = zlib.crc32(prop.statement.encode("utf-8"))
     verdicts: dict[str, bool] = {}
     shrink_runs = 0
@@ -276,7 +377,7 @@ def counterexample(prop: Property[T]) -> tuple[T, tuple[str, str, str]] | None:
         return None
     verdict = _run_once(prop, case)
     if verdict is None:  # flaky: it failed while shrinking, not on a replay
-        verdict = ("the same answer every time", "a different answer on a second run", "")
+        verdict = Verdict("the same answer every time", "a different answer on a second run")
     return case, verdict
 
 
@@ -307,48 +408,48 @@ class Checkpoint:
     def label(self) -> str:
         return f"TODO {self.todo} · {self.name}"
 
-    def run(self, *, passed: str = "") -> str:
-        """Check every property in order; stop at the first that fails.
-
-        Returns:
-            The success line (also printed): ``✅ TODO N passed — …``.
+    def run(self) -> None:
+        """Check every property in order; stop at the first that fails. On success, print
+        ``✅ TODO N passed — …`` (once: nothing is returned for the cell to echo).
 
         Raises:
+            TodoNotWritten: the TODO is still the stub (its ``NotImplementedError``).
             CheckpointFailed: a property failed (its short report is the message).
-            NotImplementedError: the TODO is still the stub.
         """
-        global _last_failure
+        global _last_stop
         REGISTERED[(self.notebook, self.todo)] = self
         _install_short_reports()
         started = time.perf_counter()
         for prop in self.properties:
-            found = counterexample(prop)
+            try:
+                found = counterexample(prop)
+            except NotImplementedError:
+                _last_stop = TodoNotWritten(self.notebook, self.todo, self.name)
+                raise _last_stop from None
             if found is None:
                 continue
-            case, (expected, got, trace) = found
-            _last_failure = Failure(
+            case, verdict = found
+            failure = Failure(
                 todo=self.label,
                 statement=prop.statement,
                 shown_input=prop.show(case),
-                expected=expected,
-                got=got,
+                expected=verdict.expected,
+                got=verdict.got,
                 full_input=repr(case),
-                trace=trace,
+                trace=verdict.trace,
+                raised=verdict.raised,
                 hint=f"hint({self.notebook!r}, {self.todo})",
             )
             _record(self.notebook, self.todo, passed=False)
-            raise CheckpointFailed(_last_failure) from None
+            _last_stop = CheckpointFailed(failure)
+            raise _last_stop from None
         _record(self.notebook, self.todo, passed=True)
         inputs = sum(p.examples for p in self.properties)
-        line = (
+        print(
             f"✅ TODO {self.todo} passed — {len(self.properties)} "
             f"{'property' if len(self.properties) == 1 else 'properties'} held on up to "
             f"{inputs:,} generated inputs ({time.perf_counter() - started:.1f} s)"
         )
-        if passed:
-            line += f"\n   {passed}"
-        print(line)
-        return line
 
 
 @contextlib.contextmanager

@@ -14,7 +14,9 @@ a restart of the session, since the old version stays loaded until then. Of seve
 wheels it installs the highest version; a failure is one sentence (what to upload, and where;
 or that pip failed, above).
 
-The cell is written here once; ``python -m helpers.course.install_cell`` puts it into every
+In JupyterLab the cell is collapsed to its first line, a comment that says what it is for
+(so a notebook opens on its content, not 55 lines of installer), and in Colab it is a form
+(:data:`INSTALL_CELL_METADATA`). The cell is written here once; ``python -m helpers.course.install_cell`` puts it into every
 solution notebook (``make student`` then gives the attendee notebooks the same cell), and
 ``--check`` exits 1 when a solution notebook's cell is missing or differs.
 ``tests/test_run_anywhere.py`` runs it in a fresh venv that lacks the workbook.
@@ -34,10 +36,10 @@ from helpers.course.student_notebooks import render, solution_notebooks
 INSTALL_CELL_TAG = "workbook-install"
 
 #: The cell's code: the standard library only, since nothing else may be installed yet.
-INSTALL_CELL_SOURCE = r"""# Colab, or any Jupyter without the workbook: run this cell first. It installs the workbook from
-# the wheel your instructor shared (upload context_relay_workbook-*.whl into the folder it names,
-# or paste its URL below) and builds its data. Where the workbook is installed, it says so.
-WHEEL_URL = ""
+INSTALL_CELL_SOURCE = r"""# @title Installs the workbook where it is missing (Colab): run this cell first
+# It installs the wheel your instructor shared (upload context_relay_workbook-*.whl into the
+# folder its message names, or paste its URL here) and builds the data; elsewhere it says so.
+WHEEL_URL = ""  # @param {type:"string"}
 import glob
 import importlib
 import importlib.metadata as metadata
@@ -94,9 +96,25 @@ else:
         )"""
 
 
+#: The cell's metadata: its tag; its code collapsed in JupyterLab (``jupyter.source_hidden``,
+#: nbformat's documented cell metadata: the collapsed cell shows its first line, the comment
+#: that says what it is for); in Colab a form (``cellView``), which shows the ``@title`` line and
+#: a text field for the ``@param`` ``WHEEL_URL`` (Colab's forms: colab.research.google.com's
+#: "Forms" example notebook).
+INSTALL_CELL_METADATA = {
+    "cellView": "form",
+    "jupyter": {"source_hidden": True},
+    "tags": [INSTALL_CELL_TAG],
+}
+
+
 def install_cell() -> nbformat.NotebookNode:
-    """A new code cell holding :data:`INSTALL_CELL_SOURCE`, tagged :data:`INSTALL_CELL_TAG`."""
-    return nbformat.v4.new_code_cell(INSTALL_CELL_SOURCE, metadata={"tags": [INSTALL_CELL_TAG]})
+    """A new code cell holding :data:`INSTALL_CELL_SOURCE`, with :data:`INSTALL_CELL_METADATA`."""
+    metadata = {
+        k: (dict(v) if isinstance(v, dict) else v) for k, v in INSTALL_CELL_METADATA.items()
+    }
+    metadata["tags"] = [INSTALL_CELL_TAG]
+    return nbformat.v4.new_code_cell(INSTALL_CELL_SOURCE, metadata=metadata)
 
 
 def _tagged(cell: nbformat.NotebookNode) -> bool:

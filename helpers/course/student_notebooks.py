@@ -15,7 +15,9 @@ additions to nbgrader's syntax carry a one-line pointer and three hints::
 
 The student version replaces everything from ``### BEGIN SOLUTION`` to ``### END SOLUTION``
 with ``raise NotImplementedError("TODO 1: <pointer> (for a hint: hint('01', 1))")`` at the same
-indentation: the pointer says where to look, never how (no code). The hints stay in the solution
+indentation, the message folded into lines that fit a cell (:func:`stub_lines`): the pointer
+says where to look, never how (no code). Run before it is written, the checkpoint turns the
+stub's exception into one line (:class:`helpers.course.checkpoint.TodoNotWritten`). The hints stay in the solution
 notebook and are shown on demand, one level at a time, by :func:`helpers.course.hints.hint`. The cell
 after each TODO cell is its checkpoint, headed ``# Hard-stop checkpoint: TODO N``.
 
@@ -93,6 +95,42 @@ def solution_parts(source: str, *, label: str) -> tuple[str, dict[int, str]]:
     return pointer, hints
 
 
+#: The longest line of a stub, in characters: a code cell at 1280×720 in JupyterLab shows about
+#: 100 with the file browser open, and an editor does not wrap (the e2e test measures it).
+STUB_LINE_CHARS = 88
+#: A stub message's words, with ``(for a hint: hint('04', 2))`` as one word.
+HINT_CALL_RE = re.compile(r"\(for a hint: hint\([^)]*\)\)|\S+")
+
+
+def stub_lines(message: str, indent: str) -> list[str]:
+    """The stub's lines: ``raise NotImplementedError(`` and ``message`` as string literals of at
+    most :data:`STUB_LINE_CHARS` characters a line, so it reads without scrolling sideways.
+
+    Raises:
+        NotebookFormatError: the message holds a double quote or a backslash (a pointer is
+            words, and a hint call's quotes are single).
+    """
+    if '"' in message or "\\" in message:
+        raise NotebookFormatError(
+            f"a stub message cannot hold a double quote or backslash: {message}"
+        )
+    one_line = f'{indent}raise NotImplementedError("{message}")'
+    if len(one_line) <= STUB_LINE_CHARS:
+        return [one_line]
+    inner = indent + " " * 4
+    width = STUB_LINE_CHARS - len(inner) - 3  # the two quotes and a trailing space
+    pieces: list[str] = []
+    for word in HINT_CALL_RE.findall(message):  # words, and the hint call kept whole
+        if pieces and len(pieces[-1]) + 1 + len(word) <= width:
+            pieces[-1] += " " + word
+        else:
+            pieces.append(word)
+    # each piece but the last keeps the space that followed it, so the joined text is the message
+    last = len(pieces) - 1
+    literals = [f'{inner}"{piece}{" " if i < last else ""}"' for i, piece in enumerate(pieces)]
+    return [f"{indent}raise NotImplementedError(", *literals, f"{indent})"]
+
+
 def strip_solution(source: str, *, label: str, notebook: str = "NN") -> str:
     """``source`` with each solution block replaced by a ``NotImplementedError`` stub that
     holds the block's pointer and says how to ask for a hint.
@@ -117,7 +155,7 @@ def strip_solution(source: str, *, label: str, notebook: str = "NN") -> str:
                 raise NotebookFormatError(f"{label}: {END} without {BEGIN}")
             pointer, _ = solution_parts("\n".join(block), label=label)
             message = f"{label}: {pointer} (for a hint: hint('{notebook}', {number}))"
-            out.append(f"{indent}raise NotImplementedError({message!r})")
+            out.extend(stub_lines(message, indent))
             inside = False
         elif inside:
             block.append(line)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from helpers.charts import ThemedChart
 from helpers.context.compaction import is_summary
 from helpers.escaping import for_html, for_notebook_html, for_notebook_markdown
 from helpers.loop.agent import TurnRecord
@@ -106,11 +107,38 @@ def markdown_view(markdown: str) -> Any:
     return Markdown(for_notebook_markdown(markdown))
 
 
+#: The width of an image in :func:`full_result_widget`, in CSS pixels (a themed chart shows at
+#: the size it was drawn, never wider than the output).
+CHART_WIDTH_PX = 420
+
+
+def _themed_pair(parts: list[Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The light and dark PNG image parts of one chart (MCP image content whose ``_meta`` names
+    its theme, as :meth:`helpers.charts.ThemedChart.as_mcp_content` writes them), or ``None``."""
+    themed: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        meta = part.get("_meta") if isinstance(part, dict) else None
+        if (
+            isinstance(meta, dict)
+            and part.get("type") == "image"
+            and part.get("mimeType") == "image/png"
+            and meta.get("theme") in ("light", "dark")
+        ):
+            themed.setdefault(meta["theme"], part)
+    if {"light", "dark"} <= set(themed):
+        return themed["light"], themed["dark"]
+    return None
+
+
 def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
     """The interface side of the dual stream: every tool's *full* result, read from the store,
     rendered for a person (a table for SQL rows, a page preview, an image), never sent to the
     model. Returns an ``ipywidgets.VBox``; its ``.full_results`` maps ``tool_call_id`` to the
-    full text, for checks."""
+    full text, for checks.
+
+    A chart drawn for both JupyterLab themes (two PNG image parts whose ``_meta.theme`` is
+    ``light`` and ``dark``: :meth:`helpers.charts.ThemedChart.as_mcp_content`) is shown as one
+    image, the one of the page's theme (:mod:`helpers.charts`); any other image as it is."""
     import base64
 
     import ipywidgets as widgets
@@ -145,10 +173,22 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
                 )
             )
         elif isinstance(data, dict) and isinstance(data.get("content"), list):
+            themed = _themed_pair(data["content"])
             for part in data["content"]:
-                if part.get("type") == "image":
+                if themed is not None and part is themed[0]:
+                    chart = ThemedChart(
+                        light_png=base64.b64decode(themed[0]["data"]),
+                        dark_png=base64.b64decode(themed[1]["data"]),
+                        alt=f"the image {call.name} returned",
+                    )
+                    children.append(widgets.HTML(chart.html()))  # as drawn, at most the width
+                elif themed is not None and part is themed[1]:
+                    continue
+                elif part.get("type") == "image":
                     children.append(
-                        widgets.Image(value=base64.b64decode(part["data"]), format="png", width=420)
+                        widgets.Image(
+                            value=base64.b64decode(part["data"]), format="png", width=CHART_WIDTH_PX
+                        )
                     )
                 elif part.get("type") == "text":
                     children.append(

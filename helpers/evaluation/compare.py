@@ -72,7 +72,7 @@ from helpers.evaluation.runs import DESIGN_STEPS, CaseRun, refused_prompt_tokens
 from helpers.guards import GUARDS
 from helpers.instructions import GENERAL
 from helpers.loop.agent import TurnRecord
-from helpers.models.personas import PERSONAS
+from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, PERSONAS
 from helpers.tokens import count_chat_tokens
 
 RESOLVE_TOOL_NAMES = {fn.__name__ for fn in RESOLVE_TOOL_FUNCTIONS} | {"internal_resource"}
@@ -192,7 +192,9 @@ class Comparison:
     """All runs of a comparison, from which :meth:`metrics` derives its figures.
 
     ``runs`` are the case runs (persona runs among them, marked by ``CaseRun.persona``);
-    ``model`` the model that ran them; ``threshold`` (tokens for ``box``, characters for
+    ``model`` the model that ran them (the main runs: when it names an offline persona,
+    ``offline-reference:<persona>``, that persona's runs are the main ones, and the other
+    personas' runs are compared with them); ``threshold`` (tokens for ``box``, characters for
     ``box-tcr``; ``None``: each strategy's default) and ``limit`` (preview characters) the
     options they ran with. ``price_model`` names the model whose list prices turn tokens into
     dollars (:data:`helpers.evaluation.pricing.DEFAULT_PRICE_MODEL` by default); ``prices`` is the
@@ -213,20 +215,30 @@ class Comparison:
         self.prices = self.prices or load_prices()
         self._price = self.prices.get(self.price_model)
 
+    @property
+    def main_persona(self) -> str | None:
+        """The persona whose runs are the main ones: ``None`` for the ideal model or a real one,
+        else the persona :attr:`model` names."""
+        prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
+        return self.model[len(prefix) :] if self.model.startswith(prefix) else None
+
     def strategies(self) -> list[str]:
         """The strategies of the main table (the design steps have a table of their own)."""
         return [v for v in self.all_strategies() if v not in DESIGN_STEPS]
 
     def all_strategies(self) -> list[str]:
-        """Every strategy the ideal model ran, in the order of the runs."""
-        return list(dict.fromkeys(r.strategy for r in self.runs if r.persona is None))
+        """Every strategy the main model ran, in the order of the runs."""
+        main = self.main_persona
+        return list(dict.fromkeys(r.strategy for r in self.runs if r.persona == main))
 
     def case_ids(self) -> list[str]:
         """Every case id, in the order of the runs."""
         return list(dict.fromkeys(r.case.id for r in self.runs))
 
     def run(self, case_id: str, strategy: str, persona: str | None = None) -> CaseRun | None:
-        """The run of ``case_id`` under ``strategy`` by ``persona`` (``None``: the ideal model)."""
+        """The run of ``case_id`` under ``strategy`` by ``persona`` (``None``: the main model,
+        :attr:`main_persona`)."""
+        persona = persona or self.main_persona
         return next(
             (
                 r
@@ -241,6 +253,7 @@ class Comparison:
         return {
             name: self._persona_row(name)
             for name in dict.fromkeys(r.persona for r in self.runs if r.persona)
+            if name != self.main_persona
         }
 
     def _persona_row(self, name: str) -> PersonaRow:
@@ -357,7 +370,7 @@ class Comparison:
                 runs = [
                     r
                     for r in self.runs
-                    if r.strategy == strategy and r.persona is None and r.passed
+                    if r.strategy == strategy and r.persona == self.main_persona and r.passed
                 ]
                 row[strategy] = round(
                     sum(turn_cost(r.record, price, warm=warm).cached_usd for r in runs), 6

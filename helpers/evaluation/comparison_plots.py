@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from helpers.charts import chart_style
 from helpers.evaluation.metrics import ComparisonMetrics, RunMetrics
+from helpers.theme import LIGHT_CHART
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -22,6 +24,7 @@ def plot(metrics: ComparisonMetrics, path: Path, *, focus_case: str | None = Non
     hatched and marked ✗), and context growth over model calls for ``focus_case`` (default: the
     case with the most inline tokens), where the floor is a wide grey band under the strategies'
     lines, so a strategy on the floor stays visible. Returns ``path``."""
+    import matplotlib
     from matplotlib.figure import Figure
 
     strategies = metrics.strategies()
@@ -33,14 +36,16 @@ def plot(metrics: ComparisonMetrics, path: Path, *, focus_case: str | None = Non
 
     focus = focus_case or max(case_ids, key=inline_tokens)
     colours = {v: f"C{i}" for i, v in enumerate(strategies)}
-    # a Figure without pyplot: no global state, no GUI backend, nothing left open
-    fig = Figure(figsize=(max(15, 1.1 * len(case_ids) + 8), 6.2), layout="tight")
-    bars, growth = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.6, 1]})
-    _draw_bars(bars, metrics, case_ids, colours)
-    _draw_growth(growth, metrics, focus, colours)
-    fig.suptitle(f"Truncation vs boxing ({metrics.model})")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    # a file for a desk: JupyterLab's light theme's colours (helpers.charts.chart_style), and a
+    # Figure without pyplot: no global state, no GUI backend, nothing left open
+    with matplotlib.rc_context(chart_style(LIGHT_CHART)):
+        fig = Figure(figsize=(max(15, 1.1 * len(case_ids) + 8), 6.2), layout="tight")
+        bars, growth = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.6, 1]})
+        _draw_bars(bars, metrics, case_ids, colours)
+        _draw_growth(growth, metrics, focus, colours)
+        fig.suptitle(f"Truncation vs boxing ({metrics.model})")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
     return path
 
 
@@ -72,13 +77,13 @@ def _draw_bars(
         for bar, run in zip(drawn, runs, strict=True):
             if run is not None and not run.passed:  # the run failed its checks: cheap means nothing
                 bar.set_hatch("xx")
-                bar.set_edgecolor("red")
+                bar.set_edgecolor(LIGHT_CHART.error)
                 bars.annotate(
                     "✗",
                     (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                     ha="center",
                     va="bottom",
-                    color="red",
+                    color=LIGHT_CHART.error,
                     fontsize=9,
                     fontweight="bold",
                 )
@@ -90,7 +95,7 @@ def _draw_bars(
         "is drawn at the size of the refused request)"
     )
     handles, labels = bars.get_legend_handles_labels()
-    handles.append(Patch(facecolor="white", edgecolor="red", hatch="xx"))
+    handles.append(Patch(facecolor="white", edgecolor=LIGHT_CHART.error, hatch="xx"))
     labels.append("failed its checks")
     bars.legend(handles, labels, ncols=4, fontsize="small")
     bars.grid(axis="y", alpha=0.3)

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
+from helpers.evaluation.validation import FAIL, PASS, verdict_text
 from helpers.guards import GUARDS
 from helpers.theme import BORDER, MUTED, TEXT, VERDICT_TINTS, badge
+
+#: The box goal's verdict, the word beside the mark
+#: (why: :data:`helpers.evaluation.validation.PASSED`).
+GOAL_MET = "✅\u00a0met"
+GOAL_MISSED = "❌\u00a0missed"
 
 
 def usd(value: float | None) -> str:
@@ -22,6 +28,12 @@ def usd(value: float | None) -> str:
         return "–"
     sign, amount = ("-" if value < 0 else ""), abs(value)
     return f"{sign}${amount:,.4f}" if amount < 1 else f"{sign}${amount:,.2f}"
+
+
+def times(ratio: float | None) -> str:
+    """A ratio as every view writes it, cards, table lines and charts alike: ``7.04×``; ``–``
+    for no figure."""
+    return "–" if ratio is None else f"{ratio:.2f}×"
 
 
 def _or_dash(value: object) -> str:
@@ -51,8 +63,8 @@ def comparison_markdown(metrics: ComparisonMetrics) -> str:
 def _cell(m: RunMetrics) -> str:
     if m.context_overflow:
         refused = m.refused_prompt_tokens
-        return f"overflow ({refused:,}) ❌" if refused else "overflow ❌"
-    return f"{m.prompt_tokens:,} {'✅' if m.passed else '❌'}"
+        return f"overflow ({refused:,}) {FAIL}" if refused else f"overflow {FAIL}"
+    return f"{m.prompt_tokens:,} {verdict_text(m.passed, short=True)}"
 
 
 def _cases_markdown(metrics: ComparisonMetrics) -> tuple[list[str], list[str]]:
@@ -62,9 +74,9 @@ def _cases_markdown(metrics: ComparisonMetrics) -> tuple[list[str], list[str]]:
         f"# Truncation vs boxing, side by side ({for_markdown(metrics.model)})",
         "",
         "Prompt tokens summed over every model call of the turn (o200k_base, from `usage`). "
-        f"Preview limit {metrics.limit_chars} chars. ✅ the case passed its checks, ❌ it did "
-        "not (reason below); *overflow (N)*: a request of N tokens was refused for the context "
-        "window. The floor is a lower bound: the prompt, the tools the task calls, one bare "
+        f"Preview limit {metrics.limit_chars} chars. *{PASS}*: the run passed the case's "
+        f"checks, *{FAIL}*: it did not (reason below); *overflow (N)*: a request of N tokens "
+        "was refused for the context window. The floor is a lower bound: the prompt, the tools the task calls, one bare "
         "reference per long result, the looks inside it needs, the answer.",
         "",
         "| case | " + " | ".join(for_markdown(v) for v in strategies) + " | floor | box goal |",
@@ -87,10 +99,11 @@ def _cases_markdown(metrics: ComparisonMetrics) -> tuple[list[str], list[str]]:
         if goal is None:
             goal_cell = "–"
         elif goal.ratio is None:
-            goal_cell = "✅ only box passes" if goal.met else "❌ box failed"
+            goal_cell = f"{GOAL_MET}: only box passes" if goal.met else f"{GOAL_MISSED}: box failed"
         else:
             goal_cell = (
-                f"{'✅' if goal.met else '❌'} {goal.ratio:.2f}× {for_markdown(goal.against or '')}"
+                f"{GOAL_MET if goal.met else GOAL_MISSED} {goal.ratio:.2f}× "
+                f"{for_markdown(goal.against or '')}"
             )
         lines.append(
             f"| {for_markdown(case_id)} | "
@@ -158,7 +171,7 @@ def _totals_markdown(metrics: ComparisonMetrics) -> list[str]:
             "",
             f"Box is {box.ratio_to_floor}× the floor. Of the {gap:,} tokens between them, "
             f"{tools:,} are the schemas of tools offered in every call that the task never calls "
-            "(a tool whitelist per mode, notebook 06, removes them); the rest is the system "
+            "(a tool whitelist per mode, notebook 07, removes them); the rest is the system "
             "message, the preview under each reference and the note with it.",
         ]
     return lines
@@ -380,7 +393,7 @@ def headline_html(metrics: ComparisonMetrics) -> str:
     numbers (:class:`~helpers.evaluation.metrics.ComparisonMetrics` refuses anything else)."""
     cells = []
     for strategy, total in metrics.totals.items():
-        ratio = "–" if total.ratio_to_floor is None else f"{total.ratio_to_floor}×"
+        ratio = times(total.ratio_to_floor)
         label = f"style='font-size:13px;color:{MUTED}'"
         cells.append(
             f"<div style='padding:8px 14px;border:1px solid {BORDER};border-radius:8px;"
@@ -396,3 +409,48 @@ def headline_html(metrics: ComparisonMetrics) -> str:
     return for_notebook_html(
         "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
     )
+
+
+def comparison_verdicts(metrics: ComparisonMetrics) -> list[str]:
+    """What the comparison says, as sentences a notebook prints under its table (plain text:
+    print each through :func:`helpers.escaping.for_terminal`, case ids come from case files):
+    the strategies that passed every case, fewest prompt tokens first; those that passed only
+    some (whose totals count only the cases passed, so they look cheaper than they are); and
+    box against inline, the floor and its goal, case by case where it missed.
+
+    Every figure is one of ``metrics``' own; "× the floor" is a strategy's prompt tokens over
+    the cases it passed, divided by the floor of those same cases
+    (:attr:`~helpers.evaluation.metrics.StrategyTotals.ratio_to_floor`).
+    """
+    totals = metrics.totals
+    whole = sorted((t.prompt_tokens, s) for s, t in totals.items() if t.passed_all())
+    lines = [
+        "Of the strategies that passed every case, the fewest prompt tokens: "
+        + ", then ".join(f"{s} ({tokens:,})" for tokens, s in whole[:3])
+        + "."
+        if whole
+        else "No strategy passed every case."
+    ]
+    partial = sorted((t.passed, s) for s, t in totals.items() if not t.passed_all())
+    if partial:
+        lines.append(
+            "Passed only some cases (a total counts only the cases passed, so it looks cheaper "
+            "than it is): " + "; ".join(f"{s} {n}/{totals[s].cases}" for n, s in partial) + "."
+        )
+    box = totals.get("box")
+    if box is not None:
+        goals = metrics.box_goals()
+        missed = {c: g for c, g in goals.items() if not g.met}
+        lines.append(
+            f"box passed {box.passed}/{box.cases} cases, at {times(box.ratio_to_inline)} "
+            f"inline's prompt tokens (on the cases both passed) and {times(box.ratio_to_floor)} "
+            "the floor; "
+            f"its goal (at most {metrics.box_goal_ratio}× the cheaper of inline and truncate) "
+            f"held on {len(goals) - len(missed)} of {len(goals)} cases"
+            + (
+                ": missed on " + "; ".join(f"{c} ({g.why})" for c, g in missed.items()) + "."
+                if missed
+                else "."
+            )
+        )
+    return lines

@@ -85,7 +85,7 @@ def client_for_cases(
         model = OfflineModel()
         for case in cases:
             if case.offline_plan:
-                model.add_plan(case.prompt, case.offline_plan)
+                model.add_plan(case.prompt, case.offline_plan, case_id=case.id)
     return make_client(config, max_retries=max_retries, timeout_s=timeout_s, offline_model=model)
 
 

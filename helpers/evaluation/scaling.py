@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from helpers.cases import Case
+from helpers.charts import chart_style
 from helpers.escaping import for_markdown
 from helpers.evaluation.metrics import ScalingPoint, ScalingResult
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
@@ -24,8 +25,10 @@ from helpers.evaluation.runs import (
     refused_prompt_tokens,
     run_case,
 )
+from helpers.evaluation.validation import FAILED
 from helpers.models.llm import make_client, resolve_model
 from helpers.models.offline import OfflineModel
+from helpers.theme import LIGHT_CHART
 from helpers.tooling.pages import DOCUMENTS, serve_document
 from helpers.tooling.registry import ToolRegistry, tool_from_function
 from helpers.tooling.store import ToolOutputStore
@@ -249,7 +252,7 @@ def scaling_markdown(scaling: ScalingResult) -> list[str]:
         "",
         f"Task: route the whole result to a tool byte-exact and quote its last line. Context "
         f"window {scaling.context_window_tokens:,} tokens; dollars at {for_markdown(scaling.price_model)} "
-        "with caching. ❌ the run failed (an overflow shows the refused request's size).",
+        f"with caching. *{FAILED}*: the run failed (an overflow shows the refused request's size).",
         "",
         *breaks_markdown(scaling),
         "",
@@ -257,7 +260,7 @@ def scaling_markdown(scaling: ScalingResult) -> list[str]:
         "|---|" + "---:|" * len(sizes),
     ]
     for strategy, points in scaling.runs.items():
-        cells = [f"{p.prompt_tokens:,}{'' if p.passed else ' ❌'}" for p in points]
+        cells = [f"{p.prompt_tokens:,}{'' if p.passed else ' ' + FAILED}" for p in points]
         lines.append(f"| {for_markdown(strategy)} | " + " | ".join(cells) + " |")
     return lines
 
@@ -271,58 +274,62 @@ def plot_scaling(scaling: ScalingResult, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, panels = plt.subplots(1, 3, figsize=(18, 5.6))
-    metrics = (
-        ("prompt_tokens", "prompt tokens per turn"),
-        ("usd_cached", f"dollars per turn ({scaling.price_model}, cached)"),
-        ("seconds", "wall time per turn (s)"),
-    )
-    for index, (strategy, points) in enumerate(scaling.runs.items()):
-        colour = f"C{index % 10}"
-        marker = "osD^v<>ph*"[index % 10]
-        for panel, (key, _label) in zip(panels, metrics, strict=True):
-            good = [(p.size_bytes, max(getattr(p, key), 1e-9)) for p in points if p.passed]
-            bad = [(p.size_bytes, max(getattr(p, key), 1e-9)) for p in points if not p.passed]
-            if good:
-                panel.plot(
-                    *zip(*good, strict=True),
-                    color=colour,
-                    marker=marker,
-                    label=strategy,
-                    linewidth=1.4,
-                )
-            if bad:  # a failed run: an open marker, not joined to the line
-                panel.scatter(
-                    *zip(*bad, strict=True),
-                    s=70,
-                    marker=marker,
-                    facecolors="white",
-                    edgecolors=colour,
-                    linewidths=1.5,
-                    zorder=3,
-                    label=None if good else strategy,
-                )
-    for panel, (_key, label) in zip(panels, metrics, strict=True):
-        panel.set_xscale("log")
-        panel.set_yscale("log")
-        panel.set_xlabel("size of the result (bytes, log scale)")
-        panel.set_ylabel(f"{label} (log scale)")
-        panel.grid(alpha=0.3, which="both")
-    panels[0].axhline(scaling.context_window_tokens, color="red", linestyle="--", linewidth=1)
-    panels[0].annotate(
-        f"context window {scaling.context_window_tokens:,}",
-        (scaling.sizes_bytes[0], scaling.context_window_tokens),
-        color="red",
-        fontsize=9,
-        va="bottom",
-    )
-    panels[0].legend(fontsize="small", ncols=2)
-    fig.suptitle(
-        "How cost grows as one tool result grows (open marker: the run failed; tokens of an "
-        "overflow are the refused request's; dollars and time are what a failed run spent)"
-    )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    # a file for a desk: JupyterLab's light theme's colours (helpers.charts.chart_style)
+    with matplotlib.rc_context(chart_style(LIGHT_CHART)):
+        fig, panels = plt.subplots(1, 3, figsize=(18, 5.6))
+        metrics = (
+            ("prompt_tokens", "prompt tokens per turn"),
+            ("usd_cached", f"dollars per turn ({scaling.price_model}, cached)"),
+            ("seconds", "wall time per turn (s)"),
+        )
+        for index, (strategy, points) in enumerate(scaling.runs.items()):
+            colour = f"C{index % 10}"
+            marker = "osD^v<>ph*"[index % 10]
+            for panel, (key, _label) in zip(panels, metrics, strict=True):
+                good = [(p.size_bytes, max(getattr(p, key), 1e-9)) for p in points if p.passed]
+                bad = [(p.size_bytes, max(getattr(p, key), 1e-9)) for p in points if not p.passed]
+                if good:
+                    panel.plot(
+                        *zip(*good, strict=True),
+                        color=colour,
+                        marker=marker,
+                        label=strategy,
+                        linewidth=1.4,
+                    )
+                if bad:  # a failed run: an open marker, not joined to the line
+                    panel.scatter(
+                        *zip(*bad, strict=True),
+                        s=70,
+                        marker=marker,
+                        facecolors=LIGHT_CHART.background,
+                        edgecolors=colour,
+                        linewidths=1.5,
+                        zorder=3,
+                        label=None if good else strategy,
+                    )
+        for panel, (_key, label) in zip(panels, metrics, strict=True):
+            panel.set_xscale("log")
+            panel.set_yscale("log")
+            panel.set_xlabel("size of the result (bytes, log scale)")
+            panel.set_ylabel(f"{label} (log scale)")
+            panel.grid(alpha=0.3, which="both")
+        panels[0].axhline(
+            scaling.context_window_tokens, color=LIGHT_CHART.error, linestyle="--", linewidth=1
+        )
+        panels[0].annotate(
+            f"context window {scaling.context_window_tokens:,}",
+            (scaling.sizes_bytes[0], scaling.context_window_tokens),
+            color=LIGHT_CHART.error,
+            fontsize=9,
+            va="bottom",
+        )
+        panels[0].legend(fontsize="small", ncols=2)
+        fig.suptitle(
+            "How cost grows as one tool result grows (open marker: the run failed; tokens of an "
+            "overflow are the refused request's; dollars and time are what a failed run spent)"
+        )
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
     return path

@@ -39,6 +39,26 @@ from helpers.context.resolve_tools import as_five_tool_name
 from helpers.context.strategies import read_back
 from helpers.loop.agent import ToolCallRecord, TurnRecord, output_limit_reason
 
+#: A verdict as people read it: the mark, then the word. Where no emoji font is installed
+#: (Chromium on a fresh Debian, with no fonts-noto-color-emoji) ✅ and ❌ are drawn as empty
+#: boxes, so the word carries the verdict and the mark only helps the eye; ``make e2e`` checks
+#: the words in notebook 05 with every emoji font hidden from Chromium. A no-break space joins
+#: them: a narrow table cell wraps before the mark, never between the mark and its word.
+PASSED = "✅\u00a0passed"
+FAILED = "❌\u00a0failed"
+#: The same in a cell of a table of many columns (``compare.md``'s cases × strategies), whose
+#: legend says what they mean: as narrow as the numbers beside them, so the table fits 1280×720.
+PASS = "✅\u00a0pass"
+FAIL = "❌\u00a0fail"
+
+
+def verdict_text(passed: bool, *, short: bool = False) -> str:
+    """:data:`PASSED` or :data:`FAILED` (``short``: :data:`PASS` or :data:`FAIL`): a verdict
+    in words, for a title or a table cell."""
+    if short:
+        return PASS if passed else FAIL
+    return PASSED if passed else FAILED
+
 
 @dataclass
 class Validation:
@@ -53,6 +73,13 @@ class Validation:
         if not self.passed:
             return "; ".join(self.reasons)
         return "pass" + (f" ({'; '.join(self.notes)})" if self.notes else "")
+
+    def verdict(self) -> str:
+        """The verdict for a title, in words: ``✅ passed`` (with any notes in brackets) or
+        ``❌ failed: `` and the reasons (see :data:`PASSED`)."""
+        if not self.passed:
+            return f"{FAILED}: " + "; ".join(self.reasons)
+        return PASSED + (f" ({'; '.join(self.notes)})" if self.notes else "")
 
 
 def _returned_refs(calls: list[ToolCallRecord]) -> list[set[str]]:

@@ -6,7 +6,10 @@ the environment wins). Three provider blocks, each ``<P>_API_KEY``, ``<P>_BASE_U
 
 - ``OPENAI`` (base URL optional), ``OPENROUTER`` (base URL defaults to OpenRouter's),
   ``LOCAL`` (any OpenAI-compatible server; base URL required, key optional);
-- plus the built-in ``OFFLINE`` provider, the offline reference model (:mod:`helpers.models.offline`).
+- plus the built-in ``OFFLINE`` provider, the offline reference model (:mod:`helpers.models.offline`);
+  its ``<NAME>_MODEL`` is ``offline-reference`` (the default: the ideal model) or
+  ``offline-reference:<persona>``, the same plans with one persona's mistake
+  (:mod:`helpers.models.personas`).
 
 A profile ``<NAME>`` picks a provider and may set its own ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``,
 ``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY`` (and, for the offline model,
@@ -43,6 +46,7 @@ import openai
 from dotenv import load_dotenv
 
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
+from helpers.models.personas import PERSONAS, UnknownPersonaError, persona_for_model
 from helpers.paths import workspace_dir
 from helpers.providers import (
     OFFLINE,
@@ -247,6 +251,38 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
     return _Profile(env, name, prefix, provider, keys, chosen_by)
 
 
+def _offline_model(p: _Profile, model: str | None) -> str:
+    """The offline model a profile runs: ``model`` if given, else ``<KEY>_MODEL``, else the ideal
+    ``offline-reference``; ``offline-reference:<persona>`` chooses a persona
+    (:mod:`helpers.models.personas`), so the notebooks can run against a model that makes a
+    persona's mistake. A name given in code or with ``--model`` is otherwise the ideal model
+    under a label of the caller's (``workbook cases --model offline-a --model offline-b`` writes
+    a matrix); a ``<KEY>_MODEL`` setting must name the offline model.
+
+    Raises:
+        ConfigError: an unknown persona; a ``<KEY>_MODEL`` that is not ``offline-reference`` or
+            ``offline-reference:<persona>``. The message names the setting and the personas.
+    """
+    if model and model.strip():
+        chosen, key = model.strip(), "the model asked for"
+    else:
+        chosen, key = p.setting("MODEL")
+    if not chosen:
+        return OFFLINE_MODEL_NAME
+    try:
+        persona = persona_for_model(chosen)
+    except UnknownPersonaError as exc:
+        raise ConfigError(f"{key}={chosen!r}: {exc}") from None
+    if model and model.strip() and not chosen.startswith(OFFLINE_MODEL_NAME):
+        return chosen  # a label for the ideal model
+    if chosen not in (persona.model_name, f"{OFFLINE_MODEL_NAME}:{persona.name}"):
+        raise ConfigError(
+            f"{key}={chosen!r} is not an offline model: use {OFFLINE_MODEL_NAME}, or "
+            f"{OFFLINE_MODEL_NAME}:<persona> with a persona of {', '.join(PERSONAS)}"
+        )
+    return persona.model_name  # offline-reference:ideal is offline-reference
+
+
 def _rules(p: _Profile, found: ProviderProfile) -> ProviderProfile:
     """The provider's rules for a profile: ``<KEY>_PROVIDER_PROFILE`` if set, else ``found`` (by
     the base URL's host); the completion limit from ``<KEY>_MAX_COMPLETION_TOKENS`` if set.
@@ -379,7 +415,7 @@ def resolve_model(
         return ModelConfig(
             p.name.lower(),
             "offline",
-            model or OFFLINE_MODEL_NAME,
+            _offline_model(p, model),
             temperature=temperature,
             timeout_s=timeout_s,
             context_window_tokens=int(window) if window else None,

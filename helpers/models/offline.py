@@ -1,11 +1,14 @@
-"""The offline reference model: a deterministic stand-in for an LLM that speaks the OpenAI wire
-protocol, so the real ``openai`` client drives every notebook and test with no network and no key.
+"""The offline reference model: it speaks the OpenAI wire protocol, so the real ``openai`` client
+drives every notebook and test with no network and no key, and it answers exactly the prompts of
+the workbook's cases.
 
 **What it is for.** It tests the client (the agent loop, previews, boxing, unboxing, the store),
-not a model's judgement: it carries out the plan of each known prompt as an ideal model would
-(:mod:`helpers.models.offline_plan`). An unknown prompt gets a plain answer saying that no plan exists
-and how to configure a real model. It enforces a context window and answers a longer request
-as OpenAI does (HTTP 400, ``context_length_exceeded``).
+not a model's judgement: it carries out the plan of each known prompt (the cases'
+``offline_plan``, matched word for word after whitespace is normalised) as an ideal model would
+(:mod:`helpers.models.offline_plan`). Any other prompt gets an answer saying it has no plan,
+naming the nearest known prompts (:meth:`OfflineModel.nearest`, the one similarity the model and
+``workbook ask`` share) and how to configure a real model. It enforces a context window and
+answers a longer request as OpenAI does (HTTP 400, ``context_length_exceeded``).
 
 **How it answers.** It is stateless, like a real endpoint: for each request it replays its plan
 from the last user message, feeding each earlier tool result back in, until it reaches the first
@@ -21,10 +24,14 @@ network path and its faults.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import secrets
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -50,11 +57,13 @@ from helpers.tokens import count_chat_tokens, count_tokens, encoding
 
 OFFLINE_BASE_URL = f"http://{OFFLINE_HOST}/v1"
 
+#: The answer to a prompt the model has no plan for; ``{nearest}`` is filled in with the nearest
+#: known prompts (:func:`no_plan_answer`).
 NO_PLAN_ANSWER = (
-    "I am the offline reference model, and I have no plan for this prompt: I only know the "
-    "prompts of the workbook's cases (data/cases/*.md). To ask anything else, configure a real "
-    "model in .env (see .env.example: an OpenAI or OpenRouter key, or a local OpenAI-compatible "
-    "server) and choose it with --profile or WORKBOOK_PROFILE."
+    "I am the offline reference model, and I have no plan for this prompt: I carry out only the "
+    "prompts of the workbook's cases (data/cases/), word for word.{nearest}\nTo ask anything "
+    "else, configure a real model in .env (see .env.example: an OpenAI or OpenRouter key, or a "
+    "local OpenAI-compatible server) and choose it with --profile or WORKBOOK_PROFILE."
 )
 
 
@@ -66,14 +75,161 @@ def normalize_prompt(text: str) -> str:
 __all__ = [
     "NO_PLAN_ANSWER",
     "OFFLINE_BASE_URL",
+    "SUGGESTIONS",
     "ContextLengthExceeded",
     "OfflineModel",
     "PlanError",
+    "PromptIndex",
+    "Suggestion",
     "WireError",
+    "no_plan_answer",
     "normalize_prompt",
     "offline_client",
     "offline_transport",
+    "prompt_terms",
 ]
+
+# -- the prompts it knows, and the nearest ones to a prompt it does not -------------------------
+
+#: How many known prompts an answer without a plan names, at most.
+SUGGESTIONS = 3
+#: How much of a prompt is read to find the nearest known prompts, in characters (over ten times
+#: the longest case prompt): the rest of a longer prompt, perhaps a hostile megabyte, is never
+#: looked at, so a suggestion costs the same time and memory whatever the prompt's length.
+SUGGEST_READ_CHARS = 4_000
+
+_WORD_RE = re.compile(r"[^\W_]+")
+#: A quoted value without spaces ('123', "transcript.txt", `json.dumps`), kept whole as a term.
+_QUOTED_RE = re.compile(r"""(['"`])([^'"`\s]{1,80})\1""")
+_SUFFIXES = ("ing", "ed", "es", "e", "s")
+_STEM_CHARS = 6
+
+
+def _stem(word: str) -> str:
+    """A crude stem of a lower-case word: words with a digit stay whole ("123", "sqlite3");
+    otherwise one suffix of :data:`_SUFFIXES` goes (leaving at least 3 letters), a doubled last
+    letter is halved, and the first 6 letters are kept, so "transcribe" and "transcript",
+    "save" and "saving", "file" and "files" meet."""
+    if any(c.isdigit() for c in word):
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:
+        word = word[:-1]
+    return word[:_STEM_CHARS]
+
+
+def prompt_terms(text: str) -> frozenset[str]:
+    """The terms of a prompt that :class:`PromptIndex` compares: its words, case-folded and
+    crudely stemmed (numbers kept whole), and its quoted values kept whole (``'transcript.txt'``).
+
+    Args:
+        text: any text; only its first :data:`SUGGEST_READ_CHARS` characters are read.
+
+    Returns:
+        The set of terms (at most one per word of what is read; empty for text without words).
+    """
+    head = text[:SUGGEST_READ_CHARS].casefold()
+    terms = {_stem(word) for word in _WORD_RE.findall(head)}
+    terms.update(match[2] for match in _QUOTED_RE.finditer(head))
+    return frozenset(terms)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A known prompt near one the offline model has no plan for.
+
+    Attributes:
+        case_id: the id of the case the prompt comes from (``None`` for a plan added without one).
+        prompt: the prompt, whitespace normalised (what to send to have its plan carried out).
+        score: how near it is, from 0 (no term shared) to 1 (the same terms): the cosine of the
+            two prompts' IDF-weighted term sets.
+    """
+
+    case_id: str | None
+    prompt: str
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"case_id", "prompt", "score"}``, the score rounded to 3 decimals."""
+        return {"case_id": self.case_id, "prompt": self.prompt, "score": round(self.score, 3)}
+
+    def line(self) -> str:
+        """One line for a person: ``case1: Generate a transcript …``."""
+        return f"{self.case_id}: {self.prompt}" if self.case_id else self.prompt
+
+
+class PromptIndex:
+    """The known prompts, for finding the nearest ones to any text: IDF-weighted term overlap.
+
+    Each prompt is a set of terms (:func:`prompt_terms`); a term is weighted by its inverse
+    document frequency, ``ln(1 + N / df)`` over the ``N`` known prompts (a term in every prompt,
+    such as "the", weighs least; a term no known prompt has weighs as the rarest). The score of a
+    known prompt is the cosine of the two weighted sets: shared weight squared over the product of
+    the two norms, in [0, 1]. A known prompt is suggested only if it shares a term that tells
+    prompts apart (one held by at most half of them, or by one): "Write a poem" shares only "a"
+    with the cases, and gets no suggestion. Deterministic: terms are summed in sorted order, and
+    ties keep the order the prompts were given in.
+
+    Args:
+        prompts: ``(case id or None, prompt)`` pairs, in the order ties are broken.
+    """
+
+    def __init__(self, prompts: Iterable[tuple[str | None, str]]):
+        self.entries = [
+            (case_id, normalize_prompt(prompt), prompt_terms(prompt)) for case_id, prompt in prompts
+        ]
+        count = len(self.entries)
+        df = Counter(term for _, _, terms in self.entries for term in terms)
+        self.idf = {term: math.log(1 + count / n) for term, n in df.items()}
+        self.unknown_idf = math.log(1 + count) if count else 1.0
+        self.telling = frozenset(t for t, n in df.items() if n <= max(1, count / 2))
+        self.norms = [
+            math.sqrt(sum(self.idf[t] ** 2 for t in sorted(terms))) for _, _, terms in self.entries
+        ]
+
+    def nearest(self, text: str, k: int = SUGGESTIONS) -> list[Suggestion]:
+        """The ``k`` known prompts nearest to ``text``, best first; only those that share a
+        term telling prompts apart with it.
+
+        Args:
+            text: any text (untrusted); only its first :data:`SUGGEST_READ_CHARS` characters are
+                read, so time and memory are bounded whatever its length.
+            k: the most suggestions returned.
+
+        Returns:
+            At most ``k`` suggestions, scores in (0, 1], non-increasing.
+        """
+        query = sorted(prompt_terms(text))
+        weights = [self.idf.get(t, self.unknown_idf) for t in query]
+        query_norm = math.sqrt(sum(w * w for w in weights))
+        if not query_norm:
+            return []
+        scored = []
+        for i, (case_id, prompt, terms) in enumerate(self.entries):
+            common = [(t, w) for t, w in zip(query, weights, strict=True) if t in terms]
+            shared = sum(w * w for _, w in common)
+            if any(t in self.telling for t, _ in common) and self.norms[i] > 0:
+                score = min(1.0, shared / (query_norm * self.norms[i]))
+                scored.append((-score, i, Suggestion(case_id, prompt, score)))
+        scored.sort(key=lambda item: item[:2])
+        return [suggestion for _, _, suggestion in scored[: max(0, k)]]
+
+
+def no_plan_answer(suggestions: Iterable[Suggestion]) -> str:
+    """The offline model's answer to a prompt it has no plan for (:data:`NO_PLAN_ANSWER`), naming
+    ``suggestions`` (best first), or saying none of its prompts is near."""
+    lines = [f"{n}. {s.line()}" for n, s in enumerate(suggestions, 1)]
+    if lines:
+        nearest = "\nThe nearest prompts I know, best first (send one as it is):\n" + "\n".join(
+            lines
+        )
+    else:
+        nearest = " None of the prompts I know is near yours."
+    return NO_PLAN_ANSWER.format(nearest=nearest)
+
 
 # -- the model ----------------------------------------------------------------------------------
 
@@ -138,7 +294,10 @@ class OfflineModel:
     """The offline reference model: plans by prompt, answering chat-completions requests.
 
     Args:
-        plans: ``{prompt: plan}``; default: every ``offline_plan`` in ``data/cases/*.md``.
+        plans: ``{prompt: plan}``; default: every ``offline_plan`` of the shipped cases
+            (``data/cases/``, the large ones included).
+        case_ids: ``{prompt: case id}``, the ids its suggestions name; default: the cases' ids
+            when ``plans`` is the default, else none.
         name: the model name it reports when a request names none.
         context_window_tokens: the longest request it takes (messages plus tool schemas, in
             o200k_base tokens); a longer one is refused as OpenAI refuses it: HTTP 400,
@@ -151,22 +310,47 @@ class OfflineModel:
         self,
         plans: Mapping[str, Plan] | None = None,
         *,
+        case_ids: Mapping[str, str] | None = None,
         name: str = OFFLINE_MODEL_NAME,
         context_window_tokens: int = DEFAULT_CONTEXT_WINDOW_TOKENS,
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
     ):
         if plans is None:
-            from helpers.cases import load_plan_book
+            from helpers.cases import ALL_CASES, load_cases
 
-            plans = load_plan_book()
+            cases = [case for case in load_cases(ALL_CASES) if case.offline_plan]
+            plans = {case.prompt: case.offline_plan or [] for case in cases}
+            if case_ids is None:
+                case_ids = {case.prompt: case.id for case in cases}
+        #: ``{prompt, whitespace normalised: plan}``: the prompts it answers, exactly these.
         self.plans = {normalize_prompt(p): check_plan(plan) for p, plan in plans.items()}
+        #: ``{prompt, whitespace normalised: case id}``.
+        self.case_ids = {normalize_prompt(p): i for p, i in (case_ids or {}).items()}
         self.name = name
         self.context_window_tokens = context_window_tokens
         self.max_output_tokens = max_output_tokens
+        self._index: tuple[tuple[Any, ...], PromptIndex] | None = None
 
-    def add_plan(self, prompt: str, plan: Plan) -> None:
-        """Teach the model one more prompt."""
-        self.plans[normalize_prompt(prompt)] = check_plan(plan)
+    def add_plan(self, prompt: str, plan: Plan, case_id: str | None = None) -> None:
+        """Teach the model one more prompt (``case_id``: the id its suggestions name)."""
+        key = normalize_prompt(prompt)
+        self.plans[key] = check_plan(plan)
+        if case_id is not None:
+            self.case_ids[key] = case_id
+
+    def plan_for(self, prompt: str) -> Plan | None:
+        """The plan the model carries out for ``prompt`` (matched word for word after whitespace
+        is normalised), or ``None``: then it answers :func:`no_plan_answer`."""
+        return self.plans.get(normalize_prompt(prompt))
+
+    def nearest(self, prompt: str, k: int = SUGGESTIONS) -> list[Suggestion]:
+        """The ``k`` prompts it knows nearest to ``prompt``, best first
+        (:meth:`PromptIndex.nearest`: bounded in time and memory whatever the prompt)."""
+        key = (tuple(self.plans), tuple(self.case_ids.items()))
+        if self._index is None or self._index[0] != key:
+            index = PromptIndex((self.case_ids.get(p), p) for p in self.plans)
+            self._index = (key, index)
+        return self._index[1].nearest(prompt, k)
 
     def next_message(
         self,
@@ -184,9 +368,11 @@ class OfflineModel:
         prompt = messages[last_user].get("content")
         if isinstance(prompt, list):
             prompt = " ".join(str(p.get("text", "")) for p in prompt if isinstance(p, dict))
-        plan = self.plans.get(normalize_prompt(str(prompt or "")))
+        prompt = str(prompt or "")
+        plan = self.plan_for(prompt)
         if plan is None:
-            return persona.reply({"role": "assistant", "content": NO_PLAN_ANSWER})
+            answer = no_plan_answer(self.nearest(prompt))
+            return persona.reply({"role": "assistant", "content": answer})
         tool_results = {
             m.get("tool_call_id"): str(m.get("content") or "")
             for m in messages[last_user:]

@@ -96,12 +96,13 @@ def reference_box(output: str, ref_id: str, tool_name: str, threshold: int, boxi
     )
 
 
-def check_box_result(box_result: Callable[..., str]) -> str:
+def check_box_result(box_result: Callable[..., str]) -> None:
     """Notebook 04, TODO 1: the attendee's ``box_result(output, ref_id, tool_name,
     threshold=256, boxing="opaque")``.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
 
     def same(case: BoxCase) -> None:
@@ -110,10 +111,15 @@ def check_box_result(box_result: Callable[..., str]) -> str:
             case.output, case.ref_id, case.tool_name, threshold, case.boxing or "opaque"
         )
         got = attempt(box_result, *case.args())
+        expect(
+            isinstance(got, str),
+            "text (a str): the model reads text, so a resource link is JSON text (json.dumps)",
+            f"a {type(got).__name__}: {short(got, 80)}",
+        )
         if want.startswith("{") and want != case.output:  # a resource link: compare as JSON
             try:
                 link = json.loads(got)
-            except (TypeError, ValueError):
+            except ValueError:
                 link = got
             expected = json.loads(want)
             expect(isinstance(link, dict), f"a resource link as JSON text: {want}", short(got))
@@ -138,6 +144,8 @@ def check_box_result(box_result: Callable[..., str]) -> str:
                 same,
                 BoxCase.shown,
                 terms=("at or under", "characters", "internal://"),
+                # at the threshold in characters, over it in UTF-8 bytes: not boxed
+                always=(BoxCase("é" * 4, "AbCdEfGh12345678", "get_page", 4, "opaque"),),
             ),
             Property(
                 "json mode: an MCP resource link as JSON text — type 'resource_link', the uri, "
@@ -165,7 +173,8 @@ def check_box_result(box_result: Callable[..., str]) -> str:
 #: How a model wraps a whole reference; ``reference_id`` strips each of them.
 WRAPS = ("{}", "`{}`", " {} ", '"{}"', "<{}>", "{}.", "'{}'")
 #: Leaves of an argument tree: kinds that stay, that are resolved, and that are refused.
-KEEP = ("text", "number", "none", "flag", "lookalike", "foreign_inside")
+KEEP = ("text", "number", "none", "flag", "zero", "false", "empty_list", "empty_dict")
+KEEP += ("lookalike", "foreign_inside")
 RESOLVE = ("ref",)
 REFUSE = ("foreign_ref", "unknown_ref", "malformed", "inside", "inside_second")
 #: A dict key that is this thread's reference: keys are names, never unboxed.
@@ -189,6 +198,13 @@ class Leaf:
             "inside_second": "'compare internal://AAAAAAAAAAAAAAAA and <this thread's ref>'",
             "foreign_inside": "'see <another thread's ref>'",
             "lookalike": "'see internal://AAAAAAAAAAAAAAAA'",
+            "number": "3",
+            "none": "None",
+            "flag": "True",
+            "zero": "0",
+            "false": "False",
+            "empty_list": "[]",
+            "empty_dict": "{}",
         }.get(self.kind, self.kind)
         return detail
 
@@ -197,13 +213,16 @@ def leaves(kinds: tuple[str, ...]) -> Any:
     return st.builds(Leaf, st.sampled_from(kinds), texts(12), st.sampled_from(WRAPS))
 
 
-def trees(kinds: tuple[str, ...]) -> Any:
+def trees(kinds: tuple[str, ...], *, ref_keys: bool = True) -> Any:
+    """Argument trees of leaves of ``kinds`` (a dict at the top); ``ref_keys``: a dict key may be
+    this thread's reference (keys are names, never unboxed)."""
+    keys = ["text", "files", "content", "n", "meta", *([REF_KEY] if ref_keys else [])]
     return st.recursive(
         leaves(kinds),
         lambda inner: st.one_of(
             st.lists(inner, min_size=1, max_size=3),
             st.dictionaries(
-                st.sampled_from(["text", "files", "content", "n", "meta", REF_KEY]),
+                st.sampled_from(keys),
                 inner,
                 min_size=1,
                 max_size=3,
@@ -238,14 +257,22 @@ def one_refusal_cases() -> Any:
     )
 
 
-def unbox_cases(kinds: tuple[str, ...], must: tuple[str, ...] = (), values: Any = None) -> Any:
+def unbox_cases(
+    kinds: tuple[str, ...],
+    must: tuple[str, ...] = (),
+    values: Any = None,
+    *,
+    ref_keys: bool = True,
+) -> Any:
     def has(tree: Any, wanted: tuple[str, ...]) -> bool:
         if isinstance(tree, Leaf):
             return tree.kind in wanted
         items = tree.values() if isinstance(tree, dict) else tree
         return any(has(item, wanted) for item in items)
 
-    cases = st.builds(UnboxCase, trees(kinds), outputs() if values is None else values)
+    cases = st.builds(
+        UnboxCase, trees(kinds, ref_keys=ref_keys), outputs() if values is None else values
+    )
     return cases.filter(lambda c: has(c.arguments, must)) if must else cases
 
 
@@ -275,6 +302,10 @@ class _Refs:
             "number": 3,
             "none": None,
             "flag": True,
+            "zero": 0,
+            "false": False,
+            "empty_list": [],
+            "empty_dict": {},
             "lookalike": "see internal://AAAAAAAAAAAAAAAA and more",
             "foreign_inside": f"see {self.theirs} too",
             "ref": leaf.wrap.format(self.mine),
@@ -355,12 +386,13 @@ class _UnboxChecks:
         )
 
 
-def check_unbox(unbox: Callable[..., Any]) -> str:
+def check_unbox(unbox: Callable[..., Any]) -> None:
     """Notebook 04, TODO 2: the attendee's ``unbox(arguments, store, thread_id)`` against the
     notebook's four rules, on generated argument trees.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
     with scratch_store("unbox") as store:
         checks = _UnboxChecks(unbox, store)
@@ -372,7 +404,7 @@ def check_unbox(unbox: Callable[..., Any]) -> str:
                 Property(
                     "a whole reference of this thread — also in backticks, quotes, <…>, spaces "
                     "or with a full stop — becomes its stored value, at any depth and any size",
-                    unbox_cases((*RESOLVE, "text", "number", "none"), must=RESOLVE),
+                    unbox_cases((*RESOLVE, "text", "number", "none"), must=RESOLVE, ref_keys=False),
                     checks.resolves,
                     UnboxCase.shown,
                     terms=("whole", "backticks", "any depth", "read_all"),
@@ -431,12 +463,13 @@ class SliceCase:
 slice_cases = st.builds(SliceCase, texts(30), st.integers(-45, 45), st.integers(0, 40))
 
 
-def check_read_slice(read_slice: Callable[[str, int, int], str]) -> str:
+def check_read_slice(read_slice: Callable[[str, int, int], str]) -> None:
     """Notebook 04, TODO 3: the attendee's ``read_slice(value, start_index, length)`` against
     :func:`internal_resource_read_slice` on a real store (read in SQL, by characters).
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
     with scratch_store("slice") as store:
 
@@ -519,12 +552,13 @@ grep_cases = st.builds(
 )
 
 
-def check_grep(grep: Callable[[str, str, int], str]) -> str:
+def check_grep(grep: Callable[[str, str, int], str]) -> None:
     """Notebook 04, TODO 4: the attendee's ``grep(value, pattern, window)`` against
     :func:`helpers.context.resolve_tools.grep_text`.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
 
     def same(case: GrepCase) -> None:

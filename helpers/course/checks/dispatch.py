@@ -22,16 +22,21 @@ from helpers.course.checks.inputs import texts
 from helpers.tooling.registry import ToolRegistry, tool_from_function
 
 #: Kinds of tool call: one that works, one with no arguments at all (some providers send
-#: ``""`` for a tool without parameters), and the four ways a call goes wrong.
+#: ``""`` for a tool without parameters), one whose tool answers the empty string (a result,
+#: not a failure), and the four ways a call goes wrong.
 GOOD = "good"
 NO_ARGUMENTS = "no arguments"
+EMPTY_RESULT = "empty result"
+WORKING = (GOOD, NO_ARGUMENTS, EMPTY_RESULT)
 BAD = ("malformed JSON", "unknown tool", "wrong arguments", "tool raises")
+#: What each working kind's tool answers.
+ANSWERS = {NO_ARGUMENTS: "pong", EMPTY_RESULT: ""}
 
 
 def probe_registry() -> tuple[ToolRegistry, list[str]]:
-    """``echo(text)`` answers ``echo: <text>``; ``ping()`` answers ``pong``; ``explode()``
-    raises. Returns the registry and the list each run of ``echo`` or ``ping`` appends to
-    (``ping`` appends ``"ping"``)."""
+    """``echo(text)`` answers ``echo: <text>``; ``ping()`` answers ``pong``; ``blank()``
+    answers ``""``; ``explode()`` raises. Returns the registry and the list each run of ``echo``,
+    ``ping`` or ``blank`` appends to (``ping`` appends ``"ping"``, ``blank`` ``"blank"``)."""
     ran: list[str] = []
 
     def echo(text: str) -> str:
@@ -48,11 +53,16 @@ def probe_registry() -> tuple[ToolRegistry, list[str]]:
         ran.append("ping")
         return "pong"
 
+    def blank() -> str:
+        """Answer nothing: an empty result."""
+        ran.append("blank")
+        return ""
+
     def explode() -> str:
         """Always fails."""
         raise RuntimeError("the tool failed")
 
-    tools = [tool_from_function(echo), tool_from_function(ping), tool_from_function(explode)]
+    tools = [tool_from_function(f) for f in (echo, ping, blank, explode)]
     return ToolRegistry(tools), ran
 
 
@@ -65,6 +75,7 @@ class Call:
         name, arguments = {
             GOOD: ("echo", json.dumps({"text": self.text}, ensure_ascii=False)),
             NO_ARGUMENTS: ("ping", ""),
+            EMPTY_RESULT: ("blank", "{}"),
             "malformed JSON": ("echo", '{"text": "unterminated'),
             "unknown tool": ("send_rocket", "{}"),
             "wrong arguments": ("echo", json.dumps({"txt": self.text})),
@@ -168,10 +179,16 @@ class _DispatchChecks:
 
     def results(self, case: DispatchCase) -> None:
         new, ran = self.dispatched(case)
+        answered = [m.get("tool_call_id") for m in new[1:] if isinstance(m, dict)]
+        expect(
+            answered == list(case.ids),
+            f"one tool message per call, a bad call's too: {list(case.ids)}",
+            f"tool messages for {answered}",
+        )
         for i, (call, message) in enumerate(zip(case.calls, new[1:], strict=False)):
             content = message.get("content")
-            if call.kind in (GOOD, NO_ARGUMENTS):
-                want = f"echo: {call.text}" if call.kind == GOOD else "pong"
+            if call.kind in WORKING:
+                want = f"echo: {call.text}" if call.kind == GOOD else ANSWERS[call.kind]
                 expect(
                     content == want,
                     f"call #{i + 1} ({call.kind}, arguments {call.wire('')['function']['arguments']!r}): {want!r}",
@@ -187,17 +204,19 @@ class _DispatchChecks:
                 f'call #{i + 1} ({call.kind}): a JSON object {{"error": "<what went wrong>"}}',
                 short(content),
             )
+        names = {NO_ARGUMENTS: "ping", EMPTY_RESULT: "blank"}
         good = [
-            {GOOD: c.text}.get(c.kind, "ping") for c in case.calls if c.kind in (GOOD, NO_ARGUMENTS)
+            c.text if c.kind == GOOD else names[c.kind] for c in case.calls if c.kind in WORKING
         ]
         expect(ran == good, f"every good call runs once, in order: {short(good)}", short(ran))
 
 
-def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
+def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> None:
     """Notebook 01, TODO 1: the attendee's ``handle_tool_calls(messages, message, registry)``.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
     checks = _DispatchChecks(handle_tool_calls)
     return Checkpoint(
@@ -208,7 +227,7 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
             Property(
                 "first the assistant message, echoed whole: role, content, and every call's id, "
                 "type 'function', name and arguments as the model sent them; no other field",
-                cases((GOOD, NO_ARGUMENTS, *BAD)),
+                cases(WORKING),
                 checks.echoed,
                 DispatchCase.shown,
                 terms=("assistant message", "id", "type", "name", "arguments"),
@@ -216,17 +235,17 @@ def check_handle_tool_calls(handle_tool_calls: Callable[..., None]) -> str:
             Property(
                 "then exactly one tool message per call, in order, with its call's tool_call_id "
                 "(even when a provider repeats an id)",
-                cases((GOOD, NO_ARGUMENTS, *BAD)),
+                cases(WORKING),
                 checks.one_per_call,
                 DispatchCase.shown,
                 terms=("one `tool` message per call", "tool_call_id", "repeats an id"),
             ),
             Property(
                 "a good call's tool message holds the tool's output unchanged (arguments '' "
-                "mean no arguments); a bad call — "
+                "mean no arguments; an empty output is a result too); a bad call — "
                 'malformed JSON, an unknown tool, wrong arguments, a tool that raises — an {"error": "…"} '
                 "JSON object, and the other calls still run",
-                cases((GOOD, NO_ARGUMENTS, *BAD)),
+                cases((*WORKING, *BAD)),
                 checks.results,
                 DispatchCase.shown,
                 terms=(

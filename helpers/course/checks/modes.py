@@ -1,22 +1,24 @@
 """Notebook 07's checkpoints: the schemas a mode offers, the guard at dispatch, and the dual
 stream's summary for the model.
 
-References: :data:`helpers.context.modes.MODES` and :func:`~helpers.context.modes.for_mode` (an
-unknown mode is refused: a guard fails closed), and :func:`reference_summary`, the three rules of
-the notebook's TODO 3 (a subset of :func:`helpers.context.dual_stream.summarize_for_model`).
+References: :data:`helpers.context.modes.MODES` (:func:`reference_schemas`; an unknown mode is
+refused: a guard fails closed), with :data:`CHECK_MODES` added while a check runs (a mode that
+allows no tool among them), and :func:`reference_summary`, the three rules of the notebook's
+TODO 3 (a subset of :func:`helpers.context.dual_stream.summarize_for_model`).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
 
-from helpers.context.modes import MODES, for_mode
+from helpers.context.modes import MODES
 from helpers.course.checkpoint import (
     Checkpoint,
     Property,
@@ -45,8 +47,38 @@ TOOL_NAMES = (
     "check",
     "Get_Page",
 )
-KNOWN_MODES = tuple(MODES)
-UNKNOWN_MODES = ("Explore", "EXPLORE", " explore", "explore ", "admin", "", "Operate")
+#: Modes the checks add to :data:`MODES` while they run (then take away): a mode that allows no
+#: tool at all (an empty whitelist is not ``None``: code that tests ``if not allowed`` opens it
+#: to every tool), one tool, and two.
+CHECK_MODES: dict[str, frozenset[str]] = {
+    "quiet": frozenset(),
+    "sql-only": frozenset({"run_sql"}),
+    "publish": frozenset({"google_drive_write_file", "get_page"}),
+}
+KNOWN_MODES = (*MODES, *CHECK_MODES)
+UNKNOWN_MODES = ("Explore", "EXPLORE", " explore", "explore ", "admin", "", "Operate", "Quiet")
+
+
+@contextlib.contextmanager
+def check_modes() -> Iterator[None]:
+    """:data:`MODES` with :data:`CHECK_MODES` added while the block runs (the attendee's code
+    reads the same dict), and as it was afterwards."""
+    added = {name: tools for name, tools in CHECK_MODES.items() if name not in MODES}
+    MODES.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            MODES.pop(name, None)
+
+
+def reference_schemas(registry: ToolRegistry, mode: str) -> list[dict[str, Any]]:
+    """The schemas a known mode offers, by the notebook's rule: every tool when the whitelist
+    is ``None``, else the tools whose names are in it exactly, in registry order (for the
+    workbook's modes the same as :func:`~helpers.context.modes.for_mode` on these tools, which
+    are neither read-only nor model-only)."""
+    allowed = MODES[mode]
+    return [tool.schema() for tool in registry if allowed is None or tool.name in allowed]
 
 
 class SpyRegistry(ToolRegistry):
@@ -70,7 +102,7 @@ class SpyRegistry(ToolRegistry):
 
 
 registries = st.lists(
-    st.sampled_from(TOOL_NAMES), min_size=1, max_size=len(TOOL_NAMES), unique=True
+    st.sampled_from(TOOL_NAMES), min_size=0, max_size=len(TOOL_NAMES), unique=True
 )
 
 
@@ -83,16 +115,17 @@ class ModeCase:
         return f"schemas_for_mode(registry of {self.names}, {self.mode!r})"
 
 
-def check_schemas_for_mode(schemas_for_mode: Callable[[ToolRegistry, str], Any]) -> str:
+def check_schemas_for_mode(schemas_for_mode: Callable[[ToolRegistry, str], Any]) -> None:
     """Notebook 07, TODO 1: the attendee's ``schemas_for_mode(registry, mode)``.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
 
     def known(case: ModeCase) -> None:
         registry = SpyRegistry(case.names)
-        want = for_mode(registry, case.mode).schemas()
+        want = reference_schemas(registry, case.mode)
         got = attempt(schemas_for_mode, registry, case.mode)
         names = [s.get("function", {}).get("name") if isinstance(s, dict) else s for s in got or []]
         expect(
@@ -109,29 +142,38 @@ def check_schemas_for_mode(schemas_for_mode: Callable[[ToolRegistry, str], Any])
         names = [s.get("function", {}).get("name") if isinstance(s, dict) else s for s in got or []]
         expect(not got, "no tools (return [] or raise): an unknown mode fails closed", f"{names}")
 
-    return Checkpoint(
-        "07",
-        1,
-        "schemas_for_mode",
-        [
-            Property(
-                "a known mode offers the schemas of exactly its whitelisted tools (every tool "
-                "when the whitelist is None; names match exactly), in registry order",
-                st.builds(ModeCase, registries, st.sampled_from(KNOWN_MODES)),
-                known,
-                ModeCase.shown,
-                terms=("tool.schema()", "None", "registry order", "exactly", "another case"),
-            ),
-            Property(
-                "an unknown mode ('Explore', 'admin', '') offers nothing: a guard fails closed",
-                st.builds(ModeCase, registries, st.sampled_from(UNKNOWN_MODES)),
-                unknown,
-                ModeCase.shown,
-                terms=("unknown mode", "fails closed", "case"),
-                examples=30,
-            ),
-        ],
-    ).run()
+    with check_modes():
+        Checkpoint(
+            "07",
+            1,
+            "schemas_for_mode",
+            [
+                Property(
+                    "a known mode offers the schemas of exactly its whitelisted tools (every tool "
+                    "when the whitelist is None, none when it is empty; names match exactly), in "
+                    "registry order",
+                    st.builds(ModeCase, registries, st.sampled_from(KNOWN_MODES)),
+                    known,
+                    ModeCase.shown,
+                    terms=(
+                        "tool.schema()",
+                        "None",
+                        "registry order",
+                        "exactly",
+                        "another case",
+                        "empty whitelist",
+                    ),
+                ),
+                Property(
+                    "an unknown mode ('Explore', 'admin', '') offers nothing: a guard fails closed",
+                    st.builds(ModeCase, registries, st.sampled_from(UNKNOWN_MODES)),
+                    unknown,
+                    ModeCase.shown,
+                    terms=("unknown mode", "fails closed", "case"),
+                    examples=30,
+                ),
+            ],
+        ).run()
 
 
 @dataclass(frozen=True)
@@ -152,7 +194,7 @@ class GuardCase:
 def guard_cases(draw: Any, modes: tuple[str, ...]) -> GuardCase:
     """A call naming a tool of the registry, or now and then that name in capitals (a forged
     name that a case-insensitive guard would let through to the real tool)."""
-    names = draw(registries)
+    names = draw(registries.filter(bool))
     name = draw(st.sampled_from(names))
     if draw(st.integers(0, 3)) == 3:
         name = name.upper()
@@ -166,31 +208,30 @@ def _allowed(case: GuardCase) -> bool | None:
     return whitelist is None or case.name in whitelist
 
 
-def check_guarded_call(guarded_call: Callable[..., str]) -> str:
-    """Notebook 07, TODO 2: the attendee's ``guarded_call(registry, mode, name, arguments)``:
-    a tool outside the mode never runs.
+class _GuardChecks:
+    """The properties of notebook 07's ``guarded_call``, each run on one generated
+    :class:`GuardCase` with a registry of probe tools that record whether they ran."""
 
-    Raises:
-        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
-    """
+    def __init__(self, guarded_call: Callable[..., str]):
+        self.guarded_call = guarded_call
 
-    def run(case: GuardCase) -> tuple[SpyRegistry, Any]:
+    def run(self, case: GuardCase) -> tuple[SpyRegistry, Any]:
         registry = SpyRegistry(case.names)
         arguments = {"text": case.text}
         return registry, attempt_or(
-            Exception, guarded_call, registry, case.mode, case.name, arguments
+            Exception, self.guarded_call, registry, case.mode, case.name, arguments
         )
 
-    def runs_allowed(case: GuardCase) -> None:
-        registry, got = run(case)
+    def runs_allowed(self, case: GuardCase) -> None:
+        registry, got = self.run(case)
         if isinstance(got, Exception):
             raise Raised(got)
         want = f"{case.name} ran with {case.text!r}"
         expect(got == want, f"the tool's result {want!r}", short(got))
         expect(registry.ran == [(case.name, case.text)], "the tool ran once", f"ran {registry.ran}")
 
-    def refuses(case: GuardCase) -> None:
-        registry, got = run(case)
+    def refuses(self, case: GuardCase) -> None:
+        registry, got = self.run(case)
         expect(
             not registry.ran,
             f"{case.name} never runs in mode {case.mode!r}",
@@ -210,39 +251,58 @@ def check_guarded_call(guarded_call: Callable[..., str]) -> str:
             short(got),
         )
 
-    return Checkpoint(
-        "07",
-        2,
-        "guarded_call",
-        [
-            Property(
-                "a tool outside the mode (a name not on its whitelist exactly as written) is "
-                "refused before it runs, with a JSON error result naming the tool and the mode",
-                guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) is False),
-                refuses,
-                GuardCase.shown,
-                terms=("before", "JSON error", "names the tool and the mode", "exactly as written"),
-                examples=30,
-            ),
-            Property(
-                "an unknown mode ('Explore', 'admin', '') runs nothing: a guard fails closed",
-                guard_cases(UNKNOWN_MODES),
-                refuses,
-                GuardCase.shown,
-                terms=("unknown mode", "fails closed"),
-                examples=30,
-            ),
-            Property(
-                "a tool the mode allows runs once, with the arguments as given, and its result "
-                "comes back unchanged",
-                guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) and c.name in c.names),
-                runs_allowed,
-                GuardCase.shown,
-                terms=("registry.get(name).call(arguments)",),
-                examples=30,
-            ),
-        ],
-    ).run()
+
+def check_guarded_call(guarded_call: Callable[..., str]) -> None:
+    """Notebook 07, TODO 2: the attendee's ``guarded_call(registry, mode, name, arguments)``:
+    a tool outside the mode never runs.
+
+    Raises:
+        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
+    """
+    checks = _GuardChecks(guarded_call)
+    with check_modes():
+        Checkpoint(
+            "07",
+            2,
+            "guarded_call",
+            [
+                Property(
+                    "a tool outside the mode (a name not on its whitelist exactly as written, "
+                    "or any name when the whitelist is empty) is refused before it runs, with a "
+                    "JSON error result naming the tool and the mode",
+                    guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) is False),
+                    checks.refuses,
+                    GuardCase.shown,
+                    terms=(
+                        "before",
+                        "JSON error",
+                        "names the tool and the mode",
+                        "exactly as written",
+                    ),
+                    examples=30,
+                ),
+                Property(
+                    "an unknown mode ('Explore', 'admin', '') runs nothing: a guard fails "
+                    "closed, with a JSON error result naming the tool and the mode, or an "
+                    "exception",
+                    guard_cases(UNKNOWN_MODES),
+                    checks.refuses,
+                    GuardCase.shown,
+                    terms=("unknown mode", "fails closed", "names the tool and the mode"),
+                    examples=30,
+                ),
+                Property(
+                    "a tool the mode allows runs once, with the arguments as given, and its "
+                    "result comes back unchanged",
+                    guard_cases(KNOWN_MODES).filter(lambda c: _allowed(c) and c.name in c.names),
+                    checks.runs_allowed,
+                    GuardCase.shown,
+                    terms=("registry.get(name).call(arguments)",),
+                    examples=30,
+                ),
+            ],
+        ).run()
 
 
 # -- summarize ----------------------------------------------------------------------------------
@@ -289,25 +349,33 @@ def reference_summary(result: str, max_chars: int = 300) -> str:
     return result[:max_chars]
 
 
-@st.composite
-def parts_results(draw: Any) -> str:
-    parts = []
-    for _ in range(draw(st.integers(1, 4))):
-        if draw(st.booleans()):
-            parts.append({"type": "text", "text": draw(texts(120))})
-        else:
-            data = base64.b64encode(draw(st.binary(min_size=1, max_size=300))).decode()
-            part = {"type": draw(st.sampled_from(["image", "audio", "resource"])), "data": data}
+def parts_results(text_chars: int = 60) -> st.SearchStrategy[str]:
+    """JSON objects whose ``content`` is a list of parts (none at all now and then): text parts
+    of up to ``text_chars`` characters (the empty text too), and binary parts of 0 to 300 bytes,
+    with or without a ``mimeType``, or without ``data`` at all."""
+
+    @st.composite
+    def build(draw: Any) -> str:
+        parts: list[dict[str, Any]] = []
+        for _ in range(draw(st.integers(0, 4))):
+            if draw(st.booleans()):
+                parts.append({"type": "text", "text": draw(texts(text_chars))})
+                continue
+            part: dict[str, Any] = {"type": draw(st.sampled_from(["image", "audio", "resource"]))}
+            if draw(st.integers(0, 5)):  # now and then a part without data: 0 bytes
+                part["data"] = base64.b64encode(draw(st.binary(max_size=300))).decode()
             if draw(st.booleans()):
                 part["mimeType"] = draw(st.sampled_from(["image/png", "audio/wav"]))
             parts.append(part)
-    return json.dumps({"content": parts}, ensure_ascii=draw(st.booleans()))
+        return json.dumps({"content": parts}, ensure_ascii=draw(st.booleans()))
+
+    return build()
 
 
 @st.composite
 def object_results(draw: Any) -> str:
-    """JSON objects that are not content parts; now and then one whose ``content`` field is a
-    value other than a list (a plain field, summarised like any other)."""
+    """JSON objects that are not content parts (the empty object too); now and then one whose
+    ``content`` field is a value other than a list (a plain field, summarised like any other)."""
     data = draw(
         st.dictionaries(texts(8), json_values(), max_size=7).filter(lambda d: "content" not in d)
     )
@@ -317,10 +385,35 @@ def object_results(draw: Any) -> str:
     return json.dumps(data)
 
 
+#: Results of each shape whose summary fits in 300 characters, so a missing cap never shows
+#: under another rule's name (4 parts of 60 characters; 4 fields of 8 + 40; 250 characters).
 objects = object_results()
-others = st.one_of(
-    texts(400), st.lists(st.integers(), max_size=60).map(json.dumps), st.just("{not json")
+#: JSON that is not an object: a list, a string (answered as the text itself, quotes and escapes
+#: included, never decoded), a number, true, false, null.
+json_others = st.one_of(
+    st.lists(st.integers(-999, 999), max_size=30).map(json.dumps),
+    texts(60).map(json.dumps),
+    st.one_of(st.integers(), st.booleans(), st.none()).map(json.dumps),
 )
+others = st.one_of(texts(250), json_others, st.just("{not json"))
+#: Results of every shape, long enough for any cap to cut.
+SHAPES = {
+    "content parts": parts_results(text_chars=400),
+    "JSON object": objects,
+    "plain text": texts(400, min_size=1),
+    "other JSON": json_others,
+}
+
+
+@st.composite
+def capped_cases(draw: Any) -> SummaryCase:
+    """A result of any shape (each as often as the others) and a cap that cuts its summary, so
+    a path without the cap shows."""
+    result = draw(st.sampled_from(sorted(SHAPES)).flatmap(SHAPES.__getitem__))
+    full = len(reference_summary(result, 10**9))
+    if full > 300 and draw(st.booleans()):
+        return SummaryCase(result, None)  # the default cap, 300
+    return SummaryCase(result, draw(st.integers(0, max(0, full - 1))))
 
 
 @dataclass(frozen=True)
@@ -333,21 +426,31 @@ class SummaryCase:
         return f"summarize({short(self.result, 100)} [{len(self.result):,} chars]{limit})"
 
 
-def summary_cases(results: Any) -> Any:
-    return st.builds(SummaryCase, results, st.one_of(st.none(), st.integers(0, 120)))
+def summary_cases(results: Any, caps: Any) -> Any:
+    return st.builds(SummaryCase, results, caps)
 
 
-def check_summarize(summarize: Callable[..., str]) -> str:
+#: Caps that never cut a result of the shapes above.
+ROOMY = st.one_of(st.none(), st.integers(300, 2_000))
+
+
+def check_summarize(summarize: Callable[..., str]) -> None:
     """Notebook 07, TODO 3: the attendee's ``summarize(result, max_chars=300)`` against
     :func:`reference_summary`.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
 
     def same(case: SummaryCase) -> None:
         extra = () if case.max_chars is None else (case.max_chars,)
         want = reference_summary(case.result, *extra)
+        got = attempt(summarize, case.result, *extra)
+        expect(got == want, short(want), short(got))
+
+    def capped(case: SummaryCase) -> None:
+        extra = () if case.max_chars is None else (case.max_chars,)
         got = attempt(summarize, case.result, *extra)
         limit = 300 if case.max_chars is None else case.max_chars
         expect(
@@ -355,12 +458,14 @@ def check_summarize(summarize: Callable[..., str]) -> str:
             f"at most {limit} characters",
             f"{len(got)} characters" if isinstance(got, str) else short(got),
         )
-        expect(got == want, short(want), short(got))
+        same(case)
 
     def prop(statement: str, results: Any, *terms: str) -> Property:
-        return Property(statement, summary_cases(results), same, SummaryCase.shown, terms=terms)
+        return Property(
+            statement, summary_cases(results, ROOMY), same, SummaryCase.shown, terms=terms
+        )
 
-    return Checkpoint(
+    Checkpoint(
         "07",
         3,
         "summarize",
@@ -381,12 +486,29 @@ def check_summarize(summarize: Callable[..., str]) -> str:
                 "[N items]",
                 "40 characters",
             ),
-            prop(
-                "anything else (text, a JSON list, invalid JSON): the text; every summary is cut "
-                "to its first max_chars characters (300 by default)",
-                others,
-                "first max_chars characters",
-                "300",
+            Property(
+                "anything else (text, a JSON list, a JSON string, number or null, invalid "
+                "JSON): the text itself, never decoded",
+                summary_cases(others, ROOMY),
+                same,
+                SummaryCase.shown,
+                terms=("anything else", "the text itself"),
+                always=(SummaryCase(json.dumps("a\nb"), None), SummaryCase("null", None)),
+            ),
+            Property(
+                "every summary, of every shape, is cut to its first max_chars characters (300 "
+                "by default)",
+                capped_cases(),
+                capped,
+                SummaryCase.shown,
+                terms=("first max_chars characters", "300"),
+                always=(
+                    SummaryCase("x" * 301, None),
+                    SummaryCase("plain text", 5),
+                    SummaryCase(json.dumps([1, 2, 3]), 2),
+                    SummaryCase(json.dumps({"a": 1}), 3),
+                    SummaryCase(json.dumps({"content": [{"type": "text", "text": "abc"}]}), 1),
+                ),
             ),
         ],
     ).run()

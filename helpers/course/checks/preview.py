@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from sqlalchemy import delete
 
 from helpers.context import preview as reference
 from helpers.context.resolve_tools import fetch_tool_output as library_fetch
@@ -21,11 +22,12 @@ from helpers.course.checks.inputs import (
     arguments,
     lined_texts,
     nonce,
-    outputs,
     scratch_store,
     texts,
 )
+from helpers.course.checks.inputs import outputs as all_outputs  # `outputs` is a parameter here
 from helpers.tooling.registry import ToolContext
+from helpers.tooling.store import ToolOutput, ToolOutputChunk, ToolOutputStore
 
 call_ids = st.from_regex(r"call_[A-Za-z0-9_-]{1,20}", fullmatch=True)
 
@@ -59,12 +61,13 @@ def _default_limit(draw: Any) -> PreviewCase:
     return PreviewCase((unit * length)[:length], draw(call_ids), None)
 
 
-def check_make_preview(make_preview: Callable[..., str]) -> str:
+def check_make_preview(make_preview: Callable[..., str]) -> None:
     """Notebook 03, TODO 1: the attendee's ``make_preview(output, tool_call_id, limit=600)``
     against :func:`helpers.context.preview.make_preview`.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
 
     def same(case: PreviewCase) -> None:
@@ -109,6 +112,8 @@ def check_make_preview(make_preview: Callable[..., str]) -> str:
                 PreviewCase.shown,
                 terms=("first `limit` characters", "leading space", "hidden"),
                 examples=100,
+                # thousands of characters hidden (N written as digits only), a limit of 0
+                always=(PreviewCase("é" * 1_205, "call_1", 5), PreviewCase("ab", "call_1", 0)),
             ),
             Property(
                 "the default limit is 600 characters",
@@ -117,6 +122,7 @@ def check_make_preview(make_preview: Callable[..., str]) -> str:
                 PreviewCase.shown,
                 terms=("600",),
                 examples=20,
+                always=(PreviewCase("a" * 2_000, "call_1", None), PreviewCase("", "call_1", None)),
             ),
         ],
     ).run()
@@ -145,8 +151,22 @@ class FetchCase:
             f"fetch_tool_output(store, thread_id, {self.asked!r})"
         )
 
+    def shown_alone(self) -> str:
+        """The input when no other thread logged the id."""
+        return (
+            f"this thread stored {self.tool_call_id!r} → {short(self.output, 50)} with "
+            f"arguments {short(self.tool_args, 40)}; "
+            f"fetch_tool_output(store, thread_id, {self.asked!r})"
+        )
 
-def fetch_cases(asked: st.SearchStrategy[str] | None = None) -> Any:
+
+def fetch_cases(
+    asked: st.SearchStrategy[str] | None = None, outputs: st.SearchStrategy[str] | None = None
+) -> Any:
+    """Stored calls and the id asked for (``None``: the stored call's own), with outputs of any
+    size unless ``outputs`` says otherwise."""
+    values = all_outputs() if outputs is None else outputs
+
     @st.composite
     def build(draw: Any) -> FetchCase:
         call_id = draw(call_ids)
@@ -154,72 +174,104 @@ def fetch_cases(asked: st.SearchStrategy[str] | None = None) -> Any:
             call_id,
             draw(st.sampled_from(["yt_transcribe", "get_page", "run_sql"])),
             draw(arguments()),
-            draw(outputs()),
-            draw(outputs()),
+            draw(values),
+            draw(values),
             call_id if asked is None else draw(asked),
         )
 
     return build()
 
 
-def check_fetch_tool_output(fetch_tool_output: Callable[..., str]) -> str:
+class _FetchChecks:
+    """The properties of notebook 03's ``fetch_tool_output``, each run on one generated
+    :class:`FetchCase` stored in a scratch store (its id logged by another thread too)."""
+
+    def __init__(self, fetch_tool_output: Callable[..., str], store: ToolOutputStore):
+        self.fetch_tool_output = fetch_tool_output
+        self.store = store
+
+    def fetched(self, case: FetchCase, decoy: bool = True) -> tuple[str, Any]:
+        with self.store.engine.begin() as db:  # the store holds this input's rows, no others
+            db.execute(delete(ToolOutputChunk))
+            db.execute(delete(ToolOutput))
+        thread, other = f"thread_{nonce()}", f"thread_{nonce()}"
+        if decoy:  # another thread holds the asked id too: a lookup by id alone finds it first
+            self.store.log_tool(other, case.asked, case.tool_name, {}, case.other_output)
+        self.store.log_tool(thread, case.tool_call_id, case.tool_name, case.tool_args, case.output)
+        text = attempt(self.fetch_tool_output, self.store, thread, case.asked)
+        try:
+            return thread, json.loads(text)
+        except (TypeError, ValueError):
+            raise Broken("JSON text (json.dumps of an object)", short(text)) from None
+
+    def answer(self, case: FetchCase, decoy: bool = True) -> tuple[dict[str, Any], Any]:
+        thread, got = self.fetched(case, decoy)
+        context = ToolContext(store=self.store, thread_id=thread)
+        want = json.loads(library_fetch(context, case.asked))
+        expect(isinstance(got, dict), "a JSON object", short(got))
+        return want, got
+
+    def shape(self, case: FetchCase) -> None:
+        want, got = self.answer(case, decoy=False)  # the thread's scope is the next rules'
+
+        for key in ("tool_name", "tool_args"):
+            expect(
+                got.get(key) == want[key],
+                f"{key!r}: {short(want[key], 60)}",
+                f"{key!r}: {short(got.get(key), 60)}",
+            )
+
+    def whole_output(self, case: FetchCase) -> None:
+        want, got = self.answer(case)
+        expect(
+            got.get("tool_output") == want["tool_output"],
+            f'"tool_output": the stored output, {len(want["tool_output"]):,} chars, '
+            f"{short(want['tool_output'], 40)}",
+            f'"tool_output": {len(str(got.get("tool_output", ""))):,} chars, '
+            f"{short(got.get('tool_output'), 40)}",
+        )
+
+    def unknown(self, case: FetchCase) -> None:
+        _, got = self.fetched(case)
+        error = got.get("error") if isinstance(got, dict) else None
+        expect(
+            isinstance(error, str) and "no tool call with id" in error,
+            '{"error": "no tool call with id …"} for an id this thread never logged',
+            short(got),
+        )
+
+
+def check_fetch_tool_output(fetch_tool_output: Callable[..., str]) -> None:
     """Notebook 03, TODO 2: the attendee's ``fetch_tool_output(store, thread_id, tool_call_id)
     -> str`` against the library's, on outputs of any size (over 16,384 characters an output
     lives in chunks).
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
     with scratch_store("fetch") as store:
-
-        def fetched(case: FetchCase) -> tuple[str, Any]:
-            thread, other = f"thread_{nonce()}", f"thread_{nonce()}"
-            # another thread holds the asked id too: a lookup by id alone finds its row first
-            store.log_tool(other, case.asked, case.tool_name, {}, case.other_output)
-            store.log_tool(thread, case.tool_call_id, case.tool_name, case.tool_args, case.output)
-            text = attempt(fetch_tool_output, store, thread, case.asked)
-            try:
-                return thread, json.loads(text)
-            except (TypeError, ValueError):
-                raise Broken("JSON text (json.dumps of an object)", short(text)) from None
-
-        def whole_output(case: FetchCase) -> None:
-            thread, got = fetched(case)
-            want = json.loads(library_fetch(ToolContext(store=store, thread_id=thread), case.asked))
-            expect(isinstance(got, dict), "a JSON object", short(got))
-            expect(
-                got.get("tool_output") == want["tool_output"],
-                f'"tool_output": the stored output, {len(want["tool_output"]):,} chars, '
-                f"{short(want['tool_output'], 40)}",
-                f'"tool_output": {len(str(got.get("tool_output", ""))):,} chars, '
-                f"{short(got.get('tool_output'), 40)}",
-            )
-            for key in ("tool_name", "tool_args"):
-                expect(
-                    got.get(key) == want[key],
-                    f"{key!r}: {short(want[key], 60)}",
-                    f"{key!r}: {short(got.get(key), 60)}",
-                )
-
-        def unknown(case: FetchCase) -> None:
-            _, got = fetched(case)
-            error = got.get("error") if isinstance(got, dict) else None
-            expect(
-                isinstance(error, str) and "no tool call with id" in error,
-                '{"error": "no tool call with id …"} for an id this thread never logged',
-                short(got),
-            )
-
+        checks = _FetchChecks(fetch_tool_output, store)
         return Checkpoint(
             "03",
             2,
             "fetch_tool_output",
             [
                 Property(
-                    "the full output comes back character for character, at any size (over "
-                    "16,384 characters it is stored in chunks)",
+                    "the answer is JSON text of an object: the tool's name and its arguments "
+                    "parsed back from JSON text (a dict, not the stored text)",
+                    fetch_cases(outputs=texts(20)),
+                    checks.shape,
+                    FetchCase.shown_alone,
+                    terms=("json.loads(row.tool_args)", "JSON text"),
+                    examples=15,
+                ),
+                Property(
+                    "this thread's full output comes back character for character, at any size "
+                    "(over 16,384 characters it is stored in chunks), whatever another thread "
+                    "logged under the same id",
                     fetch_cases(),
-                    whole_output,
+                    checks.whole_output,
                     FetchCase.shown,
                     terms=("16,384", "chunks", "with_content=True"),
                     examples=25,
@@ -229,7 +281,7 @@ def check_fetch_tool_output(fetch_tool_output: Callable[..., str]) -> str:
                     '{"error": "no tool call with id …"}, not an exception — even when another '
                     "thread logged it",
                     fetch_cases(call_ids).filter(lambda c: c.asked != c.tool_call_id),
-                    unknown,
+                    checks.unknown,
                     FetchCase.shown,
                     terms=("no tool call with id", "another thread"),
                     examples=15,

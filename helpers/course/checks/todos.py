@@ -8,7 +8,7 @@ from typing import Any
 from helpers.course.checks import boxing, compaction, dispatch, modes, persist, preview
 
 #: Each TODO's checkpoint: (notebook, TODO) → the function that checks the attendee's answer.
-CHECKS: dict[tuple[str, int], Callable[[Any], str]] = {
+CHECKS: dict[tuple[str, int], Callable[[Any], None]] = {
     ("01", 1): dispatch.check_handle_tool_calls,
     ("02", 1): persist.check_log_tool,
     ("02", 2): persist.check_prune,

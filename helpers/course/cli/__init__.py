@@ -9,10 +9,12 @@
 Exit codes (:data:`EXIT_CODES`): 0 answered (``ok``); 1 a failed run (``error``: the endpoint
 failed or sent no usable reply; ``max_iterations``: no final answer); 2 bad usage (unknown
 option, bad value, unusable ``.env`` profile, unknown thread); 3 an ``incomplete`` answer (cut,
-filtered, refused, empty, or only in the model's reasoning); 130 interrupted (Ctrl-C); 141 the
-reader of stdout went away (``workbook outputs show … | head``), with nothing more said. With ``--json``, ``ask`` prints
-exactly one JSON object on stdout whatever happens, with a ``status``; no traceback reaches the
-user (``WORKBOOK_DEBUG=1`` shows one for an internal error).
+filtered, refused, empty, or only in the model's reasoning); 4 ``no_plan`` (``ask`` on the offline
+reference model with a prompt it has no plan for: its answer names the nearest case prompts);
+130 interrupted (Ctrl-C); 141 the reader of stdout went away (``workbook outputs show … |
+head``), with nothing more said. With ``--json``, ``ask`` prints exactly one JSON object on
+stdout whatever happens, with a ``status``; no traceback reaches the user (``WORKBOOK_DEBUG=1``
+shows one for an internal error).
 
 One module per command, its parser beside its handler (``add_command`` sets
 ``handler=run``): :mod:`~helpers.course.cli.ask`, :mod:`~helpers.course.cli.cases`,
@@ -36,6 +38,7 @@ from helpers.course.cli.exits import (
     EXIT_CODES,
     EXIT_FAILED,
     EXIT_INCOMPLETE,
+    EXIT_NO_PLAN,
     EXIT_OK,
     EXIT_USAGE,
     Parser,
@@ -48,6 +51,7 @@ __all__ = [
     "EXIT_CODES",
     "EXIT_FAILED",
     "EXIT_INCOMPLETE",
+    "EXIT_NO_PLAN",
     "EXIT_OK",
     "EXIT_USAGE",
     "Command",
@@ -184,7 +188,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="workbook",
         description="Context Relay Workbook: run agent turns, compare strategies, see the store. "
         'workbook "PROMPT" and workbook -c "PROMPT" are short for workbook ask.',
-        epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer. "
+        epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer; "
+        "4 no plan (the offline model knows only the case prompts). "
         "Environment: WORKBOOK_PROFILE (the model), WORKBOOK_DB_URL (the store), "
         "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
     )

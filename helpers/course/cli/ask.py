@@ -41,6 +41,7 @@ from helpers.loop.agent import (
 )
 from helpers.loop.threads import ThreadError, open_thread
 from helpers.models.llm import ConfigError, make_client, resolve_model
+from helpers.models.offline import OfflineModel, Suggestion
 from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
@@ -49,7 +50,9 @@ from helpers.tooling.tools import default_registry
 #: How ``ask``'s status maps to its exit code, at the end of its help.
 ASK_EXIT_CODES = """\
 status -> exit code: ok 0; error 1; max_iterations 1; context_exceeded 1; usage_error 2;
-incomplete 3 (cut, filtered, refused, empty, or only in the model's reasoning)"""
+incomplete 3 (cut, filtered, refused, empty, or only in the model's reasoning);
+no_plan 4 (the offline model has no plan for the prompt: it knows only the case prompts,
+and its answer names the nearest)"""
 
 
 def add_command(sub: Any, name: str, help: str) -> None:
@@ -198,7 +201,11 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(opened, int):
         return opened
     store, thread_id, history = opened
-    client = make_client(config, max_retries=args.max_retries, timeout_s=args.timeout)
+    # the offline model answers only the case prompts: the same object answers and tells
+    offline = OfflineModel() if config.offline else None
+    client = make_client(
+        config, max_retries=args.max_retries, timeout_s=args.timeout, offline_model=offline
+    )
     registry = for_mode(default_registry(), args.mode)
     out = console(args.color)
     human = not args.json
@@ -246,20 +253,53 @@ def run(args: argparse.Namespace) -> int:
             status.stop()
         store.close()
 
+    suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
+    return report(args, out, record, suggestions)
+
+
+def report(
+    args: argparse.Namespace, out: Console, record: Any, suggestions: list[Suggestion] | None
+) -> int:
+    """Print how the turn ended (with ``--json``, one JSON object: ``status`` ``no_plan`` and
+    the ``suggestions`` when the offline model had no plan, see :func:`no_plan_suggestions`);
+    returns the exit code (:data:`EXIT_CODES`)."""
+    verdict = record.status if suggestions is None else "no_plan"
     if args.json:
-        print_json(record.to_json(include_context=args.dump_context))
+        data = record.to_json(include_context=args.dump_context)
+        if suggestions is not None:
+            data["status"] = verdict
+            data["suggestions"] = [s.to_json() for s in suggestions]
+        print_json(data)
     else:
-        print_outcome(out, record)
+        print_outcome(out, record, suggestions)
         if args.dump_context:
             # rich writes the parsed JSON again: ASCII only, so escapes stay escapes
             out.print_json(for_json(record.messages), ensure_ascii=True)
-    return EXIT_CODES.get(record.status, EXIT_FAILED)
+    return EXIT_CODES.get(verdict, EXIT_FAILED)
 
 
-def print_outcome(out: Console, record: Any) -> None:
-    """The answer (or why there is none), then usage and how to continue the thread."""
+def no_plan_suggestions(offline: OfflineModel | None, prompt: str) -> list[Suggestion] | None:
+    """``None`` when ``offline`` (the offline model in use, ``None`` for a real model, which
+    answers anything) has a plan for ``prompt``; else the nearest case prompts its answer named
+    (:meth:`OfflineModel.nearest`, the model's own choice), possibly none."""
+    if offline is None or offline.plan_for(prompt) is not None:
+        return None
+    return offline.nearest(prompt)
+
+
+def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = None) -> None:
+    """The answer (or why there is none), then usage and how to continue the thread. With
+    ``no_plan`` (the suggestions of :func:`no_plan_suggestions`), a line says that the offline
+    model carried nothing out."""
     if record.ok:
         out.print(Panel(for_rich(record.answer or ""), title="answer", expand=False))
+        if no_plan is not None:
+            nearest = f"its answer names the {len(no_plan)} nearest" if no_plan else "none is near"
+            out.print(
+                "[bold yellow]No plan:[/] the offline reference model carries out only the "
+                f"workbook's case prompts ({nearest}); anything else needs a real model or a "
+                "local server in .env (docs/models.md)."
+            )
     elif record.status == "incomplete":
         out.print(f"[bold yellow]Incomplete:[/] {for_rich(record.error or '')}")
         if (record.answer or "").strip():

@@ -40,6 +40,7 @@ from helpers.evaluation.runs import (
     run_cases,
     runnable_cases,
 )
+from helpers.evaluation.validation import verdict_text
 from helpers.models.llm import ConfigError, ModelConfig, resolve_model
 from helpers.models.personas import PERSONAS
 from helpers.tooling.tools import default_registry
@@ -240,6 +241,6 @@ def matrix_markdown(results: list[tuple[ModelConfig, CaseRun]], few_shot: bool) 
     for config, run in results:
         lines.append(
             f"| {for_markdown(config.model)} | {for_markdown(run.case.id)} | {run.strategy} | {'✔' if few_shot else '-'} | "
-            f"{'✅' if run.passed else '❌'} |"
+            f"{verdict_text(run.passed)} |"
         )
     return "\n".join(lines) + "\n"

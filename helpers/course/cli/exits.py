@@ -11,8 +11,16 @@ from typing import Any, NoReturn
 from helpers.escaping import for_json, for_terminal
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
-#: Turn status → exit code of ``workbook ask``.
-EXIT_CODES = {"ok": EXIT_OK, "incomplete": EXIT_INCOMPLETE, "max_iterations": EXIT_FAILED}
+#: ``workbook ask`` on the offline reference model with a prompt it has no plan for: it answered,
+#: naming the nearest case prompts, but carried nothing out (status ``no_plan``).
+EXIT_NO_PLAN = 4
+#: Status → exit code of ``workbook ask`` (any other status: :data:`EXIT_FAILED`).
+EXIT_CODES = {
+    "ok": EXIT_OK,
+    "incomplete": EXIT_INCOMPLETE,
+    "max_iterations": EXIT_FAILED,
+    "no_plan": EXIT_NO_PLAN,
+}
 
 
 class Parser(argparse.ArgumentParser):
