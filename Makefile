@@ -26,7 +26,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab lab-instructor restore test test-install test-personas test-pg e2e bench figures guide install install-dev data \
+.PHONY: lab lab-instructor restore test test-install test-personas test-pg test-room e2e bench figures guide install install-dev data \
 	lint format check-notebooks strip student clean lock
 
 # Python 3.11 or newer, checked before anything is made: one line says what to do. A .venv left
@@ -125,7 +125,7 @@ TEST_WORKERS ?= auto
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
-		--ignore=tests/e2e --ignore=tests/test_run_anywhere.py \
+		--ignore=tests/e2e --ignore=tests/room --ignore=tests/test_run_anywhere.py \
 		--ignore=tests/test_notebooks_under_personas.py \
 		--nbval-lax --nbval-current-env -n $(TEST_WORKERS) --dist loadfile
 
@@ -144,6 +144,16 @@ test-personas: $(DEV_STAMP) data
 # the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)
 test-pg: $(DEV_STAMP)
 	tests/with_postgres.sh
+
+# a room for real (tests/room): PostgreSQL with passwords over TCP, JupyterHub from PyPI with
+# configurable-http-proxy from npm, one Linux user per attendee (as root), the wheel in the
+# attendees' environment; WORKBOOK_ROOM_ATTENDEES attendees (4) run notebooks 02-04 at once.
+# Debian's python3 with IDLE's manual is the attendees' Python (installed here if missing).
+test-room: $(DEV_STAMP)
+	@[ -f /usr/lib/python3.11/idlelib/help.html ] || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq idle-python3.11 >/dev/null; \
+		else echo "make test-room runs as root (one Linux user per attendee)"; exit 1; fi; }
+	tests/with_postgres.sh $(BIN)/pytest -q -p no:cacheprovider tests/room
 
 # the workbook in a real browser: JupyterLab on loopback, the notebooks in headless Chromium at
 # 1280x720, light and dark, with no emoji font (Debian's chromium and fontconfig's fc-list,

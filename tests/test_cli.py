@@ -641,6 +641,12 @@ def test_copy_notebooks_onto_a_file_is_a_one_line_error_and_the_hint_is_quoted(t
         odd = workbook("copy-notebooks", str(tmp_path / name))
         assert odd.stdout.splitlines()[-1] == "next: go to that folder and run jupyter lab"
         assert "\x1b" not in odd.stdout
+    on_a_hub = subprocess.run(
+        [*CLI, "copy-notebooks"], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "WORKBOOK_PROFILE": "offline", "JUPYTERHUB_USER": "ann"},
+        timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert on_a_hub.stdout.splitlines()[-1].startswith("next: open workbook in the file browser")
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

@@ -86,6 +86,36 @@ def test_dotenv_file_is_read_and_environment_wins(tmp_path, monkeypatch) -> None
         monkeypatch.delenv(key, raising=False)
 
 
+def test_a_planted_env_file_with_a_url_gets_no_key_from_the_shell(tmp_path, monkeypatch) -> None:
+    """A ``.env`` in the folder where ``workbook ask`` runs sets OPENAI_BASE_URL alone: the
+    shell's OPENAI_API_KEY is never sent to that URL; set beside it (both in the file, or both
+    in the shell), the key goes."""
+    planted = tmp_path / "planted.env"
+    planted.write_text("OPENAI_BASE_URL=https://collector.example/v1\n")
+    planted.chmod(0o600)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-shell-key-0123456789")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    env = load_env(planted)
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL comes from .*planted\.env but "
+                       "OPENAI_API_KEY from the shell"):  # fmt: skip
+        resolve_model("openai", env=env)
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    both = tmp_path / "both.env"
+    both.write_text(
+        "OPENAI_BASE_URL=https://proxy.example/v1\nOPENAI_API_KEY=sk-file-key-0123456789\n"
+    )
+    both.chmod(0o600)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    config = resolve_model("openai", env=load_env(both))
+    assert config.base_url == "https://proxy.example/v1"
+    assert config.api_key == "sk-file-key-0123456789"
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://other.example/v1")  # both in the shell
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-shell-key-0123456789")
+    assert resolve_model("openai", env=load_env(tmp_path / "none.env")).api_key.startswith("sk-")
+
+
 def test_clients() -> None:
     offline = make_client(resolve_model("offline", env={}))
     reply = offline.chat.completions.create(

@@ -234,12 +234,14 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
             assert f"✅ TODO {n} passed" in kernel.last_output
 
 
-def test_the_install_cell_picks_the_highest_uploaded_wheel_and_says_when_pip_fails(
+def test_the_install_cell_installs_only_the_one_wheel_and_says_when_pip_fails(
     tmp_path, monkeypatch
 ) -> None:
-    """Run the cell's own code where the workbook seems missing and pip fails: of the wheels in
-    the folder it chose the highest version (0.10.0 over 0.9.1 and 0.1.0), never a browser's
-    ``(1)`` copy, and the failure is one sentence naming it; with no wheel, the folder is named."""
+    """Run the cell's own code where the workbook seems missing and pip fails: with several
+    wheels in the folder (one may be planted, with a higher version) it installs none and names
+    them; with one, it runs pip on it under ``python -P`` (a planted ``pip/`` beside the notebook
+    is not imported), never a browser's ``(1)`` copy, and the failure is one sentence naming it;
+    with no wheel, the folder is named."""
     import importlib.metadata
     import subprocess
 
@@ -262,10 +264,16 @@ def test_the_install_cell_picks_the_highest_uploaded_wheel_and_says_when_pip_fai
     with pytest.raises(RuntimeError, match="restart the session"):  # said once: still true
         exec(INSTALL_CELL_SOURCE, {"RESTART_NEEDED": True})
     assert calls == []
-    for version in ("0.9.1", "0.10.0", "0.1.0"):
-        (tmp_path / f"context_relay_workbook-{version}-py3-none-any.whl").touch()
-    (tmp_path / "context_relay_workbook-0.11.0-py3-none-any (1).whl").touch()
-    best = "context_relay_workbook-0.10.0-py3-none-any.whl"
-    with pytest.raises(RuntimeError, match=f"pip could not install {best}: its message is above"):
+    shared = "context_relay_workbook-0.1.0-py3-none-any.whl"
+    (tmp_path / shared).touch()
+    with pytest.raises(RuntimeError, match=f"pip could not install {shared}: its message is above"):
         exec(INSTALL_CELL_SOURCE, {})
-    assert calls[-1][-1] == best and "pip" in calls[-1]
+    assert calls[-1][1:] == ["-P", "-m", "pip", "install", "--quiet", shared]
+    planted = "context_relay_workbook-9.9.9-py3-none-any.whl"
+    (tmp_path / planted).touch()
+    calls.clear()
+    with pytest.raises(RuntimeError, match=re.escape(f"several wheels in {tmp_path} ({shared}, ")):
+        exec(INSTALL_CELL_SOURCE, {})
+    assert calls == []  # neither installed
+    with pytest.raises(RuntimeError, match=f"pip could not install {shared}"):
+        exec(INSTALL_CELL_SOURCE.replace('WHEEL_URL = ""', f'WHEEL_URL = "{shared}"'), {})

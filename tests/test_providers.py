@@ -749,7 +749,8 @@ def test_the_backticked_reference_is_written_as_the_transcript(ask, tmp_path) ->
         return body
 
     with ScriptedProvider([lambda r: TRANSCRIBE, with_name, answer("Saved.")]) as provider:
-        run = ask(provider)
+        # the task names Google Drive: tool search offers the outbox from the first call
+        run = ask(provider, prompt="Transcribe video 123 and save it to a Google Drive file.")
     assert run.code == EXIT_OK
     routed_exactly(run, "google_drive_write_file", "file_content")
     written = (outbox_dir() / name).read_text(encoding="utf-8")

@@ -30,6 +30,9 @@ from helpers.tooling.store import ToolOutputStore, ensure_own_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = os.environ.get("WORKBOOK_TEST_PG_URL")
+#: A room's admin as deploy/README.md makes it (CREATEROLE, owning the room's database), over TCP
+#: with a password; tests/with_postgres.sh makes one.
+ROOM = os.environ.get("WORKBOOK_TEST_ROOM_URL") or PG
 needs_pg = pytest.mark.skipif(not PG, reason="set WORKBOOK_TEST_PG_URL (make test-pg)")
 
 
@@ -66,32 +69,88 @@ def test_a_chosen_name_cannot_land_on_anothers_role() -> None:
 
 
 def test_the_hub_gives_each_server_what_workbook_room_url_prints(tmp_path, monkeypatch) -> None:
+    import asyncio
+
     hub = _hub_config()
     fake = tmp_path / "workbook"
     fake.write_text(
-        '#!/bin/sh\necho "postgresql+psycopg://x:pw@h/db?name=$3&room=$WORKBOOK_ROOM_URL"\n'
+        '#!/bin/sh\necho "postgresql+psycopg://x:pw@h/db?name=$4&room=$WORKBOOK_ROOM_URL"\n'
     )
     fake.chmod(0o755)
     monkeypatch.setenv("WORKBOOK_ROOM_URL", "postgresql://admin@h/db")
+    monkeypatch.setattr(hub, "WORKBOOK_CLI", str(fake))
 
     class Spawner:
         environment: typing.ClassVar[dict] = {}
 
         class user:
-            name = "Ann Lee"
+            name = "-Ann Lee"  # read as a name, never as an option
 
-    monkeypatch.setattr(
-        hub, "attendee_environment", lambda n: hub.__dict__["_real"](n, cli=str(fake))
-    )
-    hub._real = _hub_config().attendee_environment
-    hub.pre_spawn_hook(Spawner)
+    real = hub.attendee_environment
+    monkeypatch.setattr(hub, "attendee_environment", lambda n: real(n, cli=str(fake)))
+    asyncio.run(hub.pre_spawn_hook(Spawner))
     assert Spawner.environment["WORKBOOK_DB_URL"].endswith(
-        "name=Ann Lee&room=postgresql://admin@h/db"
+        "name=-Ann Lee&room=postgresql://admin@h/db"
     )
     assert Spawner.environment["WORKBOOK_PROFILE"] == "offline"
     fake.write_text("#!/bin/sh\necho refused >&2\nexit 2\n")
     with pytest.raises(RuntimeError, match="refused"):
-        hub._real("ann", cli=str(fake))
+        asyncio.run(real("ann", cli=str(fake)))
+
+
+def test_the_hub_answers_while_a_hook_waits(tmp_path, monkeypatch) -> None:
+    """The hook is awaited on the hub's event loop: while three spawns' ``room url`` commands
+    run (each takes 1 s here), the loop goes on (a blocking call would hold it 3 s)."""
+    import asyncio
+    import time
+
+    hub = _hub_config()
+    slow = tmp_path / "workbook"
+    slow.write_text("#!/bin/sh\nsleep 1\necho postgresql+psycopg://x:pw@h/db\n")
+    slow.chmod(0o755)
+
+    async def room() -> tuple[list, float]:
+        ticks, longest = 0, 0.0
+
+        async def heartbeat() -> None:
+            nonlocal ticks, longest
+            while True:
+                before = time.monotonic()
+                await asyncio.sleep(0.05)
+                longest = max(longest, time.monotonic() - before)
+                ticks += 1
+
+        beat = asyncio.ensure_future(heartbeat())
+        spawns = await asyncio.gather(
+            *(hub.attendee_environment(n, room_url="postgresql://a@h/d", cli=str(slow))
+              for n in ("ann", "bob", "cyd"))
+        )  # fmt: skip
+        beat.cancel()
+        return spawns, longest
+
+    started = time.monotonic()
+    spawns, longest_gap = asyncio.run(room())
+    assert len(spawns) == 3 and all(s["WORKBOOK_DB_URL"] for s in spawns)
+    assert longest_gap < 0.9, f"the loop stood still {longest_gap:.2f} s"
+    assert time.monotonic() - started < 2.9  # the three ran at once, not one after another
+
+
+def test_room_url_imports_neither_the_sdk_nor_the_loop() -> None:
+    """What the hub runs before every spawn loads only what it needs (its CPU is make bench's)."""
+    probe = (
+        "import sys\n"
+        "from helpers.course.cli import main\n"
+        "code = main(['room', 'url', 'ann', '--room-url', 'sqlite:///nowhere.sqlite'])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'openai' "
+        "or m.startswith(('helpers.loop', 'helpers.models')))\n"
+        "print(code, heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_GUARD_S,
+        cwd=ROOT,
+    )  # fmt: skip
+    assert done.stdout.strip() == "2 []", done.stdout + done.stderr
+    assert "PostgreSQL" in done.stderr
 
 
 def test_every_checkpoint_run_is_recorded_for_the_room(tmp_path, monkeypatch) -> None:
@@ -124,13 +183,20 @@ def test_a_store_that_cannot_be_written_never_stops_a_checkpoint(tmp_path, monke
         record_checkpoint("04", 1, passed=True)
 
 
+def _as(url: str):
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    return create_engine(url, poolclass=NullPool)
+
+
 @needs_pg
 def test_postgresql_attendees_are_kept_apart_by_postgresql() -> None:
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
     from sqlalchemy.exc import ProgrammingError
 
     names = [f"ann-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"]
-    urls = {n: provision_attendee(PG, n) for n in names}
+    urls = {n: provision_attendee(ROOM, n) for n in names}
     stores = {n: ToolOutputStore(u) for n, u in urls.items()}
     rows = {n: s.log_tool("demo", "call_1", "x", {}, f"{n}'s output") for n, s in stores.items()}
     for name, store in stores.items():
@@ -140,10 +206,11 @@ def test_postgresql_attendees_are_kept_apart_by_postgresql() -> None:
         assert store.get_by_ref(rows[other].ref_id) is None  # another's reference: unknown
         assert store.list_threads() == ["demo"] and store.count() == 1
         store.log_checkpoint(name, "04", 1, passed=True)
-        engine = create_engine(urls[name])
+        engine = _as(urls[name])
         for sql in (
             f'SELECT content FROM "{attendee_schema(other)}".tool_outputs',
             f'DROP SCHEMA "{attendee_schema(other)}" CASCADE',
+            f'SET ROLE "{attendee_schema(other)}"',
         ):
             with (
                 pytest.raises(ProgrammingError, match=r"permission denied|must be owner"),
@@ -151,26 +218,166 @@ def test_postgresql_attendees_are_kept_apart_by_postgresql() -> None:
             ):
                 db.execute(text(sql))
         engine.dispose()
-    again = provision_attendee(PG, names[0])  # a new spawn: a new password, the same store
-    assert again != urls[names[0]] and ToolOutputStore(again).count() == 1
-    progress = room_progress(PG)
+    progress = room_progress(ROOM)
     for name in names:
-        room = progress[attendee_schema(name)]
-        assert set(room["attendees"]) == {name} and room["threads"] == 1
+        line = progress[attendee_schema(name)]
+        assert (line.attendee, line.passed, line.threads, line.error) == (name, ["04.1"], 1, None)
     for store in stores.values():
         store.close()
 
 
 @needs_pg
+def test_postgresql_a_second_spawn_keeps_a_live_kernels_password() -> None:
+    from sqlalchemy import text
+
+    name = f"eve-{uuid.uuid4().hex[:6]}"
+    first = provision_attendee(ROOM, name)
+    store = ToolOutputStore(first)
+    store.log_checkpoint(name, "02", 1, passed=True)
+    assert provision_attendee(ROOM, name) == first  # named servers, a hook run again
+    assert store.checkpoint_progress()[name]["passed"] == ["02.1"]  # its next connection works
+    # a server restart (every connection of the role ended): the next call connects afresh
+    with _as(ROOM).connect() as db:
+        db.execute(
+            text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = :r"),
+            {"r": attendee_schema(name)},
+        )
+    assert store.count() == 0
+    store.close()
+
+
+@needs_pg
+def test_postgresql_an_attendee_is_bounded() -> None:
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from helpers.course.room import (
+        ATTENDEE_CONNECTION_LIMIT,
+        ATTENDEE_IDLE_IN_TRANSACTION_MS,
+        ATTENDEE_STATEMENT_TIMEOUT_MS,
+    )
+
+    name = f"fay-{uuid.uuid4().hex[:6]}"
+    url = provision_attendee(ROOM, name)
+    role = attendee_schema(name)
+    with _as(ROOM).connect() as db:
+        limit, config = db.execute(
+            text("SELECT rolconnlimit, rolconfig FROM pg_roles WHERE rolname = :r"), {"r": role}
+        ).one()
+    assert limit == ATTENDEE_CONNECTION_LIMIT
+    assert f"statement_timeout={ATTENDEE_STATEMENT_TIMEOUT_MS}" in config
+    assert f"idle_in_transaction_session_timeout={ATTENDEE_IDLE_IN_TRANSACTION_MS}" in config
+    engine = _as(url)
+    held = [engine.connect() for _ in range(ATTENDEE_CONNECTION_LIMIT)]
+    with pytest.raises(OperationalError, match="too many connections for role"):
+        engine.connect()
+    for connection in held:
+        connection.close()
+    with engine.connect() as db:  # the role's settings hold in its sessions
+        assert db.execute(text("SHOW statement_timeout")).scalar() == "30s"
+    engine.dispose()
+
+
+@needs_pg
+def test_postgresql_the_instructors_view_runs_nothing_of_an_attendees() -> None:
+    """Each route an attendee has to make the instructor's view run her code, or misreport the
+    room, is refused on her own line; the function never runs (its sequence stays unused), and
+    every other attendee's line is read."""
+    from sqlalchemy import text
+
+    honest, hostile = f"gus-{uuid.uuid4().hex[:6]}", f"hal-{uuid.uuid4().hex[:6]}"
+    urls = {n: provision_attendee(ROOM, n) for n in (honest, hostile)}
+    for name, url in urls.items():
+        store = ToolOutputStore(url)
+        store.log_checkpoint(name, "04", 1, passed=True)
+        store.ensure_thread("t")
+        store.close()
+    schema = attendee_schema(hostile)
+    routes = {
+        "a view": (
+            "ALTER TABLE checkpoint_results RENAME TO real_results",
+            "CREATE VIEW checkpoint_results AS SELECT * FROM real_results WHERE spy() > 0",
+        ),
+        "a policy": (
+            "ALTER TABLE checkpoint_results ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE checkpoint_results FORCE ROW LEVEL SECURITY",
+            "CREATE POLICY p ON checkpoint_results USING (spy() > 0)",
+        ),
+        "a type of her own": (
+            "CREATE DOMAIN mine AS text",
+            "ALTER TABLE checkpoint_results ALTER COLUMN notebook TYPE mine",
+        ),
+        "a slow view": (
+            "ALTER TABLE threads RENAME TO real_threads",
+            "CREATE VIEW threads AS SELECT real_threads.* FROM real_threads, pg_sleep(60) "
+            "WHERE spy() > 0",
+        ),
+    }
+    for route, statements in routes.items():
+        engine = _as(urls[hostile])
+        with engine.begin() as db:
+            db.execute(text("DROP SCHEMA IF EXISTS scratch CASCADE"))
+            db.execute(text("CREATE SEQUENCE IF NOT EXISTS ran"))
+            db.execute(
+                text(
+                    "CREATE OR REPLACE FUNCTION spy() RETURNS int LANGUAGE sql AS "
+                    "'SELECT nextval(''ran'')::int'"
+                )
+            )
+            for sql in statements:
+                db.execute(text(sql))
+        progress = room_progress(ROOM)
+        line = progress[schema]
+        assert line.error, f"{route}: read as {line}"
+        assert progress[attendee_schema(honest)].passed == ["04.1"], route
+        with engine.connect() as db:
+            assert db.execute(text("SELECT is_called FROM ran")).scalar() is False, route
+        with engine.begin() as db:  # back to the store's own tables for the next route
+            views = db.execute(
+                text(
+                    "SELECT relname FROM pg_class WHERE relkind = 'v' AND "
+                    "relnamespace = current_schema()::regnamespace"
+                )
+            ).scalars()
+            for view in list(views):
+                db.execute(text(f'DROP VIEW "{view}"'))
+            db.execute(text("DROP POLICY IF EXISTS p ON checkpoint_results"))
+            db.execute(text("ALTER TABLE IF EXISTS checkpoint_results NO FORCE ROW LEVEL SECURITY"))
+            db.execute(text("ALTER TABLE IF EXISTS checkpoint_results DISABLE ROW LEVEL SECURITY"))
+            for old, new in (("real_results", "checkpoint_results"), ("real_threads", "threads")):
+                db.execute(text(f"ALTER TABLE IF EXISTS {old} RENAME TO {new}"))
+            db.execute(text("ALTER TABLE checkpoint_results ALTER COLUMN notebook TYPE text"))
+            db.execute(text("DROP DOMAIN IF EXISTS mine"))
+        engine.dispose()
+    # rows she writes herself: another's name, a missing time, a pass without a TODO
+    with _as(urls[hostile]).begin() as db:
+        db.execute(text("ALTER TABLE checkpoint_results ALTER COLUMN created_at DROP NOT NULL"))
+        db.execute(
+            text(
+                "INSERT INTO checkpoint_results (attendee, notebook, todo, passed, created_at) "
+                "VALUES (:who, '07', 2, true, now()), (:me, '05', 1, true, NULL)"
+            ),
+            {"who": honest, "me": hostile},
+        )
+    progress = room_progress(ROOM)
+    line = progress[schema]
+    assert line.error is None and line.attendee == hostile
+    assert line.passed == ["04.1", "05.1", "07.2"] and line.last is not None
+    assert progress[attendee_schema(honest)].passed == ["04.1"]  # never another's runs
+    assert [p.attendee for p in progress.values()].count(honest) == 1
+
+
+@needs_pg
 def test_postgresql_the_room_is_read_without_a_change() -> None:
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
 
     odd = [f"attendee_list_{uuid.uuid4().hex[:6]}", f"attendee_y z{uuid.uuid4().hex[:4]}"]
-    engine = create_engine(PG)
+    database = ROOM.rsplit("/", 1)[1]  # the superuser makes schemas no attendee could
+    engine = _as(PG.rsplit("/", 1)[0] + "/" + database)
     with engine.begin() as db:
         for schema in odd:
             db.execute(text(f'CREATE SCHEMA "{schema}"'))
-    progress = room_progress(PG)
+    progress = room_progress(ROOM)
     with engine.connect() as db:
         made = db.execute(
             text("SELECT count(*) FROM information_schema.tables WHERE table_schema = ANY(:s)"),
@@ -181,21 +388,53 @@ def test_postgresql_the_room_is_read_without_a_change() -> None:
 
 
 @needs_pg
+def test_postgresql_room_check_names_each_setting_to_fix(tmp_path) -> None:
+    from helpers.course.room_check import check_room
+
+    hook = ROOT / "deploy" / "jupyterhub_config.d" / "workbook.py"
+    found = {f.name: f for f in check_room(ROOM, 30, hub_config=hook)}
+    assert found["version"].ok and found["tcp"].ok and found["hook"].ok
+    assert found["password_encryption"].ok and found["public_schema"].ok
+    assert found["max_connections"].ok, found["max_connections"].line  # 98 of the default 100
+    # a fresh cluster lets PUBLIC connect to postgres and template1: named, with the fix
+    assert not found["other_databases"].ok
+    assert 'REVOKE CONNECT ON DATABASE "postgres" FROM PUBLIC' in found["other_databases"].line
+    assert found["admin"].ok == (ROOM != PG), found["admin"].line
+    larger = {f.name: f for f in check_room(ROOM, 40, hub_config=tmp_path / "none.py")}
+    assert "max_connections = 128" in larger["max_connections"].line
+    assert not larger["hook"].ok and "copy deploy/jupyterhub_config.d/workbook.py" in (
+        larger["hook"].line
+    )
+    superuser = {f.name: f for f in check_room(PG, 1, hub_config=hook)}
+    assert not superuser["admin"].ok and "superuser" in superuser["admin"].line
+
+
+@needs_pg
 def test_postgresql_the_room_commands_and_a_simulated_room() -> None:
-    env = {**os.environ, "WORKBOOK_ROOM_URL": PG, "NO_COLOR": "1"}
+    import asyncio
+
+    env = {**os.environ, "WORKBOOK_ROOM_URL": ROOM, "NO_COLOR": "1"}
     url = subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", "room", "url", "carol"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
     assert url.returncode == 0 and attendee_schema("carol") in url.stdout, url.stderr
     hub = _hub_config()
-    given = hub.attendee_environment(
-        "dave", room_url=PG, cli=str(Path(sys.executable).parent / "workbook")
+    given = asyncio.run(
+        hub.attendee_environment(
+            "dave", room_url=ROOM, cli=str(Path(sys.executable).parent / "workbook")
+        )
     )
     assert ToolOutputStore(given["WORKBOOK_DB_URL"]).count() == 0  # a fresh store of dave's own
+    checked = subprocess.run(
+        [sys.executable, "-m", "helpers.course.cli", "room", "check", "--json"],
+        capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert checked.returncode == 1  # the fresh cluster's other databases
+    assert {f["check"] for f in json.loads(checked.stdout)["findings"]} >= {"other_databases"}
     from helpers.course.room_simulation import simulate_room
 
-    result = simulate_room(PG, attendees=2, notebooks=("03",))
+    result = simulate_room(ROOM, attendees=2, notebooks=("03",))
     assert result["cross_talk"] == [], result["cross_talk"]
     assert all(a["total_s"] > 0 for a in result["attendees"].values())
     listed = subprocess.run(
@@ -205,4 +444,31 @@ def test_postgresql_the_room_commands_and_a_simulated_room() -> None:
     rows = json.loads(listed.stdout)["attendees"]
     for name in result["attendees"]:
         row = next(r for r in rows if r["attendee"] == name)
-        assert row["passed"] == ["03.1", "03.2"] and row["threads"] > 0
+        assert row["passed"] == ["03.1", "03.2"] and row["threads"] > 0 and row["error"] is None
+
+
+def test_the_deploy_guide_states_the_rooms_own_settings() -> None:
+    """deploy/README.md's connection budget and timeouts are the module's constants."""
+    from helpers.course.room import (
+        ATTENDEE_CONNECTION_LIMIT,
+        ATTENDEE_IDLE_IN_TRANSACTION_MS,
+        ATTENDEE_STATEMENT_TIMEOUT_MS,
+        PROGRESS_STATEMENT_TIMEOUT_MS,
+        ROOM_ADMIN_CONNECTIONS,
+        connection_budget,
+    )
+
+    guide = " ".join((ROOT / "deploy" / "README.md").read_text(encoding="utf-8").split())
+    reserved = 3  # PostgreSQL's default superuser_reserved_connections
+    for phrase in (
+        f"**{ATTENDEE_CONNECTION_LIMIT} connections at once**",
+        f"3·*N* + {ROOM_ADMIN_CONNECTIONS} + PostgreSQL's `superuser_reserved_connections` "
+        f"({reserved})",
+        f"thirty attendees need {connection_budget(30) + reserved}, within the default 100",
+        f"forty need {connection_budget(40) + reserved}",
+        f"`statement_timeout = {ATTENDEE_STATEMENT_TIMEOUT_MS // 1000}s`",
+        f"`idle_in_transaction_session_timeout = {ATTENDEE_IDLE_IN_TRANSACTION_MS // 1000}s`",
+        f"within a {PROGRESS_STATEMENT_TIMEOUT_MS // 1000} s statement timeout",
+    ):
+        assert phrase in guide, phrase
+    assert "3·*N*" in guide and ATTENDEE_CONNECTION_LIMIT == 3

@@ -302,6 +302,27 @@ def test_a_row_past_the_budget_is_left_out_whole() -> None:
     assert rows["row_count"] == 2 and rows["truncated"] is True  # 2 x ~990,000 characters
 
 
+@pytest.mark.parametrize(
+    ("name", "copies"),
+    [("n" * 90_000, 64), ("\x01" * 15_000, 64), ("n" * 30_000, 3), ("é" * 40_000, 40)],
+    ids=["long-names", "control-character-names", "fits", "non-ascii"],
+)
+def test_the_result_cap_counts_the_column_names_too(name: str, copies: int) -> None:
+    """``*`` repeats one long column name (the query holds it once) in every copy of a table:
+    the names count against the result's cap like the rows, as JSON (escapes included)."""
+    query = f'WITH t AS (SELECT 1 AS "{name}") SELECT * FROM ' + ", ".join(
+        f"t AS t{k}" for k in range(copies)
+    )
+    result = run_sql(query)
+    assert len(result) <= SQL_MAX_RESULT_CHARS
+    data = json.loads(result)
+    names_chars = len(json.dumps([name] * copies, ensure_ascii=False))
+    if names_chars > SQL_MAX_RESULT_CHARS:
+        assert "column names" in data["error"] and f"{names_chars:,}" in data["error"]
+    else:
+        assert data["columns"] == [name] * copies and data["row_count"] == 1
+
+
 # -- time: one slow function call is stopped too -----------------------------------------------
 
 

@@ -330,3 +330,54 @@ def test_a_store_at_head_opens_without_importing_alembic(tmp_path) -> None:
     again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert first.stdout.split() == ["created", "True"], first.stderr
     assert again.stdout.split() == ["current", "False"], again.stderr
+
+
+#: One writer of the quota test: logs outputs of 100 bytes on one thread until the quota
+#: refuses, starting when the file ``go`` appears (so all writers start at once).
+_QUOTA_WRITER = """
+import os, sys, time
+from helpers.tooling.store import StoreQuotaExceeded, ToolOutputStore
+url, thread, me, go = sys.argv[1:5]
+store = ToolOutputStore(url)
+while not os.path.exists(go):
+    time.sleep(0.005)
+for k in range(400):
+    try:
+        store.log_tool(thread, f"{me}-{k}", "x", "{}", "o" * 98, max_thread_bytes=20_000)
+    except StoreQuotaExceeded:
+        break
+store.close()
+"""
+
+
+def _quota_race(url: str, tmp_path) -> tuple[int, int]:
+    """Six processes writing one thread at once under a quota of 20,000 bytes: the thread's
+    bytes after, and how many outputs were stored."""
+    import subprocess
+    import sys
+
+    thread = f"race-{uuid.uuid4().hex[:8]}"
+    ToolOutputStore(url).close()  # the tables exist before the race
+    go = tmp_path / "go"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _QUOTA_WRITER, url, thread, f"w{n}", str(go)])
+        for n in range(6)
+    ]
+    go.touch()
+    for writer in writers:
+        assert writer.wait(timeout=HANG_GUARD_S) == 0
+    store = ToolOutputStore(url)
+    held, count = store.thread_bytes(thread), len(store.list_thread(thread))
+    store.close()
+    return held, count
+
+
+def test_six_writers_at_once_never_pass_a_threads_quota(tmp_path) -> None:
+    held, count = _quota_race(f"sqlite:///{tmp_path / 'race.sqlite'}", tmp_path)
+    assert held <= 20_000 and count == 200, (held, count)  # 100 bytes each (98 + "{}")
+
+
+@pytest.mark.skipif(not os.environ.get("WORKBOOK_TEST_PG_URL"), reason="set WORKBOOK_TEST_PG_URL")
+def test_six_writers_at_once_never_pass_a_threads_quota_on_postgresql(tmp_path) -> None:
+    held, count = _quota_race(os.environ["WORKBOOK_TEST_PG_URL"], tmp_path)
+    assert held <= 20_000 and count == 200, (held, count)

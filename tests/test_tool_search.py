@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from helpers.context.modes import for_mode
 from helpers.context.policies import make_policy
 from helpers.context.tool_search import TOOL_SEARCH_NAME, matching_tools, tool_words, words
 from helpers.loop.agent import run_turn
+from helpers.paths import outbox_dir
 from helpers.tooling.tools import default_registry
 
 TOOLS = list(default_registry())
@@ -77,6 +79,38 @@ def test_a_tool_not_offered_is_loaded_by_tool_search_and_then_called(store) -> N
     assert "Loaded (offered from your next call): yt_transcribe" in record.tool_calls[0].result
     described = json.dumps(requests[0]["tools"])
     assert all(t.name in described for t in TOOLS)  # tool_search names every tool left out
+
+
+def test_a_tool_never_offered_nor_loaded_does_not_run_when_named(store) -> None:
+    """The model knows run_sql's and the outbox's names from elsewhere and calls them without
+    tool search: each is an error result naming what was offered, and nothing ran or was
+    written; loaded through tool search, the same call runs."""
+    name = f"unoffered-{uuid.uuid4().hex[:8]}.txt"
+    record, requests = _turn(
+        store,
+        "Do it for 999.",
+        [
+            tool_calls(
+                ("c1", "run_sql", '{"query": "SELECT 1"}'),
+                (
+                    "c2",
+                    "google_drive_write_file",
+                    json.dumps({"file_name": name, "file_content": "x"}),
+                ),
+            ),
+            tool_calls(("c3", TOOL_SEARCH_NAME, '{"query": "run_sql"}')),
+            tool_calls(("c4", "run_sql", '{"query": "SELECT 1 AS one"}')),
+            {"role": "assistant", "content": "done"},
+        ],
+    )
+    assert "run_sql" not in _offered(requests[0]["tools"])
+    for call in record.tool_calls[:2]:
+        error = json.loads(call.result)["error"]
+        assert (
+            not call.ran and "was not offered in this turn" in error and TOOL_SEARCH_NAME in error
+        )
+    assert not (outbox_dir() / name).exists()
+    assert record.tool_calls[3].ran and '"one"' in record.tool_calls[3].result
 
 
 def test_tool_search_cannot_load_a_tool_the_mode_withholds(store) -> None:

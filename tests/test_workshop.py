@@ -117,6 +117,39 @@ def test_restore_puts_a_notebook_back_and_keeps_yours(tmp_path) -> None:
         restore("42", notebooks_dir=tmp_path)
 
 
+def test_copy_notebooks_and_restore_never_write_through_a_symlink(tmp_path, monkeypatch) -> None:
+    """Links planted in the target folder (pointing outside it, or nowhere yet) are neither
+    followed nor written through: the files they name outside stay as they were, or unmade."""
+    from helpers.course.student_notebooks import copy_notebooks
+
+    monkeypatch.setenv("WORKBOOK_VAR_DIR", str(tmp_path / "var"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = outside / "precious.txt"
+    precious.write_text("mine", encoding="utf-8")
+    folder = tmp_path / "workbook"
+    folder.mkdir()
+    first = sorted(SOLUTIONS_DIR.glob("*.ipynb"))[0].name
+    (folder / first).symlink_to(outside / "made-by-the-link.ipynb")  # dangling
+    (folder / ".env.example").symlink_to(precious)
+    written, kept = copy_notebooks(folder)
+    assert folder / first in kept and folder / first not in written
+    assert not (outside / "made-by-the-link.ipynb").exists()
+    assert precious.read_text(encoding="utf-8") == "mine"
+    (folder / "solutions").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(OSError, match="is a symlink"):
+        copy_notebooks(folder, solutions=True)
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    # restore: a notebook that is a link to a file outside is replaced, the file untouched
+    solution = next(SOLUTIONS_DIR.glob("03_*.ipynb"))
+    (folder / solution.name).unlink()
+    (folder / solution.name).symlink_to(precious)
+    restored, backup = restore("03", notebooks_dir=folder)
+    assert not restored.is_symlink() and backup is None
+    assert restored.read_text(encoding="utf-8") == student_text(solution)
+    assert precious.read_text(encoding="utf-8") == "mine"
+
+
 def test_a_threshold_change_explains_itself(store, client) -> None:
     case3 = next(c for c in load_cases() if c.id == "case3")
     run = run_case(case3, "box", client=client, model="m", store=store, threshold=12_000)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/with_postgres.sh [COMMAND...]: COMMAND with a throwaway PostgreSQL cluster on loopback,
-# its URL in WORKBOOK_TEST_PG_URL and WORKBOOK_BENCH_PG_URL. Without a command (make test-pg): the
-# store and room tests. Uses PostgreSQL's server programs when the machine has them (initdb,
+# as a room has it: every role logs in over TCP with a scram-sha-256 password (pg_hba.conf: no
+# trust). Exports WORKBOOK_TEST_PG_URL and WORKBOOK_BENCH_PG_URL (the superuser's URL) and
+# WORKBOOK_TEST_ROOM_URL (a room's admin, as deploy/README.md makes it: CREATEROLE, owning a
+# database of its own). Without a command (make test-pg): the store and room tests. Uses PostgreSQL's server programs when the machine has them (initdb,
 # pg_ctl); otherwise it says so and runs the command without PostgreSQL (the tests: skipped). The
 # cluster lives in a temporary folder and is removed on exit. psycopg comes from
 # requirements-dev.lock (make test-pg installs it first).
@@ -26,11 +28,28 @@ if [ "$(id -u)" = 0 ]; then  # PostgreSQL refuses to run as root
   chown workbookpg "$data"
   as_owner=(runuser -u workbookpg --)
 fi
-"${as_owner[@]}" "$bin/initdb" -D "$data/db" -A trust -U workbook >/dev/null
+secret=$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(16))')
+printf '%s\n' "$secret" > "$data/pw"
+chmod 644 "$data/pw"
+"${as_owner[@]}" "$bin/initdb" -D "$data/db" -U workbook --pwfile="$data/pw" \
+  --auth-host=scram-sha-256 --auth-local=scram-sha-256 >/dev/null
+rm -f "$data/pw"
 "${as_owner[@]}" "$bin/pg_ctl" -D "$data/db" -l "$data/log" -w \
   -o "-p $port -k $data -c listen_addresses=127.0.0.1" start >/dev/null
 trap '"${as_owner[@]}" "$bin/pg_ctl" -D "$data/db" -m fast stop >/dev/null 2>&1 || true; rm -rf "$data"' EXIT
-echo "test-pg: PostgreSQL $("$bin/postgres" --version | awk '{print $NF}') on 127.0.0.1:$port"
-export WORKBOOK_TEST_PG_URL="postgresql+psycopg://workbook@127.0.0.1:$port/postgres"
+echo "test-pg: PostgreSQL $("$bin/postgres" --version | awk '{print $NF}') on 127.0.0.1:$port, scram-sha-256 passwords"
+export WORKBOOK_TEST_PG_URL="postgresql+psycopg://workbook:$secret@127.0.0.1:$port/postgres"
 export WORKBOOK_BENCH_PG_URL="$WORKBOOK_TEST_PG_URL"
+room_secret=$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(16))')
+.venv/bin/python - "$WORKBOOK_TEST_PG_URL" "$room_secret" <<'PY_ROOM'
+import sys
+from sqlalchemy import create_engine, text
+engine = create_engine(sys.argv[1], isolation_level="AUTOCOMMIT")
+with engine.connect() as db:
+    db.execute(text(f"CREATE ROLE room LOGIN CREATEROLE PASSWORD '{sys.argv[2]}'"))
+    db.execute(text("CREATE DATABASE room OWNER room"))
+engine.dispose()
+PY_ROOM
+export WORKBOOK_TEST_ROOM_URL="postgresql+psycopg://room:$room_secret@127.0.0.1:$port/room"
+export WORKBOOK_BENCH_ROOM_URL="$WORKBOOK_TEST_ROOM_URL"
 "$@"

@@ -1728,3 +1728,71 @@ def unbox(arguments, store, thread_id):
     _ROUND_FOUR.setdefault(_key, []).append((_label, _answer))
 for _key, _answers in _ROUND_FOUR.items():
     WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers
+
+# Round five: a fresh set written from the attendee notebooks alone (119 of 120 stopped before
+# these checks): a whitelist matched by substring, either way, and a text part cut like a field.
+_ROUND_FIVE: dict[tuple[str, int], list[tuple[str, str]]] = {}
+for _key, _label, _answer in [
+    (
+        ("07", 1),
+        "a whitelisted name inside a tool's name offers it (page: 'exactly ... not a part')",
+        """def schemas_for_mode(registry, mode):
+    allowed = MODES[mode]
+    return [tool.schema() for tool in registry
+            if allowed is None or any(name in tool.name for name in allowed)]
+""",
+    ),
+    (
+        ("07", 2),
+        "a whitelisted name inside the called name runs it (page: 'exactly as written')",
+        """def guarded_call(registry, mode, name, arguments):
+    if mode not in MODES:
+        return json.dumps({"error": f"unknown mode {mode!r}: tool {name!r} was not run"})
+    allowed = MODES[mode]
+    if allowed is not None and not any(a in name for a in allowed):
+        return json.dumps({"error": f"tool {name!r} is not allowed in mode {mode!r}"})
+    return registry.get(name).call(arguments)
+""",
+    ),
+    (
+        ("07", 2),
+        "the called name inside a whitelisted name runs it ('check' in 'deep_check')",
+        """def guarded_call(registry, mode, name, arguments):
+    if mode not in MODES:
+        return json.dumps({"error": f"unknown mode {mode!r}: tool {name!r} was not run"})
+    allowed = MODES[mode]
+    if allowed is not None and not any(name in a for a in allowed):
+        return json.dumps({"error": f"tool {name!r} is not allowed in mode {mode!r}"})
+    return registry.get(name).call(arguments)
+""",
+    ),
+    (
+        ("07", 3),
+        "a text part cut to 40 characters like a field (page: 'each text part gives its text')",
+        r"""def summarize(result, max_chars=300):
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return result[:max_chars]
+    if isinstance(data, dict) and isinstance(data.get("content"), list):
+        pieces = []
+        for part in data["content"]:
+            if part.get("type") == "text":
+                pieces.append(str(part.get("text", ""))[:40])
+            else:
+                kind = part.get("mimeType") if part.get("mimeType") is not None else part.get("type")
+                size = len(base64.b64decode(part.get("data", "")))
+                pieces.append(f"[{kind}, {size} bytes]")
+        return "\n".join(pieces)[:max_chars]
+    if isinstance(data, dict):
+        shown = []
+        for key, value in list(data.items())[:4]:
+            shown.append(f"{key}={f'[{len(value)} items]' if isinstance(value, list) else str(value)[:40]}")
+        return ("Result: " + ", ".join(shown))[:max_chars]
+    return result[:max_chars]
+""",
+    ),
+]:
+    _ROUND_FIVE.setdefault(_key, []).append((_label, _answer))
+for _key, _answers in _ROUND_FIVE.items():
+    WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers

@@ -10,9 +10,11 @@ Codespaces, ``pip install``) the cell finds its distribution and says which vers
 The wheel requires nothing of the kernel's own stack (JupyterLab and ipykernel are its ``lab``
 extra), so pip leaves Colab's pinned ipykernel and IPython alone (googlecolab/colabtools#2837);
 should pip still replace a package the kernel has already imported, the cell stops and asks for
-a restart of the session, since the old version stays loaded until then. Of several uploaded
-wheels it installs the highest version; a failure is one sentence (what to upload, and where;
-or that pip failed, above).
+a restart of the session, since the old version stays loaded until then. It installs only the
+wheel it is given: with several in the folder it installs none and names them (one may have been
+planted beside the instructor's), and it runs pip and ``build-data`` with ``python -P``, so a
+``pip/`` or ``helpers/`` folder planted beside the notebook is never imported. A failure is one
+sentence (what to upload, and where; or that pip failed, above).
 
 In JupyterLab the cell is collapsed to its first line, a comment that says what it is for
 (so a notebook opens on its content, not 55 lines of installer), and in Colab it is a form
@@ -65,20 +67,25 @@ if globals().get("RESTART_NEEDED"):  # cleared only by a restart of the session
 if "context-relay-workbook" in before:
     print(f"The workbook {before['context-relay-workbook']} is installed.")
 else:
-    found = [(m[1], m[0]) for p in glob.glob("*.whl") if (m := re.fullmatch(WHEEL_RE, p))]
-    found.sort(key=lambda vw: tuple(map(int, vw[0].split("."))))
-    wheel = WHEEL_URL or (found[-1][1] if found else "")
+    found = sorted(p for p in glob.glob("*.whl") if re.fullmatch(WHEEL_RE, p))
+    if len(found) > 1 and not WHEEL_URL:  # never pick one: another may have been planted
+        raise RuntimeError(
+            f"several wheels in {os.getcwd()} ({', '.join(found)}): keep only the one your "
+            "instructor shared, or set WHEEL_URL to its name"
+        )
+    wheel = WHEEL_URL or (found[0] if found else "")
     if not wheel:
-        copies = sorted(set(glob.glob("context_relay_workbook-*.whl")) - {w for _, w in found})
+        copies = sorted(set(glob.glob("context_relay_workbook-*.whl")) - set(found))
         renamed = f" ({', '.join(copies)}: a renamed copy; give it its own name back)"
         raise RuntimeError(
             f"upload context_relay_workbook-*.whl to {os.getcwd()}, or set WHEEL_URL"
             + (renamed if copies else "")
         )
-    if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel]).returncode:
+    safe = [sys.executable, "-P"]  # this folder is not on sys.path: no pip/ or helpers/ here runs
+    if subprocess.run([*safe, "-m", "pip", "install", "--quiet", wheel]).returncode:
         raise RuntimeError(f"pip could not install {wheel}: its message is above")
     importlib.invalidate_caches()
-    subprocess.run([sys.executable, "-m", "helpers.course.cli", "build-data"], check=True)
+    subprocess.run([*safe, "-m", "helpers.course.cli", "build-data"], check=True)
     after = versions()
     print(f"Installed {wheel}: the workbook {after['context-relay-workbook']}.")
     in_use = {

@@ -121,22 +121,23 @@ def simulate_room(
 
 
 def _read_back(room_url: str, names: list[str], notebooks: tuple[str, ...]) -> dict[str, Any]:
-    """The room as the instructor sees it, checked: each schema holds its own attendee only,
-    with every expected TODO passed, and all attendees the same number of threads."""
+    """The room as the instructor sees it, checked: each attendee's line read (no error), named
+    for that attendee, with every expected TODO passed, and all attendees the same number of
+    threads."""
     progress = room_progress(room_url)
     expected = expected_passes(notebooks)
     cross_talk, passed, threads = [], {}, set()
     for name in names:
-        room = progress.get(attendee_schema(name))
-        if room is None:
+        line = progress.get(attendee_schema(name))
+        if line is None:
             cross_talk.append(f"{name}: no schema")
             continue
-        if set(room["attendees"]) != {name}:
-            cross_talk.append(f"{name}'s schema holds runs of {sorted(room['attendees'])}")
-        passed[name] = room["attendees"].get(name, {}).get("passed", [])
-        if passed[name] != expected:
-            cross_talk.append(f"{name} passed {passed[name]}, expected {expected}")
-        threads.add(room["threads"])
+        if line.error or line.attendee != name:
+            cross_talk.append(f"{name}'s line: {line.attendee!r}, {line.error or 'read'}")
+        passed[name] = line.passed
+        if line.passed != expected:
+            cross_talk.append(f"{name} passed {line.passed}, expected {expected}")
+        threads.add(line.threads)
     if len(threads) > 1:
         cross_talk.append(f"attendees hold different numbers of threads: {sorted(threads)}")
     return {"cross_talk": cross_talk, "passed": passed, "threads_each": sorted(threads)}

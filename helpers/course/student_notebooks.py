@@ -30,6 +30,7 @@ from what it would write. :func:`restore` puts one student notebook back as it w
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -272,36 +273,73 @@ def attendee_notebooks_dir() -> Path:
     return workspace_dir() if INSTALLED else NOTEBOOKS_DIR
 
 
+def write_beside(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8, or bytes as they are) as the regular file ``path``, never through a symlink: into a new
+    temporary file in the same folder (``O_CREAT | O_EXCL | O_NOFOLLOW``, so no planted name is
+    followed), then renamed onto ``path``, which replaces a symlink there instead of writing to
+    what it points at.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    import secrets
+
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(temporary, flags, 0o644)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _symlink_between(folder: Path, path: Path) -> Path | None:
+    """The first symlink among ``path``'s folders below ``folder`` (``None``: none)."""
+    for parent in reversed(path.relative_to(folder).parents):
+        if parent != Path(".") and (folder / parent).is_symlink():
+            return folder / parent
+    return None
+
+
 def copy_notebooks(folder: Path, *, solutions: bool = False) -> tuple[list[Path], list[Path]]:
     """Write the attendee notebooks (generated afresh) into ``folder``, and with ``solutions``
     the solution notebooks into ``folder/solutions``; a notebook already there is the attendee's
-    and is left alone. ``folder`` is marked as the workspace (:data:`helpers.paths.
-    WORKSPACE_MARKER`: its ``.env`` and ``var/`` serve every notebook under it) and gets
-    ``.env.example``.
+    and is left alone, and so is any name there that is a symlink (even one pointing nowhere:
+    nothing is written through it). ``folder`` is marked as the workspace
+    (:data:`helpers.paths.WORKSPACE_MARKER`: its ``.env`` and ``var/`` serve every notebook under
+    it) and gets ``.env.example``. Every file is written by :func:`write_beside`.
 
     Returns:
         (the notebooks written, the notebooks kept as they were).
 
     Raises:
-        OSError: ``folder`` cannot be written.
+        OSError: ``folder`` cannot be written, or a folder inside it is a symlink.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / WORKSPACE_MARKER
-    marker.write_text("The Context Relay Workbook's folder: its .env and var/ are here.\n")
+    write_beside(
+        folder / WORKSPACE_MARKER,
+        "The Context Relay Workbook's folder: its .env and var/ are here.\n",
+    )
     written, kept = [], []
     example = PROJECT_ROOT / ".env.example"
-    if example.is_file() and not (folder / ".env.example").exists():
-        (folder / ".env.example").write_text(example.read_text("utf-8"), encoding="utf-8")
+    if example.is_file() and not os.path.lexists(folder / ".env.example"):
+        write_beside(folder / ".env.example", example.read_text("utf-8"))
     for solution in solution_notebooks():
         targets = [(folder / solution.name, student_text(solution))]
         if solutions:
             targets.append((folder / "solutions" / solution.name, solution.read_text("utf-8")))
         for path, text in targets:
-            if path.exists():
+            linked = _symlink_between(folder, path)
+            if linked is not None:
+                raise OSError(f"{linked} is a symlink: copy-notebooks writes nothing through it")
+            if os.path.lexists(path):
                 kept.append(path)
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_beside(path, text)
             written.append(path)
     return written, kept
 
@@ -309,7 +347,9 @@ def copy_notebooks(folder: Path, *, solutions: bool = False) -> tuple[list[Path]
 def restore(prefix: str, notebooks_dir: Path | None = None) -> tuple[Path, Path | None]:
     """Put the student notebook ``prefix`` (``"04"`` or ``"04_opaque_reference_boxing"``) in
     ``notebooks_dir`` (default :func:`attendee_notebooks_dir`) back as it was generated; the
-    attendee's copy, if it differs, is kept in ``var/backups/``.
+    attendee's copy, if it differs, is kept in ``var/backups/``. A symlink where the notebook
+    was is replaced by the notebook (:func:`write_beside`), never written through, and what it
+    points at is not read.
 
     Returns:
         (the notebook's path, the backup's path or ``None``).
@@ -329,13 +369,17 @@ def restore(prefix: str, notebooks_dir: Path | None = None) -> tuple[Path, Path 
     student_path = (notebooks_dir or attendee_notebooks_dir()) / solution_path.name
     text = student_text(solution_path)
     backup = None
-    if student_path.exists() and student_path.read_text(encoding="utf-8") != text:
+    if (
+        not student_path.is_symlink()
+        and student_path.is_file()
+        and student_path.read_text(encoding="utf-8", errors="replace") != text
+    ):
         folder = var_dir() / "backups"
         folder.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         backup = folder / f"{student_path.stem}.{stamp}.ipynb"
-        backup.write_bytes(student_path.read_bytes())
-    student_path.write_text(text, encoding="utf-8")
+        write_beside(backup, student_path.read_bytes())
+    write_beside(student_path, text)
     return student_path, backup
 
 

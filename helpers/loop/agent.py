@@ -16,7 +16,8 @@ The loop reads like the one notebook 01 builds, one named phase per step:
 Each dispatch follows one path, tool → policy → store → messages:
 
 1. parse the JSON arguments the model sent;
-2. find the tool (only tools offered to the model can run);
+2. find the tool among those offered to the model so far in this turn (a tool tool search
+   never offered nor loaded does not run, even when the model knows its name);
 3. ``policy.prepare_arguments``: the guards (:mod:`helpers.guards`) and unboxing (box strategy);
 4. run the tool with checked arguments;
 5. log the full output to the store (when there is one);
@@ -94,6 +95,7 @@ from helpers.replies import (
 )
 from helpers.tokens import count_chat_tokens, count_tokens
 from helpers.tooling.registry import (
+    OfferedTools,
     Tool,
     ToolArgumentError,
     ToolContext,
@@ -515,7 +517,7 @@ class _Turn:
 
     agent: Agent
     config: RunConfig
-    tools: ToolRegistry  # the real tools and the policy's: what a call may run
+    tools: ToolRegistry  # every tool offered so far in this turn: all a call may run
     ctx: ToolContext
     record: TurnRecord
     secrets: list[str]
@@ -572,7 +574,7 @@ class _Turn:
         return cls(
             agent=agent,
             config=config,
-            tools=registry.merged(policy.internal_tools()),
+            tools=OfferedTools(registry.merged(policy.internal_tools())),  # by offer_tools
             ctx=ctx,
             record=record,
             secrets=secrets_to_hide,

@@ -115,18 +115,32 @@ class ModelConfig:
         return f"{self.model} via {self.provider} ({where}), profile {self.profile}{why}"
 
 
-def load_env(env_file: str | Path | None = None) -> dict[str, str]:
-    """Load ``.env`` (in :func:`helpers.paths.workspace_dir` by default) into the environment, without overriding what is
-    already set there, and return the settings. Empty values count as unset.
+class Settings(dict[str, str]):
+    """The settings :func:`load_env` read (name → value), and where each came from:
+    :attr:`from_file` names the ``.env`` file of each that came from one (the rest came from
+    the shell)."""
+
+    def __init__(self, values: Mapping[str, str], from_file: Mapping[str, Path]):
+        super().__init__(values)
+        self.from_file = dict(from_file)
+
+
+def load_env(env_file: str | Path | None = None) -> Settings:
+    """Load ``.env`` (in :func:`helpers.paths.workspace_dir` by default) into the environment,
+    without overriding what is already set there, and return the settings, each with where it
+    came from (:class:`Settings`). Empty values count as unset.
 
     Warns (:class:`helpers.redaction.EnvFileWarning`, once per file and process) when the file
     can be read by other users; the fix is ``chmod 600 .env``.
     """
     path = Path(env_file) if env_file else workspace_dir() / ".env"
+    from_file: dict[str, Path] = {}
     if path.is_file():
         warn_if_env_file_shared(path)
+        before = {k for k, v in os.environ.items() if v != ""}
         load_dotenv(path, override=False)
-    return {k: v for k, v in os.environ.items() if v != ""}
+        from_file = {k: path for k, v in os.environ.items() if v != "" and k not in before}
+    return Settings({k: v for k, v in os.environ.items() if v != ""}, from_file)
 
 
 def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> float | None:
@@ -195,6 +209,11 @@ class _Profile:
     provider: str  # one of PROVIDERS
     keys: tuple[str, ...]
     chosen_by: str = ""  # why this profile runs (ModelConfig.chosen_by)
+    from_file: Mapping[str, Path] = field(default_factory=dict)  # Settings.from_file
+
+    def origin(self, key: str) -> str:
+        """Where setting ``key`` came from: its ``.env`` file, or ``"the shell"``."""
+        return str(self.from_file[key]) if key in self.from_file else "the shell"
 
     @property
     def block(self) -> str:
@@ -323,14 +342,27 @@ def _base_url(p: _Profile) -> tuple[str | None, bool]:
 
 
 def _api_key(p: _Profile, own_endpoint: bool) -> str:
-    """The profile's key: its own, else (not for its own endpoint) its provider's.
+    """The profile's key: its own, else (not for its own endpoint) its provider's. A key goes
+    only to a base URL set in the same place (both in one ``.env`` file, or both in the shell):
+    a ``.env`` planted in the working folder that sets ``OPENAI_BASE_URL`` alone never gets the
+    shell's ``OPENAI_API_KEY`` sent to its URL.
 
     Raises:
-        ConfigError: no key where one is needed, or a key that cannot be sent as it is.
+        ConfigError: no key where one is needed, a key that cannot be sent as it is, or a key
+            and a base URL from different places.
     """
-    api_key = p.env.get(f"{p.prefix}_API_KEY") or (
-        None if own_endpoint else p.env.get(f"{p.block}_API_KEY")
-    )
+    key_name = f"{p.prefix}_API_KEY"
+    if not p.env.get(key_name) and not own_endpoint:
+        key_name = f"{p.block}_API_KEY"
+    api_key = p.env.get(key_name)
+    _, url_key = p.setting("BASE_URL")
+    if api_key and url_key:
+        url_from, key_from = p.origin(url_key), p.origin(key_name)
+        if url_from != key_from:  # a .env planted where the command runs sets only a URL
+            raise ConfigError(
+                f"{url_key} comes from {url_from} but {key_name} from {key_from}: a key is sent "
+                "only to a base URL set beside it; set both in the same place"
+            )
     if api_key and any(c.isspace() for c in api_key):
         raise ConfigError(
             f"the API key of profile {p.name!r} has whitespace inside it; copy the key again"
@@ -407,7 +439,7 @@ def resolve_model(
     """
     raw_env = load_env() if env is None else env
     env = {k: v.strip() for k, v in raw_env.items() if v is not None and v.strip() != ""}
-    p = _read_profile(env, profile)
+    p = replace(_read_profile(env, profile), from_file=getattr(raw_env, "from_file", {}))
     temperature = _number(env, f"{p.prefix}_TEMPERATURE")
     timeout_s = p.number("TIMEOUT") or DEFAULT_TIMEOUT_S
     if p.provider == "offline":

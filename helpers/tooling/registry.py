@@ -357,3 +357,36 @@ class ToolRegistry:
     def schemas(self) -> list[dict[str, Any]]:
         """The ``tools`` list for a chat-completions request."""
         return [tool.schema() for tool in self._tools.values()]
+
+
+class OfferedTools(ToolRegistry):
+    """The tools offered to the model so far in one turn: all that a call in it may run. A
+    tool the model names but was never offered (tool search left it out and it was never
+    loaded; a name it knows from elsewhere) does not run, though the turn's registry has it.
+
+    Args:
+        available: every tool the turn could offer (the real tools, a mode's refusals included,
+            and the policy's own); it gives the error for a name that is not offered.
+    """
+
+    def __init__(self, available: ToolRegistry):
+        super().__init__()
+        self.available = available
+
+    def get(self, name: str) -> Tool:
+        """The offered tool called ``name``: a real tool as ``available`` gives it (a mode's
+        registry may wrap it in its guard), a policy's own tool as it was offered.
+
+        Raises:
+            UnknownToolError: ``available``'s own refusal (no such tool; not in this mode), or
+                the tool exists but was not offered in this turn (the message names the offered
+                ones, so the model can call one, or load it with tool search).
+        """
+        if name in self:
+            offered = super().get(name)
+            return offered if offered.internal else self.available.get(name)
+        self.available.get(name)  # no such tool, or not in this mode: its own message
+        offered = ", ".join(self._tools) or "none"
+        raise UnknownToolError(
+            f"tool {name!r} was not offered in this turn; offered tools: {offered}"
+        )

@@ -597,17 +597,31 @@ def _run_query(job: dict[str, Any]) -> str:
         db.set_progress_handler(lambda: int(time.monotonic() > deadline), SQL_PROGRESS_EVERY_OPS)
         db.text_factory = budget
         cursor = db.execute(job["query"])
-        columns = [d[0] for d in cursor.description or []]
-        lines, truncated = _fetch_lines(cursor, budget, job["max_rows"], job["max_result_chars"])
+        columns = json.dumps([d[0] for d in cursor.description or []], ensure_ascii=False)
+        # the cap counts everything returned: the column names (as JSON, escapes included) and
+        # the frame around the rows too, with room for the longest row count
+        frame = len(_result_frame(columns, "", job["max_rows"], truncated=False))
+        if frame > job["max_result_chars"]:
+            return _sql_error(
+                f"the column names alone are {len(columns):,} characters as JSON, over run_sql's "
+                f"{job['max_result_chars']:,}-character result: name the columns (AS x)"
+            )
+        lines, truncated = _fetch_lines(
+            cursor, budget, job["max_rows"], job["max_result_chars"] - frame
+        )
     except (sqlite3.Error, sqlite3.Warning, MemoryError, ValueError) as exc:
         return _sql_error(_failure_reason(exc, gate, job))
     finally:
         db.close()
     # one row per line: still valid JSON, and a preview or a line grep shows whole rows
-    body = ",\n".join(lines)
+    return _result_frame(columns, ",\n".join(lines), len(lines), truncated=truncated)
+
+
+def _result_frame(columns_json: str, body: str, row_count: int, *, truncated: bool) -> str:
+    """run_sql's result text: the column names (JSON), the rows' lines, the count, the flag."""
     return (
-        f'{{"columns": {json.dumps(columns, ensure_ascii=False)}, "rows": [\n{body}\n], '
-        f'"row_count": {len(lines)}, "truncated": {json.dumps(truncated)}}}'
+        f'{{"columns": {columns_json}, "rows": [\n{body}\n], '
+        f'"row_count": {row_count}, "truncated": {"true" if truncated else "false"}}}'
     )
 
 

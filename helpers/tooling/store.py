@@ -34,6 +34,7 @@ writer waits instead of failing at once.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -237,10 +238,21 @@ def default_db_url() -> str:
 
 
 def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
-    """An engine for ``url``; SQLite files get WAL mode and a busy timeout on every connection."""
+    """An engine for ``url``; SQLite files get WAL mode and a busy timeout on every connection.
+
+    A PostgreSQL engine holds no idle connection (``NullPool``: one per operation): a room's
+    kernels cost the server nothing while idle, so thirty attendees with three notebooks open fit
+    PostgreSQL's default ``max_connections`` (:func:`helpers.course.room.connection_budget`), and
+    a server restarted between two cells costs no failed cell (the next operation connects
+    afresh)."""
     is_sqlite = url.startswith("sqlite")
     connect_args: dict[str, Any] = {"timeout": busy_timeout_ms / 1000} if is_sqlite else {}
-    engine = create_engine(url, connect_args=connect_args)
+    pooling: dict[str, Any] = {}
+    if make_url(url).get_backend_name() == "postgresql":
+        from sqlalchemy.pool import NullPool
+
+        pooling["poolclass"] = NullPool
+    engine = create_engine(url, connect_args=connect_args, **pooling)
     if is_sqlite:
 
         @event.listens_for(engine, "connect")
@@ -541,7 +553,22 @@ class ToolOutputStore:
 
     def _check_quota(self, session: Any, thread_id: str, adding: int, quota: int) -> None:
         """Raise :class:`StoreQuotaExceeded` if ``adding`` more bytes would pass the thread's
-        ``quota`` (UTF-8 bytes of arguments and outputs), in the write's own transaction."""
+        ``quota`` (UTF-8 bytes of arguments and outputs), in the write's own transaction.
+
+        The check and the write are one serialised step, so writers at once (six kernels on
+        one thread) cannot each see room for their output and pass the quota together: on
+        SQLite the transaction begins ``IMMEDIATE`` (it holds the database's write lock before
+        it reads the total; sqlite.org/lang_transaction.html), on PostgreSQL it holds a
+        transaction-scoped advisory lock on the thread (``pg_advisory_xact_lock``)."""
+        connection = session.connection()
+        if connection.dialect.name == "sqlite":
+            if not connection.connection.dbapi_connection.in_transaction:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif connection.dialect.name == "postgresql":
+            key = int.from_bytes(
+                hashlib.sha256(thread_key(thread_id).encode()).digest()[:8], "big", signed=True
+            )
+            connection.execute(select(func.pg_advisory_xact_lock(key)))
         held = self._thread_bytes(session, thread_id)
         if held + adding > quota:
             raise StoreQuotaExceeded(
@@ -905,13 +932,18 @@ class ToolOutputStore:
 def checkpoint_summary(rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, Any]]:
     """``checkpoint_results`` rows ``(attendee, notebook, todo, passed, created_at)``, oldest
     first, summed up per attendee: ``passed`` (the ``"NN.T"`` TODOs passed at least once,
-    sorted), ``runs`` and ``last`` (the newest run's time, UTC)."""
+    sorted), ``runs`` and ``last`` (the newest run's time, UTC; ``None`` when no row has one).
+
+    Rows are read as they are, never trusted: a row without a time still counts as a run, and
+    a pass counts only with a notebook (text) and a TODO number (an int)."""
     progress: dict[str, dict[str, Any]] = {}
     for attendee, notebook, todo, passed, at in rows:
         entry = progress.setdefault(attendee, {"passed": set(), "runs": 0, "last": None})
         entry["runs"] += 1
-        entry["last"] = _as_utc(at)
-        if passed:
+        if isinstance(at, datetime):
+            when = _as_utc(at)
+            entry["last"] = when if entry["last"] is None else max(entry["last"], when)
+        if passed is True and isinstance(notebook, str) and type(todo) is int:
             entry["passed"].add(f"{notebook}.{todo}")
     for entry in progress.values():
         entry["passed"] = sorted(entry["passed"])

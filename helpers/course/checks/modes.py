@@ -32,8 +32,9 @@ from helpers.course.checks.inputs import json_values, texts
 from helpers.tooling.registry import ToolRegistry, tool_from_function
 
 #: Tool names a generated registry draws from: the workbook's, two it does not know, and names
-#: that are parts of whitelisted names ("check", "internal_resource") or differ only in case
-#: ("Get_Page"): a whitelist matches whole names, exactly.
+#: that are parts of whitelisted names ("check", "internal_resource"), hold one
+#: ("run_sql_admin") or differ only in case ("Get_Page"): a whitelist matches whole names,
+#: exactly.
 TOOL_NAMES = (
     "yt_transcribe",
     "deep_check",
@@ -45,6 +46,8 @@ TOOL_NAMES = (
     "plot_chart",
     "delete_everything",
     "check",
+    "internal_resource",
+    "run_sql_admin",
     "Get_Page",
 )
 #: Modes the checks add to :data:`MODES` while they run (then take away): a mode that allows no
@@ -54,7 +57,14 @@ CHECK_MODES: dict[str, frozenset[str]] = {
     "quiet": frozenset(),
     "sql-only": frozenset({"run_sql"}),
     "publish": frozenset({"google_drive_write_file", "get_page"}),
+    "review": frozenset({"deep_check", "internal_resource_grep"}),
 }
+#: Registries in which a name match by substring, either way, offers or runs a tool the mode
+#: does not allow: checked before any generated one.
+NEAR_NAMES = (
+    (["run_sql_admin", "run_sql", "get_page"], "sql-only"),
+    (["check", "deep_check", "internal_resource", "internal_resource_grep"], "review"),
+)
 KNOWN_MODES = (*MODES, *CHECK_MODES)
 UNKNOWN_MODES = ("Explore", "EXPLORE", " explore", "explore ", "admin", "", "Operate", "Quiet")
 
@@ -163,6 +173,7 @@ def check_schemas_for_mode(schemas_for_mode: Callable[[ToolRegistry, str], Any])
                         "another case",
                         "empty whitelist",
                     ),
+                    always=tuple(ModeCase(names, mode) for names, mode in NEAR_NAMES),
                 ),
                 Property(
                     "an unknown mode ('Explore', 'admin', '') offers nothing: a guard fails closed",
@@ -279,6 +290,12 @@ def check_guarded_call(guarded_call: Callable[..., str]) -> None:
                         "JSON error",
                         "names the tool and the mode",
                         "exactly as written",
+                    ),
+                    always=tuple(
+                        GuardCase(names, mode, name, "x")
+                        for names, mode in NEAR_NAMES
+                        for name in names
+                        if name not in CHECK_MODES[mode]
                     ),
                     examples=30,
                 ),
@@ -405,6 +422,10 @@ SHAPES = {
 }
 
 
+#: A text part longer than a field's 40-character cut: a text part is given whole.
+LONG_TEXT = "Chart generated: ISO 3166-2 subdivisions of Norway by type, 11 counties and 357 towns"
+
+
 @st.composite
 def capped_cases(draw: Any) -> SummaryCase:
     """A result of any shape (each as often as the others) and a cap that cuts its summary, so
@@ -434,6 +455,18 @@ def summary_cases(results: Any, caps: Any) -> Any:
 ROOMY = st.one_of(st.none(), st.integers(300, 2_000))
 
 
+#: A text part longer than a field's cut, given whole (checked before any generated result).
+LONG_TEXT_PART = SummaryCase(json.dumps({"content": [{"type": "text", "text": LONG_TEXT}]}), None)
+#: Caps at the edges: one over the default, and caps smaller than every shape's summary.
+CAP_EDGES = (
+    SummaryCase("x" * 301, None),
+    SummaryCase("plain text", 5),
+    SummaryCase(json.dumps([1, 2, 3]), 2),
+    SummaryCase(json.dumps({"a": 1}), 3),
+    SummaryCase(json.dumps({"content": [{"type": "text", "text": "abc"}]}), 1),
+)
+
+
 def check_summarize(summarize: Callable[..., str]) -> None:
     """Notebook 07, TODO 3: the attendee's ``summarize(result, max_chars=300)`` against
     :func:`reference_summary`.
@@ -460,10 +493,9 @@ def check_summarize(summarize: Callable[..., str]) -> None:
         )
         same(case)
 
-    def prop(statement: str, results: Any, *terms: str) -> Property:
-        return Property(
-            statement, summary_cases(results, ROOMY), same, SummaryCase.shown, terms=terms
-        )
+    def prop(statement: str, results: Any, *terms: str, always: tuple = ()) -> Property:
+        cases = summary_cases(results, ROOMY)
+        return Property(statement, cases, same, SummaryCase.shown, terms=terms, always=always)
 
     Checkpoint(
         "07",
@@ -477,6 +509,7 @@ def check_summarize(summarize: Callable[..., str]) -> None:
                 "mimeType",
                 "decoded",
                 "newlines",
+                always=(LONG_TEXT_PART,),
             ),
             prop(
                 "another JSON object: 'Result: ' and its first 4 fields as key=value, joined by "
@@ -502,13 +535,7 @@ def check_summarize(summarize: Callable[..., str]) -> None:
                 capped,
                 SummaryCase.shown,
                 terms=("first max_chars characters", "300"),
-                always=(
-                    SummaryCase("x" * 301, None),
-                    SummaryCase("plain text", 5),
-                    SummaryCase(json.dumps([1, 2, 3]), 2),
-                    SummaryCase(json.dumps({"a": 1}), 3),
-                    SummaryCase(json.dumps({"content": [{"type": "text", "text": "abc"}]}), 1),
-                ),
+                always=CAP_EDGES,
             ),
         ],
     ).run()

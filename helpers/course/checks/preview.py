@@ -227,8 +227,7 @@ class _FetchChecks:
             got.get("tool_output") == want["tool_output"],
             f'"tool_output": the stored output, {len(want["tool_output"]):,} chars, '
             f"{short(want['tool_output'], 40)}",
-            f'"tool_output": {len(str(got.get("tool_output", ""))):,} chars, '
-            f"{short(got.get('tool_output'), 40)}",
+            _output_shown(got),
         )
 
     def unknown(self, case: FetchCase) -> None:
@@ -288,3 +287,14 @@ def check_fetch_tool_output(fetch_tool_output: Callable[..., str]) -> None:
                 ),
             ],
         ).run()
+
+
+def _output_shown(got: dict[str, Any]) -> str:
+    """What an attendee's ``tool_output`` was: its length in characters when it is text, else
+    what it is (missing, ``None``, another type)."""
+    if "tool_output" not in got:
+        return 'no "tool_output" key'
+    value = got["tool_output"]
+    if not isinstance(value, str):
+        return f'"tool_output": {short(value, 40)} (a {type(value).__name__}, not the text)'
+    return f'"tool_output": {len(value):,} chars, {short(value, 40)}'

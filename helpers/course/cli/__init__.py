@@ -129,11 +129,13 @@ COMMANDS: dict[str, Command] = {
     ),
     "room": Command(
         "helpers.course.cli.room",
-        "a room on one PostgreSQL database: an attendee's store URL, the room's progress",
+        "a room on one PostgreSQL database: an attendee's store URL, the room's progress, "
+        "the pre-flight",
         (
             "workbook room url alice --room-url postgresql+psycopg://room@db/workbook",
             "workbook room progress                         # the room of $WORKBOOK_ROOM_URL",
             "workbook room progress --json",
+            "workbook room check --attendees 30             # before the day: what to fix",
         ),
     ),
     "completion": Command(

@@ -16,10 +16,8 @@ from helpers.course.cli.common import (
     add_context_controls,
     add_model_controls,
     compaction,
-    console,
     model_options,
     open_store,
-    output_options,
     persona_model,
     positive,
     retry_options,
@@ -29,6 +27,7 @@ from helpers.course.cli.common import (
     strategy_options,
 )
 from helpers.course.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
+from helpers.course.cli.output import console, output_options
 from helpers.escaping import for_json, for_rich
 from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import (

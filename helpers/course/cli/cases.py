@@ -19,11 +19,9 @@ from helpers.course.cli.common import (
     add_context_controls,
     add_model_controls,
     compaction,
-    console,
     load_cases_or_fail,
     model_options,
     open_store,
-    output_options,
     persona_model,
     progress_bar,
     retry_options,
@@ -32,6 +30,7 @@ from helpers.course.cli.common import (
     strategy_options,
 )
 from helpers.course.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, usage_error
+from helpers.course.cli.output import console, output_options
 from helpers.escaping import for_json, for_markdown, for_rich
 from helpers.evaluation.runs import (
     CaseRun,

@@ -14,17 +14,16 @@ from rich.table import Table
 
 from helpers.cases import ALL_CASES, Case
 from helpers.course.cli.common import (
-    console,
     load_cases_or_fail,
     model_options,
     open_store,
-    output_options,
     positive,
     progress_bar,
     size_options,
     store_options,
 )
 from helpers.course.cli.exits import EXIT_OK, EXIT_USAGE, usage_error
+from helpers.course.cli.output import console, output_options
 from helpers.escaping import for_rich
 from helpers.evaluation.compare import Comparison, write_report
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow

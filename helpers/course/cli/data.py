@@ -4,6 +4,7 @@ serve-offline``: the data, the notebooks and the offline model, for the room."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -89,6 +90,9 @@ def copy_notebooks(args: argparse.Namespace) -> int:
     print(f"wrote {len(written)} notebooks into {shown}")
     if kept:
         print(f"kept {len(kept)} already there (yours): {', '.join(p.name for p in kept)}")
+    if os.environ.get("JUPYTERHUB_USER"):  # on a hub this JupyterLab already serves the folder
+        print(f"next: open {shown} in the file browser on the left, then the notebooks in it")
+        return EXIT_OK
     target = shlex.quote(str(folder) if folder.is_absolute() else f"./{folder}")
     if target.isprintable() and for_terminal(target) == target:  # exactly the folder, or none
         print(f"next: cd {target} && jupyter lab")

@@ -15,8 +15,8 @@ import argparse
 import re
 from typing import Any
 
-from helpers.course.cli.common import console, output_options, rows_table
 from helpers.course.cli.exits import EXIT_OK, print_json
+from helpers.course.cli.output import console, output_options, rows_table
 from helpers.escaping import for_terminal
 
 #: A profile name ``--names`` prints (tab completion reads it as shell words).

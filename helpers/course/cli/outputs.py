@@ -27,13 +27,11 @@ from rich.console import Console
 
 from helpers.context.boxing import make_reference, reference_id
 from helpers.course.cli.common import (
-    console,
     open_store,
-    output_options,
-    rows_table,
     store_options,
 )
 from helpers.course.cli.exits import usage_error
+from helpers.course.cli.output import console, output_options, rows_table
 from helpers.escaping import for_json, for_rich, for_terminal
 from helpers.guards import GuardRefusal
 from helpers.tooling.store import StoredOutput, ToolOutputStore

@@ -5,7 +5,10 @@
   their server and gives it to the server as ``WORKBOOK_DB_URL``. Needs the admin's URL.
 - ``workbook room progress``: per attendee, the TODOs whose checkpoint passed, how many
   checkpoint runs, the last one, and their threads (a table, tab-separated when piped, or
-  ``--json``).
+  ``--json``); an attendee whose schema could not be read says why on their own line.
+- ``workbook room check [--attendees N]``: the instructor's pre-flight before the day
+  (:mod:`helpers.course.room_check`): one line per setting, and what to fix; exits 1 when
+  something is to fix.
 
 Both read the room's admin URL from ``--room-url`` or ``WORKBOOK_ROOM_URL`` (a PostgreSQL URL
 of a role that may create roles).
@@ -17,8 +20,8 @@ import argparse
 import os
 from typing import Any
 
-from helpers.course.cli.common import console, output_options, rows_table
-from helpers.course.cli.exits import EXIT_OK, print_json, usage_error
+from helpers.course.cli.exits import EXIT_FAILED, EXIT_OK, print_json, usage_error
+from helpers.course.cli.output import console, output_options, rows_table
 from helpers.escaping import for_terminal
 
 
@@ -30,6 +33,7 @@ def add_command(sub: Any, name: str, help: str) -> None:
     for action, action_help in (
         ("url", "make an attendee's role and schema; print their store URL (a secret)"),
         ("progress", "which checkpoints each attendee has passed"),
+        ("check", "before the day: is PostgreSQL set up for a room of N attendees?"),
     ):
         parser = actions.add_parser(action, help=action_help, parents=[output_options()])
         parser.add_argument(
@@ -39,39 +43,71 @@ def add_command(sub: Any, name: str, help: str) -> None:
         )
         if action == "url":
             parser.add_argument("name", help="the attendee's user name on the hub")
+        if action == "check":
+            parser.add_argument(
+                "--attendees",
+                type=_attendees,
+                default=DEFAULT_ROOM_SIZE,
+                help="the room's size (default %(default)s)",
+            )
+            parser.add_argument(
+                "--hub-config",
+                default=DEFAULT_HUB_CONFIG,
+                help="the hub's copy of deploy/jupyterhub_config.d/workbook.py "
+                "(default %(default)s, where TLJH reads it)",
+            )
+
+
+#: The room size ``room check`` plans for unless told.
+DEFAULT_ROOM_SIZE = 30
+#: Where The Littlest JupyterHub reads the hub's configuration files.
+DEFAULT_HUB_CONFIG = "/opt/tljh/config/jupyterhub_config.d/workbook.py"
+
+
+def _attendees(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print an attendee's URL, or the room's progress."""
+    """Print an attendee's URL, the room's progress, or the pre-flight's findings."""
     from sqlalchemy.exc import SQLAlchemyError
-
-    from helpers.course.room import provision_attendee, room_progress
 
     if not args.room_url:
         return usage_error(args, "no room: give --room-url or set WORKBOOK_ROOM_URL")
     try:
         if args.room_command == "url":
+            from helpers.course.room import provision_attendee
+
             print(provision_attendee(args.room_url, args.name))
             return EXIT_OK
+        if args.room_command == "check":
+            return _check(args)
+        from helpers.course.room import room_progress
+
         progress = room_progress(args.room_url)
     except ValueError as exc:
         return usage_error(args, str(exc))
     except SQLAlchemyError as exc:
-        reason = " ".join(str(exc).split("\n")[0].split())[:300]
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split("\n")[0].split())[:300]
         return usage_error(args, f"the room's database refused: {reason}")
     rows = [
         {
-            "schema": schema,
-            "attendee": attendee,
-            "passed": entry["passed"],
-            "runs": entry["runs"],
-            "last": entry["last"].isoformat(timespec="seconds") if entry["last"] else "",
-            "threads": room["threads"],
+            "schema": line.schema,
+            "attendee": line.attendee,
+            "passed": line.passed,
+            "runs": line.runs,
+            "last": line.last.isoformat(timespec="seconds") if line.last else "",
+            "threads": line.threads,
+            "capped": line.capped,
+            "error": line.error,
         }
-        for schema, room in progress.items()
-        for attendee, entry in (
-            room["attendees"] or {"": {"passed": [], "runs": 0, "last": None}}
-        ).items()
+        for line in progress.values()
     ]
     if args.json:
         print_json({"attendees": rows})
@@ -79,9 +115,11 @@ def run(args: argparse.Namespace) -> int:
     columns = ("attendee", "passed", "runs", "last", "threads")
     cells = [
         [
-            for_terminal(row["attendee"] or row["schema"]),
-            f"{len(row['passed'])}: {' '.join(row['passed'])}",
-            str(row["runs"]),
+            for_terminal(row["attendee"]),
+            f"not read: {for_terminal(row['error'])}"
+            if row["error"]
+            else f"{len(row['passed'])}: {' '.join(row['passed'])}",
+            f"{row['runs']}+" if row["capped"] else str(row["runs"]),
             row["last"],
             str(row["threads"]),
         ]
@@ -89,3 +127,16 @@ def run(args: argparse.Namespace) -> int:
     ]
     rows_table(console(args.color), "The room (TODOs passed, as NN.T)", columns, cells)
     return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from helpers.course.room_check import check_room
+
+    findings = check_room(args.room_url, args.attendees, hub_config=args.hub_config)
+    if args.json:
+        print_json({"attendees": args.attendees, "findings": [f.as_json() for f in findings]})
+    else:
+        cells = [[f.name, "ok" if f.ok else "FIX", for_terminal(f.line)] for f in findings]
+        title = f"PostgreSQL for a room of {args.attendees} (FIX: do what the line says)"
+        rows_table(console(args.color), title, ("check", "state", "what"), cells)
+    return EXIT_OK if all(f.ok for f in findings) else EXIT_FAILED

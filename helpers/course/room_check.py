@@ -1,0 +1,249 @@
+"""``workbook room check``: the instructor's pre-flight before the day, against the room's
+PostgreSQL and the hub's configuration file, one :class:`Finding` per setting.
+
+Each finding says in one line what is right, or what to run to fix it (and as whom). What is
+checked, and why:
+
+- the server's version (the room is tested on PostgreSQL 15; 14's ``public`` schema is writable
+  by every role, and 16 changed what ``CREATEROLE`` grants);
+- the admin's rights: ``CREATEROLE``, not a superuser, owner of the room's database (it creates
+  each attendee's schema and revokes the database's ``PUBLIC`` connect);
+- ``max_connections`` against :func:`helpers.course.room.connection_budget` for the room's size,
+  plus ``superuser_reserved_connections``;
+- ``password_encryption`` (``scram-sha-256``) and a TCP connection (a password, not a socket's
+  peer or trust authentication);
+- no role but the owner may create in the room database's ``public`` schema;
+- no other database lets ``PUBLIC`` connect (an attendee's role could log in there);
+- the hub's configuration file is in place and wires the hook.
+
+Every statement runs with ``search_path`` ``pg_catalog, pg_temp`` and reads the catalogs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers.course.room import admin_engine, connection_budget
+
+#: The oldest PostgreSQL the room is tested on (``server_version_num``).
+TESTED_VERSION_NUM = 150000
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One pre-flight check: ``name`` (short, stable), ``ok``, and ``line``: what was found when
+    ok, else what to do (untrusted text from the server is in it: escape it for its sink)."""
+
+    name: str
+    ok: bool
+    line: str
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"check", "ok", "line"}``."""
+        return {"check": self.name, "ok": self.ok, "line": self.line}
+
+
+@dataclass(frozen=True)
+class _Server:
+    """What the pre-flight reads of the server, with the admin's URL."""
+
+    version_num: int
+    version: str
+    admin: str
+    database: str
+    superuser: bool
+    createrole: bool
+    owner: str
+    max_connections: int
+    reserved: int
+    encryption: str
+    address: str | None
+    public_create: bool
+    open_databases: list[str]
+
+
+_SETTING = "SELECT pg_catalog.current_setting('{}')"
+_PUBLIC_CREATE = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode("
+    "COALESCE(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a "
+    "WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE')"
+)
+_OPEN_DATABASES = (
+    "SELECT d.datname FROM pg_catalog.pg_database d, pg_catalog.aclexplode("
+    "COALESCE(d.datacl, pg_catalog.acldefault('d', d.datdba))) a "
+    "WHERE d.datallowconn AND d.datname <> current_database() "
+    "AND a.grantee = 0 AND a.privilege_type = 'CONNECT' ORDER BY 1"
+)
+
+
+def _read_server(room_url: str) -> _Server:
+    from sqlalchemy import text
+
+    engine = admin_engine(room_url)
+    try:
+        with engine.connect() as db:
+
+            def one(sql: str) -> Any:
+                return db.execute(text(sql)).scalar()
+
+            admin = one("SELECT current_user")
+            superuser, createrole = db.execute(
+                text("SELECT rolsuper, rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = :r"),
+                {"r": admin},
+            ).one()
+            address = one("SELECT pg_catalog.inet_server_addr()")
+            return _Server(
+                version_num=int(one(_SETTING.format("server_version_num"))),
+                version=str(one(_SETTING.format("server_version"))),
+                admin=admin,
+                database=one("SELECT current_database()"),
+                superuser=bool(superuser),
+                createrole=bool(createrole),
+                owner=one(
+                    "SELECT pg_catalog.pg_get_userbyid(datdba) FROM pg_catalog.pg_database "
+                    "WHERE datname = current_database()"
+                ),
+                max_connections=int(one(_SETTING.format("max_connections"))),
+                reserved=int(one(_SETTING.format("superuser_reserved_connections"))),
+                encryption=str(one(_SETTING.format("password_encryption"))),
+                address=None if address is None else str(address),
+                public_create=bool(one(_PUBLIC_CREATE)),
+                open_databases=list(db.execute(text(_OPEN_DATABASES)).scalars()),
+            )
+    finally:
+        engine.dispose()
+
+
+#: How each fix that needs the superuser is introduced.
+AS_POSTGRES = "(as the postgres superuser: sudo -u postgres psql -c ...)"
+
+
+def check_room(room_url: str, attendees: int, *, hub_config: str | Path) -> list[Finding]:
+    """The pre-flight of a room of ``attendees`` on the admin's URL ``room_url``, and of the hub's
+    copy of ``deploy/jupyterhub_config.d/workbook.py`` at ``hub_config``: one :class:`Finding`
+    per check, in the order the module's docstring lists them.
+
+    Raises:
+        ValueError: ``room_url`` is not a PostgreSQL URL, or fewer than one attendee.
+        sqlalchemy.exc.SQLAlchemyError: the database cannot be reached with that URL.
+    """
+    budget = connection_budget(attendees)
+    server = _read_server(room_url)
+    return [
+        _version(server),
+        _admin(server),
+        _connections(server, attendees, budget),
+        _encryption(server),
+        Finding(
+            "tcp",
+            server.address is not None,
+            f"over TCP to {server.address}"
+            if server.address is not None
+            else "the room URL reaches a Unix socket: give it a host (127.0.0.1), so every role "
+            "logs in with a password",
+        ),
+        Finding(
+            "public_schema",
+            not server.public_create,
+            "only its owner may create in the public schema"
+            if not server.public_create
+            else f"every role may create in {server.database}'s public schema: REVOKE CREATE ON "
+            f"SCHEMA public FROM PUBLIC (as the database's owner, in {server.database})",
+        ),
+        _other_databases(server),
+        _hook_finding(Path(hub_config)),
+    ]
+
+
+def _version(server: _Server) -> Finding:
+    tested = server.version_num >= TESTED_VERSION_NUM
+    return Finding(
+        "version",
+        tested,
+        f"PostgreSQL {server.version}"
+        if tested
+        else f"PostgreSQL {server.version} is older than the tested 15: upgrade, and see the "
+        "public-schema check",
+    )
+
+
+def _admin(server: _Server) -> Finding:
+    fixes = [
+        f'ALTER ROLE "{server.admin}" CREATEROLE {AS_POSTGRES}' if not server.createrole else "",
+        f"{server.admin} is a superuser: give the room a role with CREATEROLE only "
+        "(deploy/README.md, step 1)"
+        if server.superuser
+        else "",
+        f'ALTER DATABASE "{server.database}" OWNER TO "{server.admin}" {AS_POSTGRES}'
+        if server.owner != server.admin
+        else "",
+    ]
+    fixes = [fix for fix in fixes if fix]
+    return Finding(
+        "admin",
+        not fixes,
+        "; ".join(fixes) or f"{server.admin} may create roles and owns {server.database}",
+    )
+
+
+def _connections(server: _Server, attendees: int, budget: int) -> Finding:
+    need = budget + server.reserved
+    enough = server.max_connections >= need
+    return Finding(
+        "max_connections",
+        enough,
+        f"{server.max_connections} ≥ {need} (the room's budget {budget} + {server.reserved} "
+        "reserved)"
+        if enough
+        else f"max_connections is {server.max_connections}; a room of {attendees} needs {need}: "
+        f"ALTER SYSTEM SET max_connections = {need} {AS_POSTGRES}, then restart PostgreSQL",
+    )
+
+
+def _encryption(server: _Server) -> Finding:
+    scram = server.encryption == "scram-sha-256"
+    return Finding(
+        "password_encryption",
+        scram,
+        "scram-sha-256"
+        if scram
+        else f"password_encryption is {server.encryption}: ALTER SYSTEM SET "
+        f"password_encryption = 'scram-sha-256' {AS_POSTGRES}, reload, then run room url again "
+        "for each attendee",
+    )
+
+
+def _other_databases(server: _Server) -> Finding:
+    names = server.open_databases
+    return Finding(
+        "other_databases",
+        not names,
+        "attendees may connect to the room's database only"
+        if not names
+        else f"attendees may connect to {', '.join(names)}: "
+        + " ".join(f'REVOKE CONNECT ON DATABASE "{d}" FROM PUBLIC;' for d in names)
+        + f" {AS_POSTGRES}",
+    )
+
+
+def _hook_finding(path: Path) -> Finding:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return Finding(
+            "hook",
+            False,
+            f"{path}: {exc.strerror or exc}: copy deploy/jupyterhub_config.d/workbook.py there "
+            "and reload the hub (deploy/README.md, step 3)",
+        )
+    wired = "c.Spawner.pre_spawn_hook = pre_spawn_hook" in text and "async def" in text
+    return Finding(
+        "hook",
+        wired,
+        f"{path} wires the hook"
+        if wired
+        else f"{path} is not this workbook's hub configuration (an older copy?): copy "
+        "deploy/jupyterhub_config.d/workbook.py over it and reload the hub",
+    )
