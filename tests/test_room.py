@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import typing
 import uuid
 from pathlib import Path
@@ -368,6 +369,64 @@ def test_postgresql_the_instructors_view_runs_nothing_of_an_attendees() -> None:
 
 
 @needs_pg
+def test_postgresql_code_the_view_cannot_avoid_runs_as_the_attendee_only() -> None:
+    """A partial index's constant predicate runs when the view's SELECT is planned: her
+    function runs, but in her own session, so ``RESET ROLE`` leaves her herself, the room's
+    passwords stay unread, and she hears only her own name; everyone else is read as usual."""
+    import select
+
+    from sqlalchemy import text
+
+    from helpers.course.room import libpq_url
+
+    spy, honest = f"ivy-{uuid.uuid4().hex[:6]}", f"jon-{uuid.uuid4().hex[:6]}"
+    urls = {n: provision_attendee(ROOM, n) for n in (spy, honest)}
+    for name, url in urls.items():
+        store = ToolOutputStore(url)
+        store.log_checkpoint(name, "04", 1, passed=True)
+        store.ensure_thread("t")
+        store.close()
+    schema = attendee_schema(spy)
+    with _as(urls[spy]).begin() as db:
+        db.execute(
+            text(
+                "CREATE FUNCTION payload() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $f$ "
+                "BEGIN RESET ROLE; PERFORM pg_notify('exfil', session_user || ':' || "
+                "coalesce((SELECT string_agg(password, ',') FROM workbook_room.attendees), '')); "
+                "RETURN true; EXCEPTION WHEN OTHERS THEN "
+                "PERFORM pg_notify('exfil', 'denied:' || session_user); RETURN true; END $f$"
+            )
+        )
+        db.execute(
+            text(
+                "CREATE FUNCTION looks_immutable() RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+                f'AS $f$ BEGIN RETURN "{schema}".payload(); END $f$'
+            )
+        )
+        db.execute(
+            text(
+                "CREATE INDEX innocent ON checkpoint_results (id) "
+                f'WHERE "{schema}".looks_immutable()'
+            )
+        )
+    import psycopg
+
+    listener = psycopg.connect(libpq_url(urls[spy]), autocommit=True)
+    listener.execute("LISTEN exfil")
+    progress = room_progress(ROOM)
+    assert progress[attendee_schema(honest)].passed == ["04.1"]
+    heard = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        select.select([listener.fileno()], [], [], 0.2)
+        heard += [n.payload for n in listener.notifies(timeout=0.2, stop_after=10)]
+    listener.close()
+    admin = ROOM.split("://", 1)[1].split(":", 1)[0]
+    assert not any(h.startswith(f"{admin}:") for h in heard), heard
+    assert all(h in (f"denied:{schema}", f"{schema}:") for h in heard), heard
+
+
+@needs_pg
 def test_postgresql_the_room_is_read_without_a_change() -> None:
     from sqlalchemy import text
 
@@ -399,6 +458,7 @@ def test_postgresql_room_check_names_each_setting_to_fix(tmp_path) -> None:
     # a fresh cluster lets PUBLIC connect to postgres and template1: named, with the fix
     assert not found["other_databases"].ok
     assert 'REVOKE CONNECT ON DATABASE "postgres" FROM PUBLIC' in found["other_databases"].line
+    assert not found["advisory_locks"].ok and "REVOKE EXECUTE" in found["advisory_locks"].line
     assert found["admin"].ok == (ROOM != PG), found["admin"].line
     larger = {f.name: f for f in check_room(ROOM, 40, hub_config=tmp_path / "none.py")}
     assert "max_connections = 128" in larger["max_connections"].line

@@ -29,12 +29,12 @@ import hashlib
 import os
 import re
 import secrets
+import time
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-
-from sqlalchemy.engine import make_url
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 #: The prefix of every attendee's role and schema in the room's database.
 SCHEMA_PREFIX = "attendee_"
@@ -64,6 +64,10 @@ ATTENDEE_IDLE_IN_TRANSACTION_MS = 60_000
 ROOM_ADMIN_CONNECTIONS = 5
 #: Longest statement of the instructor's view of one attendee, in milliseconds.
 PROGRESS_STATEMENT_TIMEOUT_MS = 5_000
+#: The longest the instructor's view waits for one attendee, in seconds, whatever the server
+#: does: then that attendee's session is ended (``pg_terminate_backend``, which no code of
+#: theirs can catch) and their line says so.
+PROGRESS_DEADLINE_S = 10.0
 #: The most checkpoint rows and threads read of one attendee (more are reported as capped).
 PROGRESS_ROW_CAP = 50_000
 #: Characters of a notebook name read back (the store writes two: ``"04"``).
@@ -119,41 +123,44 @@ def attendee_schema(name: str) -> str:
     return f"{SCHEMA_PREFIX}{kept}_{digest}"
 
 
-def _postgresql(room_url: str) -> Any:
-    url = make_url(room_url)
-    if url.get_backend_name() != "postgresql":
-        raise ValueError(f"a room needs a PostgreSQL URL, not {url.get_backend_name()}")
-    return url
+def libpq_url(room_url: str) -> str:
+    """``room_url`` (a SQLAlchemy URL, ``postgresql+psycopg://…``, or libpq's ``postgresql://…``)
+    as libpq's URI: the same user, password, host, port, database and parameters.
+
+    Raises:
+        ValueError: not a PostgreSQL URL.
+    """
+    parts = urlsplit(room_url)
+    backend = parts.scheme.split("+", 1)[0]
+    if backend not in ("postgresql", "postgres"):
+        raise ValueError(f"a room needs a PostgreSQL URL, not {backend or room_url[:20]!r}")
+    return urlunsplit(("postgresql", parts.netloc, parts.path, parts.query, ""))
 
 
-def admin_engine(room_url: str) -> Any:
-    """An engine for the room's admin URL that holds no idle connection (``NullPool``) and runs
-    every statement with ``search_path`` = ``pg_catalog, pg_temp``: nothing an attendee creates
-    (a function or operator in a schema the admin can see) is ever picked by name resolution
-    (CVE-2018-1058's lesson; every object below is schema-qualified).
+def admin_connection(room_url: str) -> Any:
+    """A psycopg connection with the room's admin URL, in a transaction until committed (use it
+    as a context manager: commit on success, rollback on an error, closed after), running every
+    statement with ``search_path`` = ``pg_catalog, pg_temp``: nothing an attendee creates (a
+    function or operator in a schema the admin can see) is ever picked by name resolution
+    (CVE-2018-1058's lesson; every object named here is schema-qualified). psycopg alone, not
+    SQLAlchemy: ``workbook room url`` runs before every spawn and must start quickly.
 
     Raises:
         ValueError: ``room_url`` is not a PostgreSQL URL.
+        psycopg.Error: the server cannot be reached, or refused the admin.
     """
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
+    import psycopg
 
-    url = _postgresql(room_url)
-    query = dict(url.query) | {"options": "-csearch_path=pg_catalog,pg_temp"}
-    return create_engine(url.set(query=query), poolclass=NullPool)
-
-
-def _quoted(identifier: str) -> str:
-    if not SCHEMA_RE.match(identifier) and identifier != ROOM_SCHEMA:
-        raise ValueError(f"not a room identifier: {identifier!r}")
-    return f'"{identifier}"'
+    return psycopg.connect(
+        libpq_url(room_url), options="-c search_path=pg_catalog,pg_temp", connect_timeout=30
+    )
 
 
 def provision_attendee(room_url: str, name: str) -> str:
     """Make attendee ``name``'s role and the schema it owns in the room's database, or bring an
     existing one's settings up to date; ``room_url`` is the admin's URL (a role allowed to
     create roles, owning the database). Returns the attendee's store URL: their role and
-    password, their schema first on ``search_path``.
+    password, their schema first on ``search_path`` (the same scheme as ``room_url``).
 
     The password is made once per attendee and kept in :data:`ROOM_SCHEMA` (readable by the admin
     only): a second spawn, a named server or the hook run again gives the same URL, so a live
@@ -161,84 +168,109 @@ def provision_attendee(room_url: str, name: str) -> str:
     :data:`ATTENDEE_CONNECTION_LIMIT`, :data:`ATTENDEE_STATEMENT_TIMEOUT_MS` and
     :data:`ATTENDEE_IDLE_IN_TRANSACTION_MS`, ``CONNECT`` on the room's database only (the
     database's ``PUBLIC`` grant is revoked: other databases are ``workbook room check``'s to
-    report). Calls for the same room are serialised (an advisory lock): thirty spawns at once
-    make thirty roles, never a "role already exists".
+    report). Calls for the same room are serialised by a lock on :data:`ROOM_SCHEMA`'s table
+    (no attendee can name it, unlike an advisory lock's key): thirty spawns at once make thirty
+    roles, never a "role already exists".
 
     Raises:
         ValueError: ``room_url`` is not a PostgreSQL URL, or an empty name.
-        sqlalchemy.exc.SQLAlchemyError: the admin may not create roles or schemas.
+        psycopg.Error: the admin may not create roles or schemas.
     """
-    from sqlalchemy import text
+    import psycopg
 
     role = attendee_schema(name)
-    quoted, room = _quoted(role), _quoted(ROOM_SCHEMA)
-    engine = admin_engine(room_url)
-    try:
-        with engine.begin() as db:
-            db.execute(text("SELECT pg_catalog.pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
-            _ensure_room_schema(db)
-            password = db.execute(
-                text(f"SELECT password FROM {room}.attendees WHERE role = :role"), {"role": role}
-            ).scalar()
-            if password is None:
-                password = secrets.token_urlsafe(24)
-                db.execute(
-                    text(
-                        f"INSERT INTO {room}.attendees (role, name, password) VALUES (:r, :n, :p)"
-                    ),
-                    {"r": role, "n": name, "p": password},
-                )
-            exists = db.execute(
-                text("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = :r"), {"r": role}
-            ).first()
-            verb = "ALTER" if exists else "CREATE"
+    for attempt in range(1, 4):  # first calls at once may race to make the room's own table
+        try:
+            password = _provision(room_url, role, name)
+            break
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+            if attempt == 3:
+                raise
+        except psycopg.errors.InternalError_ as exc:  # "tuple concurrently updated"
+            if attempt == 3 or "concurrently" not in str(exc):
+                raise
+        time.sleep(0.1 * attempt)
+    parts = urlsplit(room_url)
+    query = dict(parse_qsl(parts.query)) | {"options": f"-csearch_path={role}"}
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"{quote(role, safe='')}:{quote(password, safe='')}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
+
+
+#: The longest a ``room url`` call waits for another one, in milliseconds.
+PROVISION_LOCK_MS = 30_000
+
+
+def _provision(room_url: str, role: str, name: str) -> str:
+    """:func:`provision_attendee`'s one transaction; returns the attendee's password."""
+    from psycopg import sql
+
+    quoted, room = sql.Identifier(role), sql.Identifier(ROOM_SCHEMA)
+    with admin_connection(room_url) as db:
+        db.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(PROVISION_LOCK_MS)))
+        _ensure_room_schema(db)
+        # one call at a time: a lock on the room's own table, which no attendee can name
+        db.execute(sql.SQL("LOCK TABLE {}.attendees IN SHARE ROW EXCLUSIVE MODE").format(room))
+        found = db.execute(
+            sql.SQL("SELECT password FROM {}.attendees WHERE role = %s").format(room), (role,)
+        ).fetchone()
+        password = found[0] if found else secrets.token_urlsafe(24)
+        if found is None:
             db.execute(
-                text(
-                    f"{verb} ROLE {quoted} LOGIN NOINHERIT NOCREATEDB NOCREATEROLE "
-                    f"CONNECTION LIMIT {int(ATTENDEE_CONNECTION_LIMIT)} PASSWORD '{password}'"
+                sql.SQL(
+                    "INSERT INTO {}.attendees (role, name, password) VALUES (%s, %s, %s)"
+                ).format(room),
+                (role, name, password),
+            )
+        exists = db.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,))
+        verb = sql.SQL("ALTER" if exists.fetchone() else "CREATE")
+        db.execute(
+            sql.SQL(
+                "{} ROLE {} LOGIN NOINHERIT NOCREATEDB NOCREATEROLE CONNECTION LIMIT {} PASSWORD {}"
+            ).format(verb, quoted, sql.Literal(ATTENDEE_CONNECTION_LIMIT), sql.Literal(password))
+        )
+        admin, database = db.execute("SELECT current_user, current_database()").fetchone()
+        for statement in (
+            "GRANT {role} TO {admin}",  # to give them the schema; to end a session that hangs
+            "REVOKE CONNECT ON DATABASE {database} FROM PUBLIC",
+            "GRANT CONNECT ON DATABASE {database} TO {role}",
+            "CREATE SCHEMA IF NOT EXISTS {role} AUTHORIZATION {role}",
+        ):
+            db.execute(
+                sql.SQL(statement).format(
+                    role=quoted, admin=sql.Identifier(admin), database=sql.Identifier(database)
                 )
             )
-            admin = db.execute(text("SELECT current_user")).scalar_one()
-            database = db.execute(text("SELECT current_database()")).scalar_one()
-            db.execute(text(f'GRANT {quoted} TO "{_plain(admin)}"'))  # SET ROLE for the view
-            db.execute(text(f'REVOKE CONNECT ON DATABASE "{_plain(database)}" FROM PUBLIC'))
-            db.execute(text(f'GRANT CONNECT ON DATABASE "{_plain(database)}" TO {quoted}'))
-            db.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted} AUTHORIZATION {quoted}"))
-            for setting, value in (
-                ("search_path", role),
-                ("statement_timeout", int(ATTENDEE_STATEMENT_TIMEOUT_MS)),
-                ("idle_in_transaction_session_timeout", int(ATTENDEE_IDLE_IN_TRANSACTION_MS)),
-            ):
-                db.execute(text(f"ALTER ROLE {quoted} SET {setting} = '{value}'"))
-    finally:
-        engine.dispose()
-    url = _postgresql(room_url)
-    query = dict(url.query) | {"options": f"-csearch_path={role}"}
-    own = url.set(username=role, password=password, query=query)
-    return own.render_as_string(hide_password=False)
-
-
-#: The advisory lock that serialises :func:`provision_attendee` calls (any fixed 64-bit key).
-_LOCK_KEY = int.from_bytes(hashlib.sha256(b"workbook room").digest()[:7], "big")
-
-
-def _plain(identifier: str) -> str:
-    """A role or database name PostgreSQL gave back, for a double-quoted identifier."""
-    return identifier.replace('"', '""')
+        for setting, value in (
+            ("search_path", role),
+            ("statement_timeout", ATTENDEE_STATEMENT_TIMEOUT_MS),
+            ("idle_in_transaction_session_timeout", ATTENDEE_IDLE_IN_TRANSACTION_MS),
+        ):
+            db.execute(
+                sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                    quoted, sql.Identifier(setting), sql.Literal(str(value))
+                )
+            )
+    return password
 
 
 def _ensure_room_schema(db: Any) -> None:
-    from sqlalchemy import text
+    """Make :data:`ROOM_SCHEMA` and its table the first time (nothing is changed later: a
+    second ``REVOKE`` from calls at once would race on the catalog's row)."""
+    from psycopg import sql
 
-    room = _quoted(ROOM_SCHEMA)
-    db.execute(text(f"CREATE SCHEMA IF NOT EXISTS {room}"))
-    db.execute(text(f"REVOKE ALL ON SCHEMA {room} FROM PUBLIC"))
+    table = f"{ROOM_SCHEMA}.attendees"
+    if db.execute("SELECT pg_catalog.to_regclass(%s)", (table,)).fetchone()[0] is not None:
+        return
+    room = sql.Identifier(ROOM_SCHEMA)
+    db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(room))
+    db.execute(sql.SQL("REVOKE ALL ON SCHEMA {} FROM PUBLIC").format(room))
     db.execute(
-        text(
-            f"CREATE TABLE IF NOT EXISTS {room}.attendees (role text PRIMARY KEY, "
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {}.attendees (role text PRIMARY KEY, "
             "name text NOT NULL, password text NOT NULL, "
             "created_at timestamptz NOT NULL DEFAULT pg_catalog.now())"
-        )
+        ).format(room)
     )
 
 
@@ -290,123 +322,150 @@ class AttendeeProgress:
 
 def room_progress(room_url: str) -> dict[str, AttendeeProgress]:
     """Every attendee of the room's database, read with the admin's URL ``room_url``, without
-    changing anything and without running anything of an attendee's: ``{schema: progress}``.
+    changing anything and without running anything of an attendee's with any rights but
+    theirs: ``{schema: progress}``.
 
     Only schemas named as :func:`attendee_schema` names them (:data:`SCHEMA_RE`) and owned by the
-    role of that name count. Each is read in a transaction of its own on a connection of its own,
-    ``SET LOCAL ROLE`` to its attendee (so whatever ran would have only their rights), with
-    ``row_security`` off (a policy's function is refused, not run), a statement timeout of
-    :data:`PROGRESS_STATEMENT_TIMEOUT_MS` and at most :data:`PROGRESS_ROW_CAP` rows. Only an
+    role of that name count. The admin only lists them, with each attendee's name and password
+    (:data:`ROOM_SCHEMA`); each attendee is then read *logged in as that attendee*, on a
+    connection of their own: an index predicate, a policy or a view of theirs that runs runs as
+    them, with nothing above them to ``RESET ROLE`` to (a ``SET LOCAL ROLE`` from the admin's
+    session would leave the admin one statement away). The session is read-only, with
+    ``row_security`` off, ``search_path`` ``pg_catalog``, a statement timeout of
+    :data:`PROGRESS_STATEMENT_TIMEOUT_MS`, at most :data:`PROGRESS_ROW_CAP` rows, and a deadline
+    of :data:`PROGRESS_DEADLINE_S` that the admin enforces by ending the session. Only an
     ordinary table (``relkind`` ``r``, read with ``ONLY``) whose columns have the built-in types
-    the store writes is read: a view, a partitioned or foreign table, or a column of the
-    attendee's own type is that attendee's :attr:`AttendeeProgress.error`, never run.
+    the store writes is read: anything else is that attendee's :attr:`AttendeeProgress.error`.
 
     Raises:
         ValueError: ``room_url`` is not a PostgreSQL URL.
-        sqlalchemy.exc.SQLAlchemyError: the room's database cannot be read at all.
+        psycopg.Error: the room's database cannot be read at all.
     """
-    from sqlalchemy import text
+    with admin_connection(room_url) as db:
+        owned = db.execute(
+            "SELECT n.nspname, r.rolname FROM pg_catalog.pg_namespace n "
+            "JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner "
+            "WHERE pg_catalog.starts_with(n.nspname, %s)",
+            (SCHEMA_PREFIX,),
+        ).fetchall()
+        recorded = _recorded_attendees(db)
+    schemas = sorted(s for s, owner in owned if s == owner and SCHEMA_RE.match(s))
+    progress = {}
+    for schema in schemas:
+        name, password = recorded.get(schema, (schema, None))
+        line = AttendeeProgress(schema=schema, attendee=name)
+        if password is None:
+            line.error = "not made by workbook room url (no password recorded): not read"
+        else:
+            _read_as_attendee(room_url, line, password)
+        progress[schema] = line
+    return progress
 
-    engine = admin_engine(room_url)
-    try:
-        with engine.connect() as db:
-            owned = db.execute(
-                text(
-                    "SELECT n.nspname, r.rolname FROM pg_catalog.pg_namespace n "
-                    "JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner "
-                    "WHERE pg_catalog.starts_with(n.nspname, :prefix)"
-                ),
-                {"prefix": SCHEMA_PREFIX},
-            ).all()
-            names = _recorded_names(db)
-        schemas = sorted(s for s, owner in owned if s == owner and SCHEMA_RE.match(s))
-        return {s: _attendee_progress(engine, s, names.get(s, s)) for s in schemas}
-    finally:
-        engine.dispose()
 
-
-def _recorded_names(db: Any) -> dict[str, str]:
-    from sqlalchemy import text
+def _recorded_attendees(db: Any) -> dict[str, tuple[str, str]]:
+    """``{role: (name, password)}`` of :data:`ROOM_SCHEMA`'s table (empty before the first)."""
+    from psycopg import sql
 
     table = f"{ROOM_SCHEMA}.attendees"
-    if db.execute(text("SELECT pg_catalog.to_regclass(:t)"), {"t": table}).scalar() is None:
+    if db.execute("SELECT pg_catalog.to_regclass(%s)", (table,)).fetchone()[0] is None:
         return {}
-    return dict(db.execute(text(f"SELECT role, name FROM {_quoted(ROOM_SCHEMA)}.attendees")).all())
+    query = sql.SQL("SELECT role, name, password FROM {}.attendees").format(
+        sql.Identifier(ROOM_SCHEMA)
+    )
+    return {role: (name, password) for role, name, password in db.execute(query).fetchall()}
 
 
-def _attendee_progress(engine: Any, schema: str, attendee: str) -> AttendeeProgress:
-    from sqlalchemy import text
-    from sqlalchemy.exc import SQLAlchemyError
+def _read_as_attendee(room_url: str, line: AttendeeProgress, password: str) -> None:
+    """Fill ``line`` from the attendee's own session, within :data:`PROGRESS_DEADLINE_S`."""
+    import threading
+
+    import psycopg
+
+    session: dict[str, Any] = {}
+
+    def read() -> None:
+        try:
+            _attendee_progress(room_url, line, password, session)
+        except psycopg.Error as exc:
+            line.error = " ".join(str(exc).split())[:300]
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(PROGRESS_DEADLINE_S)
+    if worker.is_alive():
+        if "pid" in session:  # a FATAL its code cannot catch, unlike a statement's cancel
+            with admin_connection(room_url) as db:
+                db.execute("SELECT pg_catalog.pg_terminate_backend(%s)", (session["pid"],))
+        worker.join(PROGRESS_DEADLINE_S)
+        line.passed, line.runs, line.threads, line.last = [], 0, 0, None
+        line.error = f"took longer than {PROGRESS_DEADLINE_S:g} s: stopped, not read"
+
+
+def _attendee_progress(
+    room_url: str, line: AttendeeProgress, password: str, session: dict[str, Any]
+) -> None:
+    import psycopg
+    from psycopg import sql
 
     from helpers.tooling.store import checkpoint_summary
 
-    line = AttendeeProgress(schema=schema, attendee=attendee)
-    quoted = _quoted(schema)
-    try:
-        with engine.connect() as db, db.begin():
-            for setting in (
-                f"SET LOCAL statement_timeout = {int(PROGRESS_STATEMENT_TIMEOUT_MS)}",
-                "SET LOCAL row_security = off",
-                "SET LOCAL transaction_read_only = on",
-                f"SET LOCAL ROLE {quoted}",
-            ):
-                db.execute(text(setting))
-            refused = _unreadable(db, schema)
-            if refused:
-                line.error = refused
-                return line
-            rows = db.execute(
-                text(
-                    f"SELECT pg_catalog.left(notebook, {int(PROGRESS_NOTEBOOK_CHARS)}), todo, "
-                    f"passed, created_at FROM ONLY {quoted}.checkpoint_results "
-                    f"LIMIT {int(PROGRESS_ROW_CAP) + 1}"
-                )
-            ).all()
-            threads = db.execute(
-                text(
-                    f"SELECT pg_catalog.count(*) FROM (SELECT 1 FROM ONLY {quoted}.threads "
-                    f"LIMIT {int(PROGRESS_ROW_CAP) + 1}) AS t"
-                )
-            ).scalar_one()
-    except SQLAlchemyError as exc:
-        line.error = " ".join(str(getattr(exc, "orig", exc) or exc).split())[:300]
-        return line
+    options = (
+        "-c search_path=pg_catalog,pg_temp -c row_security=off "
+        "-c default_transaction_read_only=on "
+        f"-c statement_timeout={int(PROGRESS_STATEMENT_TIMEOUT_MS)}"
+    )
+    quoted = sql.Identifier(line.schema)
+    cap = sql.Literal(PROGRESS_ROW_CAP + 1)
+    with psycopg.connect(
+        libpq_url(room_url), user=line.schema, password=password, options=options,
+        connect_timeout=int(PROGRESS_DEADLINE_S),
+    ) as db:  # fmt: skip
+        session["pid"] = db.info.backend_pid
+        refused = _unreadable(db, line.schema)
+        if refused:
+            line.error = refused
+            return
+        rows = db.execute(
+            sql.SQL(
+                "SELECT pg_catalog.left(notebook, {}), todo, passed, created_at "
+                "FROM ONLY {}.checkpoint_results LIMIT {}"
+            ).format(sql.Literal(PROGRESS_NOTEBOOK_CHARS), quoted, cap)
+        ).fetchall()
+        threads = db.execute(
+            sql.SQL(
+                "SELECT pg_catalog.count(*) FROM (SELECT 1 FROM ONLY {}.threads LIMIT {}) AS t"
+            ).format(quoted, cap)
+        ).fetchone()[0]
     line.capped = len(rows) > PROGRESS_ROW_CAP or threads > PROGRESS_ROW_CAP
+    attendee = line.attendee
     summary = checkpoint_summary((attendee, *row) for row in rows[:PROGRESS_ROW_CAP]).get(attendee)
     if summary:
         line.passed, line.runs, line.last = summary["passed"], summary["runs"], summary["last"]
     line.threads = min(int(threads), PROGRESS_ROW_CAP)
-    return line
 
 
 def _unreadable(db: Any, schema: str) -> str | None:
     """Why ``schema``'s store tables are not read (``None``: both are ordinary tables whose read
     columns have built-in types): read from the catalogs only."""
-    from sqlalchemy import text
-
     for table, columns in _PROGRESS_COLUMNS.items():
-        kind = db.execute(
-            text(
-                "SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-                "ON n.oid = c.relnamespace WHERE n.nspname = :s AND c.relname = :t"
-            ),
-            {"s": schema, "t": table},
-        ).scalar()
-        if kind is None:
+        found = db.execute(
+            "SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+            (schema, table),
+        ).fetchone()
+        if found is None:
             return f"no {table} table yet"
-        if kind != "r":
-            return f"{table} is not a table (relkind {kind!r}): not read"
+        if found[0] != "r":
+            return f"{table} is not a table (relkind {found[0]!r}): not read"
         types = dict(
             db.execute(
-                text(
-                    "SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL) "
-                    "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c "
-                    "ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n "
-                    "ON n.oid = c.relnamespace WHERE n.nspname = :s AND c.relname = :t "
-                    "AND a.attnum > 0 AND NOT a.attisdropped"
-                ),
-                {"s": schema, "t": table},
-            ).all()
+                "SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL) "
+                "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c "
+                "ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
+                "AND a.attnum > 0 AND NOT a.attisdropped",
+                (schema, table),
+            ).fetchall()
         )
         for column, allowed in columns.items():
             if types.get(column) not in allowed:

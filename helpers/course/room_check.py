@@ -14,6 +14,8 @@ checked, and why:
   peer or trust authentication);
 - no role but the owner may create in the room database's ``public`` schema;
 - no other database lets ``PUBLIC`` connect (an attendee's role could log in there);
+- no attendee may take advisory locks (the workbook uses none; one session holding thousands
+  fills the shared lock table, and every new connection fails "out of shared memory");
 - the hub's configuration file is in place and wires the hook.
 
 Every statement runs with ``search_path`` ``pg_catalog, pg_temp`` and reads the catalogs only.
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.course.room import admin_engine, connection_budget
+from helpers.course.room import admin_connection, connection_budget
 
 #: The oldest PostgreSQL the room is tested on (``server_version_num``).
 TESTED_VERSION_NUM = 150000
@@ -62,6 +64,7 @@ class _Server:
     address: str | None
     public_create: bool
     open_databases: list[str]
+    advisory_public: bool
 
 
 _SETTING = "SELECT pg_catalog.current_setting('{}')"
@@ -78,42 +81,49 @@ _OPEN_DATABASES = (
 )
 
 
+_ADVISORY_PUBLIC = (
+    "SELECT pg_catalog.has_function_privilege('public', "
+    "'pg_catalog.pg_advisory_lock(bigint)', 'EXECUTE')"
+)
+#: Revokes every advisory-lock function from PUBLIC, in the database it runs in.
+REVOKE_ADVISORY = (
+    "DO $$DECLARE f regprocedure; BEGIN FOR f IN SELECT oid::regprocedure FROM pg_proc "
+    "WHERE proname LIKE 'pg%advisory%lock%' LOOP EXECUTE format('REVOKE EXECUTE ON FUNCTION "
+    "%s FROM PUBLIC', f); END LOOP; END$$"
+)
+
+
 def _read_server(room_url: str) -> _Server:
-    from sqlalchemy import text
+    with admin_connection(room_url) as db:
 
-    engine = admin_engine(room_url)
-    try:
-        with engine.connect() as db:
+        def one(query: str, *args: Any) -> Any:
+            return db.execute(query, args or None).fetchone()[0]
 
-            def one(sql: str) -> Any:
-                return db.execute(text(sql)).scalar()
-
-            admin = one("SELECT current_user")
-            superuser, createrole = db.execute(
-                text("SELECT rolsuper, rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = :r"),
-                {"r": admin},
-            ).one()
-            address = one("SELECT pg_catalog.inet_server_addr()")
-            return _Server(
-                version_num=int(one(_SETTING.format("server_version_num"))),
-                version=str(one(_SETTING.format("server_version"))),
-                admin=admin,
-                database=one("SELECT current_database()"),
-                superuser=bool(superuser),
-                createrole=bool(createrole),
-                owner=one(
-                    "SELECT pg_catalog.pg_get_userbyid(datdba) FROM pg_catalog.pg_database "
-                    "WHERE datname = current_database()"
-                ),
-                max_connections=int(one(_SETTING.format("max_connections"))),
-                reserved=int(one(_SETTING.format("superuser_reserved_connections"))),
-                encryption=str(one(_SETTING.format("password_encryption"))),
-                address=None if address is None else str(address),
-                public_create=bool(one(_PUBLIC_CREATE)),
-                open_databases=list(db.execute(text(_OPEN_DATABASES)).scalars()),
-            )
-    finally:
-        engine.dispose()
+        admin = one("SELECT current_user")
+        superuser, createrole = db.execute(
+            "SELECT rolsuper, rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = %s",
+            (admin,),
+        ).fetchone()
+        address = one("SELECT pg_catalog.inet_server_addr()")
+        return _Server(
+            version_num=int(one(_SETTING.format("server_version_num"))),
+            version=str(one(_SETTING.format("server_version"))),
+            admin=admin,
+            database=one("SELECT current_database()"),
+            superuser=bool(superuser),
+            createrole=bool(createrole),
+            owner=one(
+                "SELECT pg_catalog.pg_get_userbyid(datdba) FROM pg_catalog.pg_database "
+                "WHERE datname = current_database()"
+            ),
+            max_connections=int(one(_SETTING.format("max_connections"))),
+            reserved=int(one(_SETTING.format("superuser_reserved_connections"))),
+            encryption=str(one(_SETTING.format("password_encryption"))),
+            address=None if address is None else str(address),
+            public_create=bool(one(_PUBLIC_CREATE)),
+            open_databases=[row[0] for row in db.execute(_OPEN_DATABASES).fetchall()],
+            advisory_public=bool(one(_ADVISORY_PUBLIC)),
+        )
 
 
 #: How each fix that needs the superuser is introduced.
@@ -127,7 +137,7 @@ def check_room(room_url: str, attendees: int, *, hub_config: str | Path) -> list
 
     Raises:
         ValueError: ``room_url`` is not a PostgreSQL URL, or fewer than one attendee.
-        sqlalchemy.exc.SQLAlchemyError: the database cannot be reached with that URL.
+        psycopg.Error: the database cannot be reached with that URL.
     """
     budget = connection_budget(attendees)
     server = _read_server(room_url)
@@ -153,6 +163,15 @@ def check_room(room_url: str, attendees: int, *, hub_config: str | Path) -> list
             f"SCHEMA public FROM PUBLIC (as the database's owner, in {server.database})",
         ),
         _other_databases(server),
+        Finding(
+            "advisory_locks",
+            not server.advisory_public,
+            "attendees may not take advisory locks"
+            if not server.advisory_public
+            else "every role may take advisory locks, and one session holding thousands fills "
+            "the server's lock table (every new connection then fails): "
+            f'sudo -u postgres psql {server.database} -c "{REVOKE_ADVISORY}"',
+        ),
         _hook_finding(Path(hub_config)),
     ]
 

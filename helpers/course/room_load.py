@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from helpers.course.room import admin_engine, connection_budget, provision_attendee
+from helpers.course.room import admin_connection, connection_budget, provision_attendee
 
 #: Attendees of the bench's room.
 ROOM_LOAD_ATTENDEES = 30
@@ -92,30 +92,25 @@ def run_room_load(
 
     Raises:
         ValueError: ``room_url`` is not a PostgreSQL URL.
-        sqlalchemy.exc.SQLAlchemyError: the room's database cannot be reached.
+        psycopg.Error: the room's database cannot be reached.
     """
-    from sqlalchemy import text
-
     stamp = time.strftime("%H%M%S")
     names = [f"load{stamp}-{k + 1:02d}" for k in range(attendees)]
     urls = {name: provision_attendee(room_url, name) for name in names}
-    engine = admin_engine(room_url)
     peaks = {"all": 0, "attendees": 0}
     stop = threading.Event()
 
-    with engine.connect() as monitor:
-        max_connections = int(monitor.execute(text("SHOW max_connections")).scalar_one())
+    with admin_connection(room_url) as monitor:
+        monitor.autocommit = True  # a fresh look at pg_stat_activity each time
+        max_connections = int(monitor.execute("SHOW max_connections").fetchone()[0])
 
         def watch() -> None:
             while not stop.is_set():
                 counted = monitor.execute(
-                    text(
-                        "SELECT count(*), count(*) FILTER (WHERE pg_catalog.starts_with("
-                        "usename, 'attendee_')) FROM pg_catalog.pg_stat_activity "
-                        "WHERE backend_type = 'client backend'"
-                    )
-                ).one()
-                monitor.rollback()  # a fresh snapshot of pg_stat_activity each time
+                    "SELECT count(*), count(*) FILTER (WHERE pg_catalog.starts_with("
+                    "usename, 'attendee_')) FROM pg_catalog.pg_stat_activity "
+                    "WHERE backend_type = 'client backend'"
+                ).fetchone()
                 peaks["all"] = max(peaks["all"], int(counted[0]))
                 peaks["attendees"] = max(peaks["attendees"], int(counted[1]))
                 time.sleep(MONITOR_EVERY_S)
@@ -130,7 +125,6 @@ def run_room_load(
         wall = time.perf_counter() - started
         stop.set()
         watcher.join()
-    engine.dispose()
     op_ms = [ms for r in results for ms in r["ms"]]
     turn_ms = [ms for r in results for ms in r["turn_ms"]]
     errors = [e for r in results for e in r["errors"]]

@@ -34,7 +34,6 @@ writer waits instead of failing at once.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -558,17 +557,18 @@ class ToolOutputStore:
         The check and the write are one serialised step, so writers at once (six kernels on
         one thread) cannot each see room for their output and pass the quota together: on
         SQLite the transaction begins ``IMMEDIATE`` (it holds the database's write lock before
-        it reads the total; sqlite.org/lang_transaction.html), on PostgreSQL it holds a
-        transaction-scoped advisory lock on the thread (``pg_advisory_xact_lock``)."""
+        it reads the total; sqlite.org/lang_transaction.html), on PostgreSQL it locks the
+        store's ``tool_outputs`` table against other writers until it commits (``SHARE ROW
+        EXCLUSIVE``; readers go on). Not an advisory lock: its key is open to every role of the
+        database, so another attendee of a room could hold it."""
         connection = session.connection()
         if connection.dialect.name == "sqlite":
             if not connection.connection.dbapi_connection.in_transaction:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
         elif connection.dialect.name == "postgresql":
-            key = int.from_bytes(
-                hashlib.sha256(thread_key(thread_id).encode()).digest()[:8], "big", signed=True
-            )
-            connection.execute(select(func.pg_advisory_xact_lock(key)))
+            table = connection.dialect.identifier_preparer.format_table(ToolOutput.__table__)
+            connection.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+
         held = self._thread_bytes(session, thread_id)
         if held + adding > quota:
             raise StoreQuotaExceeded(

@@ -193,6 +193,7 @@ exec(open({str(ROOT / "deploy" / "jupyterhub_config.d" / "workbook.py")!r}).read
             env=env,
             stdout=self.log,
             stderr=self.log,
+            start_new_session=True,  # its signals and its servers' stay in its own group
         )
         self.folder = folder
         deadline = time.monotonic() + GUARD_S
@@ -347,6 +348,8 @@ def test_a_room_on_a_real_hub(environments, tmp_path) -> None:
                 answers.append(time.monotonic() - asked)
                 if all(users[n]["servers"].get("", {}).get("ready") for n in names):
                     break
+                failed = [s for s in spawns if s.done() and s.exception() is not None]
+                assert not failed, f"a spawn failed: {failed[0].exception()}\n{hub.tail()}"
                 time.sleep(0.05)
             for spawn in spawns:
                 spawn.result()

@@ -195,7 +195,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "Environment: WORKBOOK_PROFILE (the model), WORKBOOK_DB_URL (the store), "
         "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
     )
-    parser.add_argument("--version", action="version", version=f"workbook {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, command in COMMANDS.items():
         if only is None or name == only:
@@ -204,6 +204,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(name, help=command.help)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the version looked up only when asked for (the package metadata costs
+    ``workbook room url``, run before every spawn, tens of milliseconds)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"workbook {_version()}")
+        parser.exit()
 
 
 def _version() -> str:

@@ -1,18 +1,18 @@
 """How the ``workbook`` commands print: the ``--json``/``--color`` options, a rich console that
 reports a reader gone away, and tables that stay copyable when piped. Light on purpose (rich and
-the escaping functions only): ``workbook room url``, which the hub runs before every spawn,
-imports it without the SDK or the agent loop."""
+the escaping functions only, rich imported when something is printed): ``workbook room url``,
+which the hub runs before every spawn, imports it without rich, the SDK or the agent loop."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from helpers.escaping import for_cell, for_rich
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def output_options(*, json_flag: bool = True) -> argparse.ArgumentParser:
@@ -31,19 +31,18 @@ def output_options(*, json_flag: bool = True) -> argparse.ArgumentParser:
     return options
 
 
-class _Console(Console):
-    """rich's Console, but a reader that went away (``| head``) raises ``BrokenPipeError`` to
-    :func:`helpers.course.cli.main`, which exits 141 as for any other output; rich's own
-    ``on_broken_pipe`` would exit 1."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
-
-
 def console(color: str, stream: Any = None) -> Console:
     """A rich console on ``stream`` (default stdout); ``color`` is ``auto``, ``always`` or
-    ``never``."""
+    ``never``. A reader that went away (``| head``) raises ``BrokenPipeError`` to
+    :func:`helpers.course.cli.main`, which exits 141 as for any other output; rich's own
+    ``on_broken_pipe`` would exit 1."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
     force = {"always": True, "never": False}.get(color)
     return _Console(
         file=stream or sys.stdout,
@@ -67,6 +66,8 @@ def rows_table(out: Console, title: str, columns: tuple[str, ...], rows: list[li
         for line in [list(columns), *rows]:
             out.file.write("\t".join(for_cell(cell) for cell in line) + "\n")
         return
+    from rich.table import Table
+
     table = Table(title=title)
     for i, column in enumerate(columns):
         widest = max((len(r[i]) for r in rows), default=0)

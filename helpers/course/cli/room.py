@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from helpers.course.cli.exits import EXIT_FAILED, EXIT_OK, print_json, usage_error
-from helpers.course.cli.output import console, output_options, rows_table
+from helpers.course.cli.output import output_options
 from helpers.escaping import for_terminal
 
 
@@ -76,7 +76,7 @@ def _attendees(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Print an attendee's URL, the room's progress, or the pre-flight's findings."""
-    from sqlalchemy.exc import SQLAlchemyError
+    import psycopg
 
     if not args.room_url:
         return usage_error(args, "no room: give --room-url or set WORKBOOK_ROOM_URL")
@@ -93,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         progress = room_progress(args.room_url)
     except ValueError as exc:
         return usage_error(args, str(exc))
-    except SQLAlchemyError as exc:
-        reason = " ".join(str(getattr(exc, "orig", None) or exc).split("\n")[0].split())[:300]
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split("\n")[0].split())[:300]
         return usage_error(args, f"the room's database refused: {reason}")
     rows = [
         {
@@ -125,11 +125,14 @@ def run(args: argparse.Namespace) -> int:
         ]
         for row in rows
     ]
+    from helpers.course.cli.output import console, rows_table
+
     rows_table(console(args.color), "The room (TODOs passed, as NN.T)", columns, cells)
     return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
+    from helpers.course.cli.output import console, rows_table
     from helpers.course.room_check import check_room
 
     findings = check_room(args.room_url, args.attendees, hub_config=args.hub_config)
