@@ -61,6 +61,9 @@ NOTEBOOKS = ("02", "03", "04")
 HUB_ANSWER_S = 1.0
 #: A hang guard for each wait (never a speed goal: that is make bench).
 GUARD_S = 900
+#: How long a stopped hub may take to stop its servers and exit before it is killed (a hang
+#: guard: idle, it exits in about a second).
+STOP_S = 300
 ROOM_URL = os.environ.get("WORKBOOK_TEST_ROOM_URL")
 
 pytestmark = [
@@ -225,7 +228,7 @@ exec(open({str(ROOT / "deploy" / "jupyterhub_config.d" / "workbook.py")!r}).read
     def stop(self) -> None:
         self.process.terminate()
         try:
-            self.process.wait(timeout=60)
+            self.process.wait(timeout=STOP_S)
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
