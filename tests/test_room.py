@@ -191,6 +191,19 @@ def _as(url: str):
     return create_engine(url, poolclass=NullPool)
 
 
+def _two_attendees(first: str, second: str) -> tuple[str, str, dict[str, str]]:
+    """Two new attendees named after ``first`` and ``second``, each with one passed checkpoint
+    (04.1) and one thread: their names and ``{name: store URL}``."""
+    names = tuple(f"{prefix}-{uuid.uuid4().hex[:6]}" for prefix in (first, second))
+    urls = {n: provision_attendee(ROOM, n) for n in names}
+    for name, url in urls.items():
+        store = ToolOutputStore(url)
+        store.log_checkpoint(name, "04", 1, passed=True)
+        store.ensure_thread("t")
+        store.close()
+    return names[0], names[1], urls
+
+
 @needs_pg
 def test_postgresql_attendees_are_kept_apart_by_postgresql() -> None:
     from sqlalchemy import text
@@ -286,13 +299,7 @@ def test_postgresql_the_instructors_view_runs_nothing_of_an_attendees() -> None:
     every other attendee's line is read."""
     from sqlalchemy import text
 
-    honest, hostile = f"gus-{uuid.uuid4().hex[:6]}", f"hal-{uuid.uuid4().hex[:6]}"
-    urls = {n: provision_attendee(ROOM, n) for n in (honest, hostile)}
-    for name, url in urls.items():
-        store = ToolOutputStore(url)
-        store.log_checkpoint(name, "04", 1, passed=True)
-        store.ensure_thread("t")
-        store.close()
+    honest, hostile, urls = _two_attendees("gus", "hal")
     schema = attendee_schema(hostile)
     routes = {
         "a view": (
@@ -379,13 +386,7 @@ def test_postgresql_code_the_view_cannot_avoid_runs_as_the_attendee_only() -> No
 
     from helpers.course.room import libpq_url
 
-    spy, honest = f"ivy-{uuid.uuid4().hex[:6]}", f"jon-{uuid.uuid4().hex[:6]}"
-    urls = {n: provision_attendee(ROOM, n) for n in (spy, honest)}
-    for name, url in urls.items():
-        store = ToolOutputStore(url)
-        store.log_checkpoint(name, "04", 1, passed=True)
-        store.ensure_thread("t")
-        store.close()
+    spy, honest, urls = _two_attendees("ivy", "jon")
     schema = attendee_schema(spy)
     with _as(urls[spy]).begin() as db:
         db.execute(
@@ -424,6 +425,41 @@ def test_postgresql_code_the_view_cannot_avoid_runs_as_the_attendee_only() -> No
     admin = ROOM.split("://", 1)[1].split(":", 1)[0]
     assert not any(h.startswith(f"{admin}:") for h in heard), heard
     assert all(h in (f"denied:{schema}", f"{schema}:") for h in heard), heard
+
+
+@needs_pg
+def test_postgresql_an_attendees_huge_message_costs_only_her_line() -> None:
+    """Her index predicate raises an error of 700 MB when the view (a read-only session) plans
+    its read: the reader
+    process (capped at 512 MiB) gives up her line, the instructor's process does not grow, and
+    the rest of the room is read as usual."""
+    import resource
+
+    from sqlalchemy import text
+
+    from helpers.course.room_reader import READER_MEMORY_BYTES
+
+    loud, honest, urls = _two_attendees("kai", "lea")
+    schema = attendee_schema(loud)
+    size = 700_000_000
+    assert size > READER_MEMORY_BYTES
+    with _as(urls[loud]).begin() as db:
+        db.execute(
+            text(
+                "CREATE FUNCTION loud() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $f$ "
+                "BEGIN IF current_setting('default_transaction_read_only') = 'on' THEN "
+                f"RAISE EXCEPTION '%', repeat('x', {size}); END IF; RETURN true; END $f$"
+            )
+        )
+        db.execute(text(f'CREATE INDEX loud ON checkpoint_results (id) WHERE "{schema}".loud()'))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    progress = room_progress(ROOM)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    line = progress[schema]
+    assert line.error and "not read" in line.error and line.passed == [], line
+    assert len(line.error) <= 300
+    assert progress[attendee_schema(honest)].passed == ["04.1"]
+    assert grown < 100 * 2**20, f"the instructor's process grew {grown} bytes"
 
 
 @needs_pg
@@ -517,6 +553,7 @@ def test_the_deploy_guide_states_the_rooms_own_settings() -> None:
         ROOM_ADMIN_CONNECTIONS,
         connection_budget,
     )
+    from helpers.course.room_reader import READER_MEMORY_BYTES
 
     guide = " ".join((ROOT / "deploy" / "README.md").read_text(encoding="utf-8").split())
     reserved = 3  # PostgreSQL's default superuser_reserved_connections
@@ -529,6 +566,7 @@ def test_the_deploy_guide_states_the_rooms_own_settings() -> None:
         f"`statement_timeout = {ATTENDEE_STATEMENT_TIMEOUT_MS // 1000}s`",
         f"`idle_in_transaction_session_timeout = {ATTENDEE_IDLE_IN_TRANSACTION_MS // 1000}s`",
         f"within a {PROGRESS_STATEMENT_TIMEOUT_MS // 1000} s statement timeout",
+        f"whose memory is capped ({READER_MEMORY_BYTES // 2**20} MiB)",
     ):
         assert phrase in guide, phrase
     assert "3·*N*" in guide and ATTENDEE_CONNECTION_LIMIT == 3

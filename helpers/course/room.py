@@ -13,8 +13,9 @@ and an idle-in-transaction timeout on the role, so one attendee can neither hold
 connections nor a lock for long; the room's :func:`connection_budget` is what PostgreSQL's
 ``max_connections`` must cover (``workbook room check`` says so before the day). The admin role is
 a member of every attendee role, but the instructor's view runs none of an attendee's objects:
-:func:`room_progress` reads each schema *as its attendee* (``SET LOCAL ROLE``), from real tables
-only, with a statement timeout and a row cap, and attributes every row to the schema's owner.
+:func:`room_progress` reads each schema *logged in as its attendee*, in a process of its own
+(:mod:`helpers.course.room_reader`) with a memory cap, from real tables only, with a statement
+timeout and a row cap, and attributes every row to the schema's owner.
 
 Every checkpoint run is recorded in the attendee's store (:func:`record_checkpoint`, called by
 :meth:`helpers.course.checkpoint.Checkpoint.run`), and :func:`room_progress` reads every
@@ -31,6 +32,7 @@ import re
 import secrets
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -72,17 +74,8 @@ PROGRESS_DEADLINE_S = 10.0
 PROGRESS_ROW_CAP = 50_000
 #: Characters of a notebook name read back (the store writes two: ``"04"``).
 PROGRESS_NOTEBOOK_CHARS = 8
-#: The types the view reads each column as; a column of another type (an attendee's own type,
-#: whose casts and operators would be theirs) makes the table unread.
-_PROGRESS_COLUMNS = {
-    "checkpoint_results": {
-        "notebook": ("text", "character varying"),
-        "todo": ("integer", "bigint", "smallint"),
-        "passed": ("boolean",),
-        "created_at": ("timestamp with time zone", "timestamp without time zone"),
-    },
-    "threads": {},
-}
+#: Attendees read at once, each by a process of its own (:mod:`helpers.course.room_reader`).
+PROGRESS_READERS = 4
 
 
 def connection_budget(attendees: int) -> int:
@@ -327,8 +320,9 @@ def room_progress(room_url: str) -> dict[str, AttendeeProgress]:
 
     Only schemas named as :func:`attendee_schema` names them (:data:`SCHEMA_RE`) and owned by the
     role of that name count. The admin only lists them, with each attendee's name and password
-    (:data:`ROOM_SCHEMA`); each attendee is then read *logged in as that attendee*, on a
-    connection of their own: an index predicate, a policy or a view of theirs that runs runs as
+    (:data:`ROOM_SCHEMA`); each attendee is then read *logged in as that attendee*, by a
+    process of its own (:mod:`helpers.course.room_reader`, its memory capped, so what their code
+    sends back costs their line, never the view; :data:`PROGRESS_READERS` at once): an index predicate, a policy or a view of theirs that runs runs as
     them, with nothing above them to ``RESET ROLE`` to (a ``SET LOCAL ROLE`` from the admin's
     session would leave the admin one statement away). The session is read-only, with
     ``row_security`` off, ``search_path`` ``pg_catalog``, a statement timeout of
@@ -350,15 +344,16 @@ def room_progress(room_url: str) -> dict[str, AttendeeProgress]:
         ).fetchall()
         recorded = _recorded_attendees(db)
     schemas = sorted(s for s, owner in owned if s == owner and SCHEMA_RE.match(s))
-    progress = {}
+    progress, reads = {}, []
     for schema in schemas:
         name, password = recorded.get(schema, (schema, None))
-        line = AttendeeProgress(schema=schema, attendee=name)
+        line = progress[schema] = AttendeeProgress(schema=schema, attendee=name)
         if password is None:
             line.error = "not made by workbook room url (no password recorded): not read"
         else:
-            _read_as_attendee(room_url, line, password)
-        progress[schema] = line
+            reads.append((line, password))
+    with ThreadPoolExecutor(PROGRESS_READERS) as pool:
+        list(pool.map(lambda read: _read_as_attendee(room_url, *read), reads))
     return progress
 
 
@@ -376,98 +371,41 @@ def _recorded_attendees(db: Any) -> dict[str, tuple[str, str]]:
 
 
 def _read_as_attendee(room_url: str, line: AttendeeProgress, password: str) -> None:
-    """Fill ``line`` from the attendee's own session, within :data:`PROGRESS_DEADLINE_S`."""
-    import threading
+    """Fill ``line`` from a reader process (:mod:`helpers.course.room_reader`) logged in as the
+    attendee, within :data:`PROGRESS_DEADLINE_S`: past it the process is killed and the
+    attendee's session ended (``pg_terminate_backend``, which no code of hers can catch, unlike
+    a statement's cancel)."""
+    import json
+    import subprocess
+    import sys
 
-    import psycopg
-
-    session: dict[str, Any] = {}
-
-    def read() -> None:
-        try:
-            _attendee_progress(room_url, line, password, session)
-        except psycopg.Error as exc:
-            line.error = " ".join(str(exc).split())[:300]
-
-    worker = threading.Thread(target=read, daemon=True)
-    worker.start()
-    worker.join(PROGRESS_DEADLINE_S)
-    if worker.is_alive():
-        if "pid" in session:  # a FATAL its code cannot catch, unlike a statement's cancel
+    request = json.dumps({"url": room_url, "schema": line.schema, "password": password})
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "helpers.course.room_reader"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env={**os.environ, "PYTHONSAFEPATH": "1"},
+    )  # fmt: skip
+    try:
+        out, _ = reader.communicate(request, timeout=PROGRESS_DEADLINE_S)
+        late = False
+    except subprocess.TimeoutExpired:
+        reader.kill()
+        out, _ = reader.communicate()
+        late = True
+    said = [json.loads(text) for text in out.splitlines() if text.startswith("{")]
+    pid = next((s["pid"] for s in said if "pid" in s), None)
+    result = next((s for s in said if "pid" not in s), None)
+    if late or result is None:
+        if pid is not None:
             with admin_connection(room_url) as db:
-                db.execute("SELECT pg_catalog.pg_terminate_backend(%s)", (session["pid"],))
-        worker.join(PROGRESS_DEADLINE_S)
-        line.passed, line.runs, line.threads, line.last = [], 0, 0, None
-        line.error = f"took longer than {PROGRESS_DEADLINE_S:g} s: stopped, not read"
-
-
-def _attendee_progress(
-    room_url: str, line: AttendeeProgress, password: str, session: dict[str, Any]
-) -> None:
-    import psycopg
-    from psycopg import sql
-
-    from helpers.tooling.store import checkpoint_summary
-
-    options = (
-        "-c search_path=pg_catalog,pg_temp -c row_security=off "
-        "-c default_transaction_read_only=on "
-        f"-c statement_timeout={int(PROGRESS_STATEMENT_TIMEOUT_MS)}"
-    )
-    quoted = sql.Identifier(line.schema)
-    cap = sql.Literal(PROGRESS_ROW_CAP + 1)
-    with psycopg.connect(
-        libpq_url(room_url), user=line.schema, password=password, options=options,
-        connect_timeout=int(PROGRESS_DEADLINE_S),
-    ) as db:  # fmt: skip
-        session["pid"] = db.info.backend_pid
-        refused = _unreadable(db, line.schema)
-        if refused:
-            line.error = refused
-            return
-        rows = db.execute(
-            sql.SQL(
-                "SELECT pg_catalog.left(notebook, {}), todo, passed, created_at "
-                "FROM ONLY {}.checkpoint_results LIMIT {}"
-            ).format(sql.Literal(PROGRESS_NOTEBOOK_CHARS), quoted, cap)
-        ).fetchall()
-        threads = db.execute(
-            sql.SQL(
-                "SELECT pg_catalog.count(*) FROM (SELECT 1 FROM ONLY {}.threads LIMIT {}) AS t"
-            ).format(quoted, cap)
-        ).fetchone()[0]
-    line.capped = len(rows) > PROGRESS_ROW_CAP or threads > PROGRESS_ROW_CAP
-    attendee = line.attendee
-    summary = checkpoint_summary((attendee, *row) for row in rows[:PROGRESS_ROW_CAP]).get(attendee)
-    if summary:
-        line.passed, line.runs, line.last = summary["passed"], summary["runs"], summary["last"]
-    line.threads = min(int(threads), PROGRESS_ROW_CAP)
-
-
-def _unreadable(db: Any, schema: str) -> str | None:
-    """Why ``schema``'s store tables are not read (``None``: both are ordinary tables whose read
-    columns have built-in types): read from the catalogs only."""
-    for table, columns in _PROGRESS_COLUMNS.items():
-        found = db.execute(
-            "SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
-            (schema, table),
-        ).fetchone()
-        if found is None:
-            return f"no {table} table yet"
-        if found[0] != "r":
-            return f"{table} is not a table (relkind {found[0]!r}): not read"
-        types = dict(
-            db.execute(
-                "SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL) "
-                "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c "
-                "ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n "
-                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
-                "AND a.attnum > 0 AND NOT a.attisdropped",
-                (schema, table),
-            ).fetchall()
+                db.execute("SELECT pg_catalog.pg_terminate_backend(%s)", (pid,))
+        line.error = (
+            f"took longer than {PROGRESS_DEADLINE_S:g} s: stopped, not read"
+            if late
+            else f"the reader stopped (exit code {reader.returncode}): not read"
         )
-        for column, allowed in columns.items():
-            if types.get(column) not in allowed:
-                return f"{table}.{column} is not as the store made it: not read"
-    return None
+        return
+    last = result["last"]
+    line.passed, line.runs, line.threads = result["passed"], result["runs"], result["threads"]
+    line.last = datetime.fromisoformat(last) if last else None
+    line.capped, line.error = result["capped"], result["error"]
