@@ -22,7 +22,8 @@ bottom first; a module imports only from its own layer or those below (``_LAYERS
 test):
 
 - the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping, theme,
-  charts, instructions, plans, personas, replies, :mod:`~helpers.cases`;
+  charts, instructions, plans, personas, replies, providers, completion limits,
+  :mod:`~helpers.cases`;
 - :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
   and its Alembic migrations;
 - :mod:`helpers.context`: the context controls (policies and box designs, the anchors'

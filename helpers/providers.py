@@ -92,6 +92,44 @@ DEFAULT_COMPLETION_LIMIT_TOKENS = 4_096
 
 
 @dataclass(frozen=True)
+class ModelRule:
+    """What a family of models requires of a request, beyond its provider's rules.
+
+    Attributes:
+        prefixes: model-name prefixes of the family (lower case; a router's ``vendor/`` prefix
+            is set aside before matching).
+        completion_limit_field: the field the family reads the completion limit from.
+        temperature: whether a ``temperature`` may be sent (reasoning models refuse any but
+            the default).
+        system_role: the role the instructions go in (``"system"`` or ``"developer"``).
+        source: where the rule comes from.
+    """
+
+    prefixes: tuple[str, ...]
+    completion_limit_field: str = "max_completion_tokens"
+    temperature: bool = False
+    system_role: str = "developer"
+    source: str = ""
+
+    def matches(self, model: str) -> bool:
+        """Whether ``model`` is of this family."""
+        name = model.strip().lower().rsplit("/", 1)[-1]
+        return name.startswith(self.prefixes)
+
+
+#: OpenAI's reasoning models: the o-series and the gpt-5 family take ``max_completion_tokens``
+#: (``max_tokens`` is refused: "Use 'max_completion_tokens' instead", simonw/llm#724), no
+#: temperature but the default ("Unsupported value: 'temperature' does not support 0.2 with this
+#: model. Only the default (1) value is supported."), and their instructions as ``developer``
+#: messages (OpenAI's guide "Reasoning models", and the Model Spec's chain of command).
+REASONING_MODELS = ModelRule(
+    ("o1", "o3", "o4", "gpt-5"),
+    source="OpenAI docs, Reasoning models: max_completion_tokens, developer messages, default "
+    "temperature only; simonw/llm#724",
+)
+
+
+@dataclass(frozen=True)
 class ProviderProfile:
     """One provider's rules, each with its source.
 
@@ -106,7 +144,21 @@ class ProviderProfile:
             tool-call fields); ``None``: every provider field it sent goes back (unknown server).
         completion_limit_field: the request field of the completion limit, in tokens.
         completion_limit_tokens: the limit sent on every request unless ``.env`` sets
-            ``<NAME>_MAX_COMPLETION_TOKENS``.
+            ``<NAME>_MAX_COMPLETION_TOKENS`` (kept within the model's own limits,
+            :mod:`helpers.completion_limit`).
+        completion_limit_setting: the setting that changes the limit, named in every message
+            about it (the ``.env`` profile's own, e.g. ``LOCAL_MAX_COMPLETION_TOKENS``).
+        completion_limit_set: the limit comes from that setting (then the model table does not
+            lower it; a provider's refusal still does).
+        model_rules: rules of model families this provider serves (:class:`ModelRule`).
+        user_after_tool: whether a ``user`` message may follow a ``tool`` message directly (a
+            turn that stopped after its tool results leaves a thread ending so); where not, an
+            assistant message saying the turn stopped is sent between them.
+        context_window_tokens: the endpoint's context window as ``<NAME>_CONTEXT_WINDOW`` gives
+            it (a local server's ``--max-model-len`` or ``-c``), else ``None`` (the model
+            table's, when it knows the model).
+        host_suffixes: base-URL host name endings that identify the provider (one host per
+            customer resource, as Azure's ``<resource>.openai.azure.com``).
         sources: where each rule comes from (documentation pages, public issues).
     """
 
@@ -118,6 +170,12 @@ class ProviderProfile:
     fields_back: tuple[str, ...] | None = ()
     completion_limit_field: str = "max_tokens"
     completion_limit_tokens: int = DEFAULT_COMPLETION_LIMIT_TOKENS
+    completion_limit_setting: str = "<NAME>_MAX_COMPLETION_TOKENS"
+    completion_limit_set: bool = False
+    model_rules: tuple[ModelRule, ...] = ()
+    user_after_tool: bool = True
+    context_window_tokens: int | None = None
+    host_suffixes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
 
     def ids_for(self, model: str) -> ToolCallIdFormat:
@@ -127,19 +185,39 @@ class ProviderProfile:
                 return form
         return self.tool_call_ids
 
+    def rule_for(self, model: str) -> ModelRule | None:
+        """The :class:`ModelRule` of ``model``'s family, if this provider has one."""
+        return next((r for r in self.model_rules if r.matches(model)), None)
+
+    def limit_field_for(self, model: str) -> str:
+        """The request field of the completion limit for ``model``."""
+        rule = self.rule_for(model)
+        return rule.completion_limit_field if rule else self.completion_limit_field
+
     def completion_limit(self) -> dict[str, int]:
         """The request field carrying the completion limit, e.g. ``{"max_tokens": 4096}``."""
         return {self.completion_limit_field: self.completion_limit_tokens}
 
-    def with_completion_limit(self, tokens: int) -> ProviderProfile:
-        """This profile with another completion limit, in tokens.
+    def with_completion_limit(self, tokens: int, setting: str | None = None) -> ProviderProfile:
+        """This profile with another completion limit, in tokens (from ``setting``, if one).
 
         Raises:
             ValueError: ``tokens`` is below 1.
         """
         if tokens < 1:
             raise ValueError(f"a completion limit must be at least 1 token, not {tokens}")
-        return replace(self, completion_limit_tokens=tokens)
+        named = {"completion_limit_setting": setting} if setting else {}
+        return replace(
+            self, completion_limit_tokens=tokens, completion_limit_set=bool(setting), **named
+        )
+
+    def with_window(self, tokens: int | None) -> ProviderProfile:
+        """This profile with the endpoint's context window, in tokens (``None``: unknown)."""
+        return replace(self, context_window_tokens=tokens)
+
+    def for_setting(self, setting: str) -> ProviderProfile:
+        """This profile naming ``setting`` as the one that changes its completion limit."""
+        return replace(self, completion_limit_setting=setting)
 
 
 _PROFILES = (
@@ -149,11 +227,30 @@ _PROFILES = (
         hosts=("api.openai.com",),
         completion_limit_field="max_completion_tokens",
         completion_limit_tokens=16_384,
+        model_rules=(REASONING_MODELS,),
         sources=(
             "OpenAI API reference, Create chat completion: max_tokens is deprecated in favour "
             'of max_completion_tokens and refused by reasoning models ("Unsupported parameter: '
             "'max_tokens' is not supported with this model\", quoted in simonw/llm#724)",
-            "16,384: gpt-4o's maximum output tokens (OpenAI model page), so never refused",
+            "16,384: gpt-4o's maximum output tokens (OpenAI model page); a model that writes "
+            "fewer (gpt-3.5-turbo, gpt-4-turbo: 4,096) gets its own from the model table",
+            REASONING_MODELS.source,
+        ),
+    ),
+    ProviderProfile(
+        "azure",
+        "Azure OpenAI",
+        host_suffixes=(".openai.azure.com", ".cognitiveservices.azure.com"),
+        completion_limit_field="max_completion_tokens",
+        completion_limit_tokens=16_384,
+        model_rules=(REASONING_MODELS,),
+        sources=(
+            "Azure OpenAI docs, REST API reference: a deployment's URL "
+            "/openai/deployments/<deployment>/chat/completions with the required api-version "
+            "query and the api-key header (the openai SDK's AzureOpenAI client)",
+            "max_completion_tokens from api-version 2024-09-01-preview; an older api-version "
+            "refuses it and the client falls back to max_tokens (helpers.completion_limit)",
+            REASONING_MODELS.source,
         ),
     ),
     ProviderProfile(
@@ -162,6 +259,7 @@ _PROFILES = (
         hosts=("openrouter.ai",),
         upstream_ids=(("mistralai/", ALPHANUMERIC_9),),
         fields_back=("reasoning", "reasoning_details"),
+        model_rules=(REASONING_MODELS,),
         sources=(
             "OpenRouter docs, Reasoning Tokens: pass reasoning_details back unmodified to "
             "continue reasoning across tool calls",
@@ -197,8 +295,12 @@ _PROFILES = (
         "Mistral AI",
         hosts=("api.mistral.ai",),
         tool_call_ids=ALPHANUMERIC_9,
+        user_after_tool=False,
         sources=(
             ALPHANUMERIC_9.source,
+            "Mistral answers HTTP 400 \"Unexpected role 'user' after role 'tool'\" to a thread "
+            "whose last turn stopped after its tool results (zed-industries/zed#37021, "
+            "yetone/avante.nvim#2695)",
             "Mistral answers HTTP 422 extra_forbidden for a message field it does not know, "
             "so no other provider's field reaches it",
         ),
@@ -328,4 +430,7 @@ def profile_for(base_url: str | None) -> ProviderProfile:
     if base_url is None:
         return PROFILES["openai"]
     host = (urlsplit(base_url).hostname or "").lower()
-    return next((p for p in PROFILES.values() if host in p.hosts), DEFAULT)
+    for profile in PROFILES.values():
+        if host in profile.hosts or any(host.endswith(end) for end in profile.host_suffixes):
+            return profile
+    return DEFAULT

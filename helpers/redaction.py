@@ -81,7 +81,8 @@ SECRET_NAME_RE = re.compile(
 def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str, ...]:
     """The secret values configured here: every setting of the environment and of ``.env`` whose
     name looks secret (:data:`SECRET_NAME_RE`), and the password of any URL setting (a
-    ``postgresql://user:password@host/db`` store URL). Values shorter than 8 characters are left
+    ``postgresql://user:password@host/db`` store URL), and every header value of a
+    ``<NAME>_EXTRA_HEADERS`` setting. Values shorter than 8 characters are left
     out (placeholders such as ``none``). Reading ``.env`` warns if other users can read it
     (:func:`warn_if_env_file_shared`)."""
     if env is None:
@@ -96,6 +97,13 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
         value = (value or "").strip()
         if SECRET_NAME_RE.search(name):
             found.add(value)
+        elif name.upper().endswith("_EXTRA_HEADERS"):  # a project id or a gateway's token
+            try:
+                headers = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(headers, dict):
+                found.update(str(v).strip() for v in headers.values())
         elif "://" in value and "@" in value:
             try:
                 found.add(urlsplit(value).password or "")

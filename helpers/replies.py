@@ -92,13 +92,29 @@ def tool_call_as_text(content: str) -> bool:
     )
 
 
+#: Characters of the provider's own message kept in an error, and of the upstream's reason or
+#: the model's failed tool call beside it.
+ERROR_MESSAGE_CHARS = 500
+ERROR_PART_CHARS = 300
+
+
 def error_message(body: Any) -> str:
     """The provider's own message in an error body, on one line: ``{"error": {"message"}}``,
     ``{"detail"}``, a list of such objects (Gemini's OpenAI-compatible endpoint sends
-    ``[{"error": {...}}]``), or the body as text; at most 500 characters."""
+    ``[{"error": {...}}]``), or the body as text; at most :data:`ERROR_MESSAGE_CHARS`
+    characters. Beside it, what the provider puts elsewhere:
+
+    - OpenRouter's upstream reason, ``error.metadata.raw`` (text or JSON text) and
+      ``error.metadata.provider_name`` (OpenRouter docs, "Errors"; its generic message
+      "Provider returned error" alone says nothing: open-webui/computer#293);
+    - Groq's ``error.failed_generation``, the model's tool call it could not parse (Groq docs,
+      "Tool use", ``tool_use_failed``).
+
+    Each part is cut at :data:`ERROR_PART_CHARS` characters."""
     if isinstance(body, list) and body and isinstance(body[0], dict):
         body = body[0]
     detail = ""
+    error: Any = None
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict):
@@ -108,7 +124,110 @@ def error_message(body: Any) -> str:
             detail = str(error)
     elif body is not None:
         detail = str(body)
-    return " ".join(detail.split())[:500]
+    detail = _one_line(detail, ERROR_MESSAGE_CHARS)
+    if isinstance(error, dict):
+        metadata = error.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("raw"):
+            detail += f" ({_upstream_reason(metadata)})"
+        failed = error.get("failed_generation")
+        if isinstance(failed, str) and failed.strip():
+            detail += f" (the model's tool call as it came: {_one_line(failed, ERROR_PART_CHARS)})"
+    return detail
+
+
+def _one_line(text: str, chars: int) -> str:
+    return " ".join(text.split())[:chars]
+
+
+def _upstream_reason(metadata: dict[str, Any]) -> str:
+    """OpenRouter's ``metadata``: ``"<provider_name> said: <reason>"``."""
+    raw = metadata.get("raw")
+    reason: Any = raw
+    if isinstance(raw, str):
+        try:
+            reason = json.loads(raw)
+        except ValueError:
+            reason = raw
+    if isinstance(reason, (dict, list)):
+        reason = error_message(reason) or json.dumps(reason)
+    name = metadata.get("provider_name")
+    who = f"{_one_line(name, 60)} said" if isinstance(name, str) and name.strip() else "upstream"
+    return f"{who}: {_one_line(str(reason), ERROR_PART_CHARS)}"
+
+
+@dataclass(frozen=True)
+class ErrorRule:
+    """What the workbook knows about one documented provider error: how to recognise it (an
+    HTTP status and a phrase of the code or message, lower case), the hint that fits it, and
+    whether a retry can help (the ``openai`` SDK retries 408, 409, 429 and 5xx; a rule with
+    ``retry=False`` stops that, :func:`helpers.models.llm.make_client`)."""
+
+    name: str
+    statuses: tuple[int, ...]
+    phrases: tuple[str, ...]
+    hint: str
+    retry: bool
+    source: str
+
+    def matches(self, status: int, text: str) -> bool:
+        """Whether an HTTP error (``status``; its code and message as ``text``) is this one."""
+        lowered = text.lower()
+        return status in self.statuses and any(p in lowered for p in self.phrases)
+
+
+ERROR_RULES: tuple[ErrorRule, ...] = (
+    ErrorRule(
+        "no_tool_endpoints",
+        (404,),
+        ("no endpoints found that support tool use",),
+        "no provider OpenRouter routes this model to supports tool calling: choose a model "
+        "listed with tools (openrouter.ai/models?supported_parameters=tools)",
+        False,
+        "OpenRouter docs, Tool calling: only models with the tools parameter accept tools",
+    ),
+    ErrorRule(
+        "tool_use_failed",
+        (400,),
+        ("tool_use_failed",),
+        "the model wrote a tool call the provider could not parse (shown above): run the turn "
+        "again, or choose a model that calls tools reliably",
+        False,
+        "Groq docs, Tool use: tool_use_failed with the model's output in failed_generation",
+    ),
+    ErrorRule(
+        "needs_jinja",
+        (500, 400),
+        ("--jinja",),
+        "start llama-server with --jinja, which tool calling needs: no retry helps until then",
+        False,
+        "ggml-org/llama.cpp, docs/function-calling.md: tools require --jinja",
+    ),
+    ErrorRule(
+        "daily_quota",
+        (429,),
+        (
+            "free-models-per-day",
+            "per day",
+            "per-day",
+            "(tpd)",
+            "(rpd)",
+            "per month",
+            "monthly",
+            "insufficient_quota",
+        ),
+        "the account's daily or monthly allowance is spent: no retry helps before it resets; "
+        "use another key or profile, or the offline model (--profile offline)",
+        False,
+        "OpenRouter docs, Limits (free-models-per-day); Groq docs, Rate limits (TPD, RPD); "
+        "OpenAI docs, Error codes (insufficient_quota)",
+    ),
+)
+
+
+def error_rule(status: int, text: str) -> ErrorRule | None:
+    """The :data:`ERROR_RULES` entry an HTTP error (``status``; its code and message as
+    ``text``) is, or ``None``."""
+    return next((rule for rule in ERROR_RULES if rule.matches(status, text)), None)
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -178,6 +297,9 @@ class Reply:
             response says neither.
         provider_fields: :data:`PROVIDER_FIELDS` present on the message, to send back as is.
         refusal: the model's refusal text, if any (OpenAI's ``refusal``).
+        reasoning_tokens: the completion tokens the model spent reasoning,
+            ``usage.completion_tokens_details.reasoning_tokens`` (OpenAI's API reference; OpenRouter's
+            "Reasoning Tokens"); ``None`` when not reported.
     """
 
     content: str | None
@@ -188,6 +310,7 @@ class Reply:
     provider_fields: dict[str, Any] = field(default_factory=dict)
     refusal: str | None = None
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def map_text(self, change: Any) -> Reply:
         """A copy with ``change`` applied to the content, the refusal, the provider fields and
@@ -255,6 +378,12 @@ def _cached_tokens(usage: dict[str, Any]) -> int | None:
     return _count(usage.get("prompt_cache_hit_tokens"))
 
 
+def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
+    """The reasoning tokens a ``usage`` object reports (see :attr:`Reply.reasoning_tokens`)."""
+    details = usage.get("completion_tokens_details")
+    return _count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+
+
 def _tool_call(raw: Any) -> ReplyToolCall:
     if not isinstance(raw, dict):
         return ReplyToolCall(None, "", "")
@@ -305,19 +434,10 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
     error = data.get("error") or (first.get("error") if isinstance(first, dict) else None)
     if not error and isinstance(first, dict) and first.get("finish_reason") == "error":
         error = "the response ended with finish_reason 'error' and no message"
-    if error:
-        if isinstance(error, dict):
-            message = error.get("message") or json.dumps(error, ensure_ascii=False)
-            code = error.get("code") or error.get("type")
-            raw = (
-                error.get("metadata", {}).get("raw")
-                if isinstance(error.get("metadata"), dict)
-                else None
-            )
-            detail = f" (code {code})" if code else ""
-            detail += f"; upstream said: {_snippet(str(raw))}" if raw else ""
-        else:
-            message, detail = str(error), ""
+    if error:  # the provider's message, and OpenRouter's upstream reason (error_message)
+        code = (error.get("code") or error.get("type")) if isinstance(error, dict) else None
+        detail = f" (code {code})" if code else ""
+        message = error_message({"error": error}) if isinstance(error, dict) else str(error)
         raise ProviderError(f"the provider reported an error in a 200 response: {message}{detail}")
     if not isinstance(choices, list) or not choices:
         shown = "null" if choices is None else json.dumps(choices)[:40]
@@ -347,6 +467,7 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
         cached_tokens=_cached_tokens(usage),
+        reasoning_tokens=_reasoning_tokens(usage),
         provider_fields=map_strings(
             {k: message[k] for k in PROVIDER_FIELDS if message.get(k) is not None}, valid_text
         ),

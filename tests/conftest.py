@@ -44,3 +44,12 @@ def client():
 @pytest.fixture
 def registry():
     return default_registry()
+
+
+@pytest.fixture
+def ask(tmp_path, monkeypatch, capsys):
+    """``workbook ask PROMPT --json`` in-process against a scripted provider, its invariants
+    checked (:func:`provider.ask_runner`)."""
+    from provider import ask_runner
+
+    return ask_runner(tmp_path, monkeypatch, capsys)

@@ -20,14 +20,17 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 import openai
 
+from helpers.course.cli import main
 from helpers.models.loopback import LoopbackServer, Reply, Request, mock_transport
 from helpers.models.personas import PERSONAS
 
@@ -45,6 +48,9 @@ GEMINI_MISSING = (
 #: Mistral's answer to a tool-call id that is not 9 characters [a-zA-Z0-9] (quoted in
 #: langchain-ai/langchain#24668).
 MISTRAL_BAD_ID = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."
+#: Mistral's answer to a user message right after tool results (zed-industries/zed#37021,
+#: yetone/avante.nvim#2695).
+MISTRAL_ORDER = "Unexpected role 'user' after role 'tool'"
 _MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
 
 #: The fields a strict server (Mistral) accepts on a message and on a tool call.
@@ -144,6 +150,8 @@ class ScriptedProvider:
         mistral_ids: behave like Mistral: its own tool-call ids are 9 characters
             ``[a-zA-Z0-9]``, and a request holding any other id gets HTTP 400
             (:data:`MISTRAL_BAD_ID`).
+        tool_order: behave like Mistral: a ``user`` message right after a ``tool`` message
+            gets HTTP 400 (:data:`MISTRAL_ORDER`).
     """
 
     def __init__(
@@ -157,6 +165,7 @@ class ScriptedProvider:
         thought_signatures: bool = False,
         strict: bool = False,
         mistral_ids: bool = False,
+        tool_order: bool = False,
     ):
         self.steps = steps
         self.prefix = prefix
@@ -166,6 +175,7 @@ class ScriptedProvider:
         self.thought_signatures = thought_signatures
         self.strict = strict
         self.mistral_ids = mistral_ids
+        self.tool_order = tool_order
         self._mistral_count = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
         self.chat_bodies: list[dict[str, Any]] = []  # each chat request's JSON body, as it came
@@ -210,8 +220,13 @@ class ScriptedProvider:
 
     def _refusal(self, body: dict[str, Any]) -> Answer | None:
         """The 400 or 422 a Gemini-like or strict server answers this request with, if any."""
-        for index, message in enumerate(body.get("messages", [])):
+        messages = body.get("messages", [])
+        for index, message in enumerate(messages):
             calls = message.get("tool_calls") or []
+            after_tool = index > 0 and messages[index - 1].get("role") == "tool"
+            if self.tool_order and after_tool and message.get("role") == "user":
+                error = {"object": "error", "message": MISTRAL_ORDER, "type": "invalid_request"}
+                return Answer(error, 400)
             if self.strict:
                 extra = sorted(set(message) - MESSAGE_FIELDS) + sorted(
                     {k for c in calls for k in c} - TOOL_CALL_FIELDS
@@ -369,3 +384,155 @@ def tool_calls(*calls: tuple[str, str, str]) -> dict[str, Any]:
             for cid, name, args in calls
         ],
     }
+
+
+# -- `workbook ask --json` against a provider ------------------------------------------------
+
+SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
+PROMPT = "Transcribe video 123 and pass it to Deep Check."
+TRANSCRIBE = completion(tool_calls=[tool_call("yt_transcribe", {"video_id": "123"})])
+
+
+@dataclass
+class Run:
+    code: int
+    data: dict[str, Any]
+    out: str
+    err: str
+    db: str
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self.data["tool_calls"]
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [c for c in self.calls if c["name"] == name]
+
+
+def ask_runner(tmp_path, monkeypatch, capsys):
+    """Run ``workbook ask PROMPT --json`` in-process against a provider; check the invariants."""
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+
+    def run(
+        provider: ScriptedProvider | None,
+        *flags: str,
+        env: dict[str, str] | None = None,
+        prompt: str = PROMPT,
+    ) -> Run:
+        monkeypatch.setenv("WORKBOOK_PROFILE", "local")
+        monkeypatch.setenv("LOCAL_MODEL", "scripted-model")
+        monkeypatch.setenv("LOCAL_API_KEY", SECRET)
+        if provider is not None:
+            monkeypatch.setenv("LOCAL_BASE_URL", provider.base_url)
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        code = main(["ask", prompt, "--json", "--db", db, "--max-retries", "0", *flags])
+        captured = capsys.readouterr()
+        assert captured.out.count("\n") == 1, captured.out  # exactly one line: one JSON object
+        data = json.loads(captured.out)
+        assert isinstance(data, dict) and "status" in data
+        assert SECRET not in captured.out and SECRET not in captured.err
+        for path in tmp_path.glob("store.sqlite*"):
+            assert SECRET.encode() not in path.read_bytes()
+        return Run(code, data, captured.out, captured.err, db)
+
+    return run
+
+
+# -- a provider's rules about the completion limit, as each documents them --------------------
+
+
+def server_prompt_tokens(body: dict[str, Any], ratio: float = 1.2) -> int:
+    """The prompt as a server whose tokenizer is not o200k_base counts it: the client's own
+    count times ``ratio`` (a Llama or Qwen tokenizer counts English text about that much
+    more)."""
+    from helpers.tokens import count_chat_tokens
+
+    return math.ceil(count_chat_tokens(body.get("messages", []), body.get("tools")) * ratio)
+
+
+def _limit_sent(body: dict[str, Any]) -> tuple[str | None, int | None]:
+    for name in ("max_completion_tokens", "max_tokens"):
+        if isinstance(body.get(name), int):
+            return name, body[name]
+    return None, None
+
+
+def openai_error(message: str, status: int = 400, code: Any = None, **extra: Any) -> Answer:
+    """An error as OpenAI (and servers that copy its shape) send it."""
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": code}
+    return Answer({"error": {**error, **extra}}, status=status)
+
+
+def limit_rules(
+    step: Step,
+    *,
+    style: str,
+    window: int | None = None,
+    most_output: int | None = None,
+    per_request: int | None = None,
+    field: str | None = None,
+) -> Step:
+    """``step`` behind a provider that refuses a completion limit that does not fit, in the
+    words of ``style``:
+
+    - ``"vllm"``: prompt + limit over ``window`` (vllm-project/vllm#42474);
+    - ``"vllm-old"`` and ``"openai-window"``: the same, "you requested N tokens (P in the
+      messages, C in the completion)" (vllm-project/vllm#20409; OpenAI's gpt-4);
+    - ``"openai-output"``: a limit over ``most_output`` (gpt-3.5-turbo, gpt-4-turbo);
+    - ``"anthropic"``: the same as Anthropic words it ("max_tokens: 8192 > 4096, …");
+    - ``"groq-tpm"``: prompt + limit over ``per_request`` tokens per minute, HTTP 413;
+    - ``"reasoning"``: ``max_tokens`` refused, ``field`` (``max_completion_tokens``) required.
+    """
+
+    def guarded(body: dict[str, Any]) -> Any:
+        name, sent = _limit_sent(body)
+        prompt = server_prompt_tokens(body)
+        if style == "reasoning" and name != field:
+            return openai_error(
+                f"Unsupported parameter: '{name}' is not supported with this model. Use "
+                f"'{field}' instead.",
+                code="unsupported_parameter",
+            )
+        if sent is None:
+            return step(body)
+        if style == "vllm" and window and prompt + sent > window:
+            message = (
+                f"'max_tokens' or 'max_completion_tokens' is too large: {sent}. This model's "
+                f"maximum context length is {window} tokens and your request has {prompt} input "
+                f"tokens ({sent} > {window} - {prompt})."
+            )
+            return Answer({"object": "error", "message": message, "type": "BadRequestError",
+                           "param": None, "code": 400}, status=400)  # fmt: skip
+        if style in ("vllm-old", "openai-window") and window and prompt + sent > window:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {prompt + sent} tokens ({prompt} in the messages, {sent} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+            return openai_error(message, code="context_length_exceeded")
+        if style == "openai-output" and most_output and sent > most_output:
+            return openai_error(
+                f"max_tokens is too large: {sent}. This model supports at most {most_output} "
+                f"completion tokens, whereas you provided {sent}."
+            )
+        if style == "anthropic" and most_output and sent > most_output:
+            message = (
+                f"max_tokens: {sent} > {most_output}, which is the maximum allowed number of "
+                "output tokens for claude-3-haiku-20240307"
+            )
+            error = {"type": "invalid_request_error", "message": message}
+            return Answer({"type": "error", "error": error}, status=400)
+        if style == "groq-tpm" and per_request and prompt + sent > per_request:
+            message = (
+                "Request too large for model `llama-3.1-8b-instant` in organization "
+                "`org_01scripted` service tier `on_demand` on tokens per minute (TPM): Limit "
+                f"{per_request}, Requested {prompt + sent}, please reduce your message size and "
+                "try again. Need more tokens? Upgrade to Dev Tier today at "
+                "https://console.groq.com/settings/billing"
+            )
+            error = {"message": message, "type": "tokens", "code": "rate_limit_exceeded"}
+            return Answer({"error": error}, status=413)
+        return step(body)
+
+    return guarded

@@ -758,3 +758,13 @@ def test_a_real_server_answers_anything_so_its_answer_exits_0(monkeypatch, capsy
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["status"] == "ok" and "suggestions" not in data
     assert "no plan for this prompt" in data["answer"]  # never read to decide the exit code
+
+
+def test_the_bench_times_a_turn_the_offline_model_has_a_plan_for() -> None:
+    """``make bench`` times ``workbook ask`` on case0's prompt: a prompt without a plan ends
+    with exit code 4 (no_plan), and the bench would time a refusal, or stop."""
+    from helpers.cases import load_case
+    from helpers.course.bench import CASE0_PROMPT
+    from helpers.paths import DATA_DIR
+
+    assert load_case(DATA_DIR / "cases" / "case0.md").prompt.strip() == CASE0_PROMPT

@@ -205,7 +205,11 @@ def test_the_completion_limit_comes_from_env_and_is_checked() -> None:
     assert config.provider_profile.completion_limit() == {"max_tokens": 512}
     offline = resolve_model("offline", env={"OFFLINE_MAX_COMPLETION_TOKENS": "64"})
     assert offline.provider_profile.completion_limit() == {"max_completion_tokens": 64}
-    assert resolve_model("offline", env={}).provider_profile is OFFLINE
+    assert config.provider_profile.completion_limit_setting == "X_MAX_COMPLETION_TOKENS"
+    assert config.provider_profile.completion_limit_set
+    plain = resolve_model("offline", env={}).provider_profile
+    assert plain.completion_limit() == OFFLINE.completion_limit() and not plain.completion_limit_set
+    assert plain.completion_limit_setting == "OFFLINE_MAX_COMPLETION_TOKENS"
     for bad in ("0", "-5", "1e3", "lots"):
         with pytest.raises(ConfigError, match="X_MAX_COMPLETION_TOKENS"):
             resolve_model("x", env={**env, "X_MAX_COMPLETION_TOKENS": bad})
@@ -228,6 +232,18 @@ def test_a_client_made_for_a_profile_keeps_its_rules() -> None:
         "X_PROVIDER_PROFILE": "mistral",
     }
     client = make_client(resolve_model("x", env=env))
-    assert profile_of(client) is PROFILES["mistral"]
+    assert profile_of(client).name == "mistral"
+    assert profile_of(client).tool_call_ids is PROFILES["mistral"].tool_call_ids
     other, _requests = scripted_client([{"role": "assistant", "content": "hi"}])
     assert profile_of(other) is DEFAULT  # not made by make_client: by its host
+
+
+def test_the_guide_names_every_provider_profile() -> None:
+    """docs/models.md lists the profiles by name; a new one must be there too."""
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text("utf-8")
+    row = next(line for line in guide.splitlines() if line.startswith("| provider rules"))
+    assert all(f"`{name}`" in row for name in PROFILES), sorted(
+        n for n in PROFILES if f"`{n}`" not in row
+    )

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from provider import (
     MESSAGE_FIELDS,
+    PROMPT,
+    SECRET,
+    TRANSCRIBE,
     Answer,
+    Run,
     ScriptedProvider,
     completion,
     last_tool,
@@ -29,57 +32,6 @@ from helpers.course.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from helpers.providers import PROFILES
 from helpers.replies import FIELDS_FROM
 from helpers.tooling.store import ToolOutputStore
-
-SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
-PROMPT = "Transcribe video 123 and pass it to Deep Check."
-TRANSCRIBE = completion(tool_calls=[tool_call("yt_transcribe", {"video_id": "123"})])
-
-
-@dataclass
-class Run:
-    code: int
-    data: dict[str, Any]
-    out: str
-    err: str
-    db: str
-
-    @property
-    def calls(self) -> list[dict[str, Any]]:
-        return self.data["tool_calls"]
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [c for c in self.calls if c["name"] == name]
-
-
-@pytest.fixture
-def ask(tmp_path, monkeypatch, capsys):
-    """Run ``workbook ask PROMPT --json`` in-process against a provider; check the invariants."""
-    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
-
-    def run(
-        provider: ScriptedProvider | None,
-        *flags: str,
-        env: dict[str, str] | None = None,
-        prompt: str = PROMPT,
-    ) -> Run:
-        monkeypatch.setenv("WORKBOOK_PROFILE", "local")
-        monkeypatch.setenv("LOCAL_MODEL", "scripted-model")
-        monkeypatch.setenv("LOCAL_API_KEY", SECRET)
-        if provider is not None:
-            monkeypatch.setenv("LOCAL_BASE_URL", provider.base_url)
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        code = main(["ask", prompt, "--json", "--db", db, "--max-retries", "0", *flags])
-        captured = capsys.readouterr()
-        assert captured.out.count("\n") == 1, captured.out  # exactly one line: one JSON object
-        data = json.loads(captured.out)
-        assert isinstance(data, dict) and "status" in data
-        assert SECRET not in captured.out and SECRET not in captured.err
-        for path in tmp_path.glob("store.sqlite*"):
-            assert SECRET.encode() not in path.read_bytes()
-        return Run(code, data, captured.out, captured.err, db)
-
-    return run
 
 
 def routed_exactly(run: Run, sink: str = "deep_check", argument: str = "text") -> None:

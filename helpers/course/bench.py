@@ -269,12 +269,18 @@ def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     }
 
 
+#: A prompt the offline model has a plan for (case0's, two tool calls and an answer): a prompt
+#: it has none for ends with exit code 4 (no_plan), which is not a turn.
+CASE0_PROMPT = (
+    "Generate a transcript of the YouTube video with video_id='999' and then pass it to Deep "
+    "Check for analysis."
+)
 #: Commands whose CPU the bench measures, each with its goal in CPU seconds (None: shown, no goal).
 CLI_COMMANDS: dict[str, tuple[list[str], float | None]] = {
     "workbook --help": (["-m", "helpers.course.cli", "--help"], 0.3),
     "workbook ask --help": (["-m", "helpers.course.cli", "ask", "--help"], None),
     "workbook ask (one offline turn)": (
-        ["-m", "helpers.course.cli", "ask", "-p", "offline", "--db", "sqlite://", "What is 2+2?"],
+        ["-m", "helpers.course.cli", "ask", "-p", "offline", "--db", "sqlite://", CASE0_PROMPT],
         None,
     ),
     "bound: import openai": (["-c", "import openai"], None),

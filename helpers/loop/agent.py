@@ -65,6 +65,12 @@ import openai
 from sqlalchemy.exc import SQLAlchemyError
 
 from helpers import ids
+from helpers.completion_limit import (
+    MIN_COMPLETION_TOKENS,
+    CompletionBudget,
+    budget_for,
+    read_refusal,
+)
 from helpers.context.boxing import canonicalize_references, presented_reference_id
 from helpers.context.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
@@ -78,13 +84,14 @@ from helpers.context.policies import ResultPolicy
 from helpers.context.read_back import ResultKind
 from helpers.guards import GuardRefusal
 from helpers.limits import TurnLimits
-from helpers.providers import CALL_HEX, ProviderProfile, profile_of
+from helpers.providers import CALL_HEX, ModelRule, ProviderProfile, profile_of
 from helpers.redaction import configured_secrets, endpoint_shown, redact
 from helpers.replies import (
     FIELDS_FROM,
     ProviderError,
     Reply,
     error_message,
+    error_rule,
     for_endpoint,
     has_unpaired_surrogate,
     is_context_overflow,
@@ -232,6 +239,9 @@ class TurnRecord:
     history_messages: int = 0
     box_threshold_chars: int | None = None  # the box policy's threshold, when boxing
     box_rule: str | None = None  # when the box policy boxes, in words ("over 1,000 tokens")
+    #: what the client learned about the endpoint during this turn and changed for the session
+    #: (a completion limit a provider refused, :mod:`helpers.completion_limit`), in words
+    notices: list[str] = field(default_factory=list)
     #: the tool schemas offered in each model call (a policy may offer its tools only once they
     #: are of use); ``tool_schemas`` is the last call's
     schemas_per_call: list[list[dict[str, Any]]] = field(default_factory=list, repr=False)
@@ -290,6 +300,8 @@ class TurnRecord:
         }
         if self.error:
             data["error"] = self.error
+        if self.notices:
+            data["notices"] = self.notices
         if include_context:
             data["context"] = self.messages
         return data
@@ -682,9 +694,22 @@ class _Turn:
         """
         started = time.perf_counter()
         sent = self.policy.messages_for_call(self.messages)
-        reply = _ask_model(
-            self.client, self.model, sent, schemas, self.config.temperature, self.agent.profile
+        budget = budget_for(
+            self.client, self.model, lambda: CompletionBudget.start(self.agent.profile, self.model)
         )
+        try:
+            reply = _ask_model(
+                self.client,
+                self.model,
+                sent,
+                schemas,
+                self.config.temperature,
+                self.agent.profile,
+                budget,
+            )
+        finally:  # what the budget learned is said once, in the turn that learned it
+            self.record.notices += budget.notes
+            budget.notes.clear()
         if self.secrets:  # a key the model repeats goes no further: not to a tool either
             reply = reply.map_text(lambda text: redact(text, self.secrets))
         new_id = self.agent.profile.ids_for(self.model).make
@@ -782,7 +807,8 @@ class _Turn:
 
     def finish(self, reply: Reply, calls: list[_ToolCall]) -> TurnRecord:
         """The model answered (or was filtered): the verdict."""
-        _verdict(self.record, reply, unrun_calls=len(calls))
+        setting = self.agent.profile.completion_limit_setting
+        _verdict(self.record, reply, unrun_calls=len(calls), limit_setting=setting)
         self.emit(TurnEnded(self.record.status, self.record.answer))
         return self.record
 
@@ -876,20 +902,87 @@ def _ask_model(
     schemas: list[dict[str, Any]],
     temperature: float | None,
     provider_profile: ProviderProfile,
+    budget: CompletionBudget,
 ) -> Reply:
     """One chat-completions request through the SDK (its retries included), read from the raw
-    body so that every shape a provider sends is handled. The request carries the profile's
-    completion limit and only the provider fields the profile takes back from this endpoint.
+    body so that every shape a provider sends is handled. The request carries ``budget``'s
+    completion limit, only the provider fields the profile takes back from this endpoint, and
+    the messages in the order and roles the provider and the model's family require
+    (:func:`_in_provider_order`). A provider's documented refusal of the completion limit
+    (:func:`helpers.completion_limit.read_refusal`) is learned and the request sent once more.
 
     Raises:
         _TurnFailed: the endpoint failed or did not send a usable chat completion.
     """
-    extra: dict[str, Any] = provider_profile.completion_limit()
-    if temperature is not None:
+    rule = provider_profile.rule_for(model)
+    extra: dict[str, Any] = {}
+    if temperature is not None and (rule is None or rule.temperature):
         extra["temperature"] = temperature
     base_url = str(getattr(client, "base_url", "") or "")
     shown = endpoint_shown(base_url)  # for messages: no user, password or query (a key)
     sent = for_endpoint(messages, base_url, keep=provider_profile.fields_back)
+    sent = _in_provider_order(sent, provider_profile, rule)
+    counted: list[int] = []
+
+    def prompt_tokens() -> int:
+        if not counted:
+            counted.append(count_chat_tokens(sent, schemas))
+        return counted[0]
+
+    limit = budget.request_limit(prompt_tokens() if budget.needs_prompt_count else 0)
+    for retry in (False, True):
+        try:
+            return _send(client, model, sent, schemas, {**extra, **limit})
+        except openai.APIStatusError as exc:
+            detail = _detail(exc)
+            sent_tokens = next(iter(limit.values()))
+            refusal = read_refusal(exc.status_code, f"{exc.code} {detail}", sent_tokens)
+            if refusal is None:
+                if _is_context_overflow(exc):
+                    raise _TurnFailed(
+                        f"the request is longer than the model's context window: {detail}",
+                        "context_exceeded",
+                    ) from None
+                raise _TurnFailed(_status_message(exc, shown, model)) from None
+            if retry:
+                raise _TurnFailed(
+                    f"model call failed: the provider refused the completion limit again "
+                    f"({next(iter(limit))} {sent_tokens:,}): {detail} (set "
+                    f"{budget.setting} to a number it accepts)"
+                ) from None
+            note = budget.learn(refusal, sent_tokens, prompt_tokens())
+            if note is None and refusal.kind == "per_request":
+                raise _TurnFailed(
+                    f"model call failed: the prompt leaves fewer than {MIN_COMPLETION_TOKENS} "
+                    f"of the account's {refusal.tokens:,} tokens per request for the answer: "
+                    f"shorten it (a preview or boxing strategy) or use another tier ({detail})"
+                ) from None
+            if note is None:
+                raise _TurnFailed(
+                    "the request is longer than the model's context window: the prompt leaves "
+                    f"fewer than {MIN_COMPLETION_TOKENS} tokens for the answer ({detail})",
+                    "context_exceeded",
+                ) from None
+            budget.notes.append(note)
+            limit = budget.retry_limit(refusal, prompt_tokens())
+    raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def _send(
+    client: openai.OpenAI,
+    model: str,
+    sent: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    extra: dict[str, Any],
+) -> Reply:
+    """One request, as :func:`_ask_model` sends it.
+
+    Raises:
+        openai.APIStatusError: the endpoint answered with an HTTP error (after the SDK's
+            retries).
+        _TurnFailed: no answer, or one that is not a chat completion.
+    """
+    shown = endpoint_shown(str(getattr(client, "base_url", "") or ""))
     try:
         raw = client.chat.completions.with_raw_response.create(
             model=model, messages=sent, tools=schemas, **extra
@@ -898,13 +991,8 @@ def _ask_model(
         return parse_reply(response.text, content_type=response.headers.get("content-type", ""))
     except ProviderError as exc:
         raise _TurnFailed(f"model call failed: {exc}") from None
-    except openai.APIStatusError as exc:
-        if _is_context_overflow(exc):
-            raise _TurnFailed(
-                f"the request is longer than the model's context window: {_detail(exc)}",
-                "context_exceeded",
-            ) from None
-        raise _TurnFailed(_status_message(exc, shown, model)) from None
+    except openai.APIStatusError:
+        raise
     except openai.APITimeoutError:
         raise _TurnFailed(
             f"model call failed: APITimeoutError: no answer from {shown} within the timeout "
@@ -920,6 +1008,31 @@ def _ask_model(
         raise _TurnFailed(f"model call failed: {type(exc).__name__}: {exc}") from None
 
 
+#: What goes between a ``tool`` message and a ``user`` message for a provider that refuses a
+#: user message right after tool results (:attr:`helpers.providers.ProviderProfile.user_after_tool`).
+STOPPED_AFTER_TOOLS = "(The turn above stopped after its tool results, without an answer.)"
+
+
+def _in_provider_order(
+    messages: list[dict[str, Any]], profile: ProviderProfile, rule: ModelRule | None
+) -> list[dict[str, Any]]:
+    """``messages`` as the provider takes them (the thread itself is unchanged): the
+    instructions in the role the model's family reads them in (``developer`` for OpenAI's
+    reasoning models, :class:`helpers.providers.ModelRule`), and, where the provider refuses a
+    ``user`` message right after a ``tool`` message (Mistral), an assistant message saying the
+    turn stopped between them (:attr:`helpers.providers.ProviderProfile.user_after_tool`)."""
+    role = rule.system_role if rule else "system"
+    ordered: list[dict[str, Any]] = []
+    for message in messages:
+        after_tool = ordered and ordered[-1].get("role") == "tool"
+        if after_tool and message.get("role") == "user" and not profile.user_after_tool:
+            ordered.append({"role": "assistant", "content": STOPPED_AFTER_TOOLS})
+        if message.get("role") == "system" and role != "system":
+            message = {**message, "role": role}
+        ordered.append(message)
+    return ordered
+
+
 def _detail(exc: openai.APIStatusError) -> str:
     """The provider's own message of an HTTP error, on one line."""
     return error_message(exc.body) or exc.message
@@ -931,9 +1044,15 @@ def _is_context_overflow(exc: openai.APIStatusError) -> bool:
 
 
 def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:
+    """The user's line for an HTTP error: the provider's own reason
+    (:func:`helpers.replies.error_message`) and the hint that fits this error
+    (:data:`helpers.replies.ERROR_RULES`, else one by status)."""
     detail = _detail(exc)
     status = exc.status_code
     message = f"model call failed: {type(exc).__name__}: HTTP {status}: {detail}"
+    rule = error_rule(status, f"{getattr(exc, 'code', None)} {detail}")
+    if rule is not None:
+        return f"{message} ({rule.hint})"
     if status == 404:
         path = base_url.rstrip("/")
         hint = f"check the model name {model!r} and the base URL {base_url}"
@@ -943,7 +1062,7 @@ def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> st
                 f"the base URL {base_url} names the endpoint itself: the client adds "
                 f"/chat/completions (set the base URL to {root})"
             )
-        elif not path.endswith("/v1") and "/v1/" not in path + "/":
+        elif not path.endswith("/v1") and "/v1/" not in path + "/" and "/openai" not in path:
             hint = (
                 f"the base URL {base_url} lacks /v1: OpenAI-compatible servers serve "
                 f"{path}/v1/chat/completions (set the base URL to {path}/v1)"
@@ -1078,15 +1197,49 @@ def _assistant_message(
     return message
 
 
-def _verdict(record: TurnRecord, reply: Reply, *, unrun_calls: int = 0) -> None:
+#: Finish reasons that say a provider stopped the answer for a reason of its own, with the
+#: provider's meaning: Gemini's ``FinishReason`` values, which its OpenAI-compatible endpoint
+#: passes on (Gemini API reference, "FinishReason").
+STOPPED_BY_PROVIDER = {
+    "safety": "Gemini's safety filters blocked it",
+    "prohibited_content": "Gemini blocked it as prohibited content",
+    "blocklist": "Gemini blocked a term of its blocklist",
+    "spii": "Gemini blocked it for sensitive personal information",
+    "recitation": "Gemini stopped it as a recitation of its training data",
+    "malformed_function_call": "the model's function call was malformed",
+    "language": "Gemini does not support the language",
+    "other": "the provider gave no reason",
+}
+
+
+def _verdict(
+    record: TurnRecord,
+    reply: Reply,
+    *,
+    unrun_calls: int = 0,
+    limit_setting: str = "<NAME>_MAX_COMPLETION_TOKENS",
+) -> None:
     """``ok``, or ``incomplete`` with the reason, for a final message: one without tool calls,
-    or one the provider's content filter stopped (its tool calls are not run)."""
+    or one the provider's content filter stopped (its tool calls are not run). A reply cut at
+    the completion limit names ``limit_setting``, and says when reasoning used the limit."""
     text = reply.content or ""
     record.answer = text
     record.reasoning = reply.reasoning_text or None
     problem = None
+    stopped = STOPPED_BY_PROVIDER.get((reply.finish_reason or "").lower())
     if reply.finish_reason == "length":
         problem = "the answer was cut at the model's output limit (finish_reason 'length')"
+        reasoning, written = reply.reasoning_tokens, reply.completion_tokens
+        if reasoning and written and reasoning >= written and not text.strip():
+            problem = (
+                f"the model spent the whole completion limit on reasoning ({reasoning:,} "
+                f"reasoning tokens of {written:,}) and wrote no answer (finish_reason 'length')"
+            )
+        problem += f"; raise {limit_setting}"
+    elif stopped is not None:
+        problem = (
+            f"the provider stopped the answer: finish_reason {reply.finish_reason!r} ({stopped})"
+        )
     elif reply.finish_reason == "content_filter":
         problem = (
             "the provider's content filter stopped the answer (finish_reason 'content_filter')"

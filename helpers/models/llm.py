@@ -33,12 +33,14 @@ SDK reads from the environment, go to OpenAI's own endpoint only.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -50,15 +52,22 @@ from helpers.models.personas import PERSONAS, UnknownPersonaError, persona_for_m
 from helpers.paths import workspace_dir
 from helpers.providers import (
     OFFLINE,
+    PROFILES,
     ProviderProfile,
     profile_for,
     profile_named,
     remember_profile,
 )
 from helpers.redaction import endpoint_shown, warn_if_env_file_shared
-from helpers.replies import error_message, is_context_overflow
+from helpers.replies import error_message, error_rule, is_context_overflow
 
-PROVIDERS = ("openai", "openrouter", "local", "offline")
+PROVIDERS = ("openai", "openrouter", "azure", "local", "offline")
+#: The ``api-version`` an Azure OpenAI profile sends unless ``<NAME>_API_VERSION`` says
+#: otherwise: the latest generally available data-plane version with tools and
+#: ``max_completion_tokens`` (Azure OpenAI docs, "API version lifecycle").
+AZURE_DEFAULT_API_VERSION = "2024-10-21"
+#: A header name as HTTP allows it (RFC 9110's token).
+_HEADER_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: The model a provider's own profile runs when ``<PROVIDER>_MODEL`` is not set, so a key alone
 #: works (``OPENAI_API_KEY`` in the shell, no ``.env``): OpenAI's smallest priced model in
 #: ``data/pricing.yaml``. Other providers have no default: their model names are their own.
@@ -89,7 +98,13 @@ class ModelConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     organization: str | None = None
     project: str | None = None
-    context_window_tokens: int | None = None  # the offline model's window (a real one has its own)
+    #: the model's context window in tokens, from ``<NAME>_CONTEXT_WINDOW`` (the offline model
+    #: answers within it; a real model's completion limit is kept within it)
+    context_window_tokens: int | None = None
+    #: Azure OpenAI's ``api-version`` query (``<NAME>_API_VERSION``); ``None`` elsewhere
+    api_version: str | None = None
+    #: headers sent with every request to this profile's endpoint only (``<NAME>_EXTRA_HEADERS``)
+    extra_headers: dict[str, str] = field(default_factory=dict, repr=False)
     #: the provider's rules (:mod:`helpers.providers`): id form, fields back, completion limit
     provider_profile: ProviderProfile = OFFLINE
     #: why this profile runs, in words (``"OPENAI_API_KEY is set"``, ``"WORKBOOK_PROFILE"``…)
@@ -190,6 +205,14 @@ def _check_url(key: str, url: str) -> str:
         reason = reason or str(exc).rstrip(".")  # (UnicodeError is a ValueError)
     if reason:
         raise ConfigError(f"{key}={shown!r} cannot be sent to: {reason}; copy the URL again")
+    if "api-version=" in parts.query and "/openai/deployments/" in parts.path:
+        deployment = parts.path.split("/openai/deployments/", 1)[1].split("/", 1)[0]
+        prefix = key.removesuffix("_BASE_URL")
+        raise ConfigError(
+            f"{key}={shown!r} is an Azure OpenAI deployment's URL: set {prefix}_PROVIDER=azure, "
+            f"{key}={parts.scheme}://{parts.netloc}, {prefix}_MODEL={deployment} (the "
+            f"deployment) and {prefix}_API_VERSION to the api-version it names"
+        )
     if parts.query or parts.fragment:  # the SDK appends its paths after them: ?key=…chat/…
         raise ConfigError(
             f"{key}={shown!r} goes on with a query or a fragment (?… or #…), which the client "
@@ -316,10 +339,10 @@ def _rules(p: _Profile, found: ProviderProfile) -> ProviderProfile:
         raise ConfigError(f"{key}: {exc}") from None
     raw, key = p.setting("MAX_COMPLETION_TOKENS")
     if raw is None:
-        return rules
+        return rules.for_setting(f"{p.prefix}_MAX_COMPLETION_TOKENS")
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"{key}={raw!r} must be a whole number of tokens above 0")
-    return rules.with_completion_limit(int(raw))
+    return rules.with_completion_limit(int(raw), setting=str(key))
 
 
 def _base_url(p: _Profile) -> tuple[str | None, bool]:
@@ -338,7 +361,41 @@ def _base_url(p: _Profile) -> tuple[str | None, bool]:
             f"profile {p.name!r} is an OpenAI-compatible server and needs {p.keys[-1]}_BASE_URL, "
             "e.g. http://127.0.0.1:1234/v1"
         )
+    if p.provider == "azure":
+        raise ConfigError(
+            f"profile {p.name!r} is Azure OpenAI and needs {p.keys[-1]}_BASE_URL, the resource's "
+            "endpoint, e.g. https://my-resource.openai.azure.com"
+        )
     return None, False
+
+
+def _extra_headers(p: _Profile) -> dict[str, str]:
+    """``<KEY>_EXTRA_HEADERS``: a JSON object of header names and values sent with every
+    request to this profile's endpoint (OCI Generative AI's ``OpenAI-Project``, a gateway's
+    tenant header); their values are redacted like keys (:mod:`helpers.redaction`).
+
+    Raises:
+        ConfigError: not a JSON object of strings, a name HTTP does not allow, or a value that
+            cannot travel in a header (not printable ASCII).
+    """
+    raw, key = p.setting("EXTRA_HEADERS")
+    if raw is None:
+        return {}
+    try:
+        headers = json.loads(raw)
+    except ValueError:
+        headers = None
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise ConfigError(
+            f"{key} must be a JSON object of header names and text values, e.g. "
+            '{"OpenAI-Project": "ocid1.generativeaiproject.oc1..."}'
+        )
+    for name, value in headers.items():
+        if not _HEADER_NAME_RE.fullmatch(name):
+            raise ConfigError(f"{key}: {name!r} is not a header name HTTP allows")
+        if not (value.isascii() and value.isprintable()):
+            raise ConfigError(f"{key}: the value of {name} cannot travel in an HTTP header")
+    return headers
 
 
 def _api_key(p: _Profile, own_endpoint: bool) -> str:
@@ -461,6 +518,10 @@ def resolve_model(
         wanted = " or ".join(f"{k}_MODEL" for k in p.keys)
         raise ConfigError(f"no model for profile {p.name!r}: set {wanted} in .env {HOW_TO_CHOOSE}")
     base_url, own_endpoint = _base_url(p)
+    window = p.number("CONTEXT_WINDOW")
+    api_version = None
+    if p.provider == "azure":
+        api_version = p.setting("API_VERSION")[0] or AZURE_DEFAULT_API_VERSION
     config = ModelConfig(
         p.name.lower(),
         p.provider,
@@ -469,7 +530,12 @@ def resolve_model(
         _api_key(p, own_endpoint),
         temperature,
         timeout_s,
-        provider_profile=_rules(p, profile_for(base_url)),
+        context_window_tokens=int(window) if window else None,
+        api_version=api_version,
+        extra_headers=_extra_headers(p),
+        provider_profile=_rules(
+            p, PROFILES["azure"] if p.provider == "azure" else profile_for(base_url)
+        ).with_window(int(window) if window else None),
         chosen_by=p.chosen_by,
     )
     if config.is_openai_endpoint:
@@ -479,19 +545,13 @@ def resolve_model(
     return config
 
 
-#: The error codes of an HTTP 429 that no wait will cure, so the client does not retry them:
-#: OpenAI's ``insufficient_quota`` ("You exceeded your current quota, please check your plan and
-#: billing details"; https://platform.openai.com/docs/guides/error-codes) is a 429 like a rate
-#: limit, but retrying it only spends the attendee's time.
-PERMANENT_429_CODES = frozenset({"insufficient_quota"})
-
-
 def _no_retry_when_permanent(response: httpx2.Response) -> None:
     """A response hook: an error no wait will cure gets the ``x-should-retry: false`` header,
-    which the ``openai`` SDK obeys (``_should_retry``): a 429 whose error code is in
-    :data:`PERMANENT_429_CODES`, and a 500 that says the context is full (llama.cpp's server:
+    which the ``openai`` SDK obeys (``_should_retry``): an error of
+    :data:`helpers.replies.ERROR_RULES` that a retry cannot fix (a spent daily quota, a server
+    started without ``--jinja``), and a 500 that says the context is full (llama.cpp's server:
     :func:`helpers.replies.is_context_overflow`), which the SDK would otherwise send twice more."""
-    if response.status_code not in (429, 500):
+    if response.status_code not in (429, 500, 502, 503):
         return
     response.read()
     try:
@@ -500,12 +560,9 @@ def _no_retry_when_permanent(response: httpx2.Response) -> None:
         return
     error = body.get("error") if isinstance(body, dict) else None
     codes = {error.get("code"), error.get("type")} if isinstance(error, dict) else set()
-    permanent = (
-        codes & PERMANENT_429_CODES
-        if response.status_code == 429
-        else is_context_overflow(500, f"{codes} {error_message(body)}")
-    )
-    if permanent:
+    text = f"{codes} {error_message(body)}"
+    rule = error_rule(response.status_code, text)
+    if (rule is not None and not rule.retry) or is_context_overflow(response.status_code, text):
         response.headers["x-should-retry"] = "false"
 
 
@@ -521,8 +578,9 @@ def make_client(
     Args:
         config: from :func:`resolve_model`.
         max_retries: the SDK's own retry count for connection errors, 408/409/429 and 5xx
-            responses (with its backoff, honouring ``Retry-After``); 0 disables retries. A
-            429 that waiting cannot cure (:data:`PERMANENT_429_CODES`) is never retried.
+            responses (with its backoff, honouring ``Retry-After``); 0 disables retries. An
+            error that waiting cannot cure (:data:`helpers.replies.ERROR_RULES`) is never
+            retried.
         timeout_s: seconds to wait for one response; default ``config.timeout_s``.
         offline_model: the offline model to answer (default: one with every case's plan).
 
@@ -545,17 +603,30 @@ def make_client(
         for line in custom.splitlines():
             if ":" in line:
                 headers[line.split(":", 1)[0].strip()] = openai.Omit()  # type: ignore[assignment]
-        headers["Authorization"] = f"Bearer {config.api_key}"
-    client = openai.OpenAI(
-        api_key=config.api_key,
-        base_url=config.base_url,
-        organization=config.organization,
-        project=config.project,
-        max_retries=max_retries,
-        timeout=timeout_s if timeout_s is not None else config.timeout_s,
-        default_headers=headers or None,
-        http_client=openai.DefaultHttpxClient(event_hooks={"response": [_no_retry_when_permanent]}),
-    )
+        if config.provider != "azure":  # Azure's client sends the key as api-key
+            headers["Authorization"] = f"Bearer {config.api_key}"
+    headers.update(config.extra_headers)
+    common: dict[str, Any] = {
+        "api_key": config.api_key,
+        "max_retries": max_retries,
+        "timeout": timeout_s if timeout_s is not None else config.timeout_s,
+        "default_headers": headers or None,
+        "http_client": openai.DefaultHttpxClient(
+            event_hooks={"response": [_no_retry_when_permanent]}
+        ),
+    }
+    client: openai.OpenAI
+    if config.provider == "azure":  # the model is the deployment: /openai/deployments/<model>/…
+        client = openai.AzureOpenAI(
+            azure_endpoint=str(config.base_url), api_version=config.api_version, **common
+        )
+    else:
+        client = openai.OpenAI(
+            base_url=config.base_url,
+            organization=config.organization,
+            project=config.project,
+            **common,
+        )
     if not config.is_openai_endpoint:
         client.organization = client.project = None
         client.admin_api_key = None

@@ -289,7 +289,10 @@ def no_plan_suggestions(offline: OfflineModel | None, prompt: str) -> list[Sugge
 def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = None) -> None:
     """The answer (or why there is none), then usage and how to continue the thread. With
     ``no_plan`` (the suggestions of :func:`no_plan_suggestions`), a line says that the offline
-    model carried nothing out."""
+    model carried nothing out. What the client learned about the endpoint (a completion limit
+    it refused) is said first, once."""
+    for notice in record.notices:
+        out.print(f"[bold cyan]Note:[/] {for_rich(notice)}")
     if record.ok:
         out.print(Panel(for_rich(record.answer or ""), title="answer", expand=False))
         if no_plan is not None:
