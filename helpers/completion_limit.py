@@ -19,6 +19,8 @@ context is full. A fixed number is refused in documented ways, each read here by
 - an account counts the limit against a per-minute allowance: Groq's free tier, HTTP 413
   "Request too large … on tokens per minute (TPM): Limit 6000, Requested 6596"
   (continuedev/continue#10218, zeeyado/koassistant.koplugin#106);
+- the temperature: reasoning models take only the default ("'temperature' does not support
+  0.2 with this model", OpenHands/OpenHands#4131);
 - the field itself: reasoning models refuse ``max_tokens`` ("Use 'max_completion_tokens'
   instead", quoted in simonw/llm#724), and servers that predate it refuse
   ``max_completion_tokens`` (Azure OpenAI before api-version 2024-09-01-preview:
@@ -63,7 +65,8 @@ class LimitRefusal:
     Attributes:
         kind: ``"output"`` (the model writes at most ``tokens``), ``"window"`` (its context
             window is ``tokens``), ``"per_request"`` (the account allows ``tokens`` per
-            request, prompt and limit together) or ``"field"`` (send the limit in ``field``).
+            request, prompt and limit together), ``"field"`` (send the limit in ``field``) or
+            ``"temperature"`` (the model takes no temperature but its default).
         tokens: the number the message names for ``kind`` (``None`` for ``"field"``).
         prompt_tokens: the prompt as the provider counted it, when the message says.
         field: for ``"field"``: the request field the provider reads.
@@ -99,8 +102,13 @@ class RefusalRule:
     requested_group: int | None = None
     field: str | None = None
 
-    def read(self, match: re.Match[str], sent_tokens: int) -> LimitRefusal:
-        """What ``match`` says, for a request that carried ``sent_tokens``."""
+    def read(self, match: re.Match[str], sent_tokens: int) -> LimitRefusal | None:
+        """What ``match`` says, for a request that carried ``sent_tokens``; ``None`` when a
+        number it names is no real one (0, or :data:`MAX_TOKENS_READ` and above: a provider's
+        text is untrusted)."""
+        named = [g for g in (self.tokens_group, self.prompt_group, self.requested_group) if g]
+        if any(not 0 < _n(match, g) < MAX_TOKENS_READ for g in named):
+            return None
         tokens = _n(match, self.tokens_group) if self.tokens_group else None
         prompt = _n(match, self.prompt_group) if self.prompt_group else None
         if self.requested_group:
@@ -201,6 +209,18 @@ REFUSAL_RULES: tuple[RefusalRule, ...] = (
         "Azure OpenAI before api-version 2024-09-01-preview; servers that predate the field",
         field="max_tokens",
     ),
+    RefusalRule(
+        "no_temperature",
+        re.compile(
+            r"'temperature' does not support|Unsupported parameter: 'temperature'|"
+            r"temperature[^.]{0,40}(is )?not supported",
+            re.I,
+        ),
+        "temperature",
+        "OpenAI's reasoning models: \"Unsupported value: 'temperature' does not support 0.2 with "
+        'this model. Only the default (1) value is supported." (OpenHands/OpenHands#4131; on '
+        "Azure, holoviz/lumen#1087)",
+    ),
 )
 
 
@@ -212,8 +232,9 @@ def read_refusal(status: int, message: str, sent_tokens: int) -> LimitRefusal | 
         return None
     for rule in REFUSAL_RULES:
         found = rule.pattern.search(message)
-        if found:
-            return rule.read(found, sent_tokens)
+        refusal = rule.read(found, sent_tokens) if found else None
+        if refusal is not None:
+            return refusal
     return None
 
 
@@ -276,46 +297,72 @@ def model_limits(model: str) -> ModelLimits:
     return ModelLimits()
 
 
+@dataclass(frozen=True)
+class Learned:
+    """What :meth:`CompletionBudget.learn` made of a refusal: the ``note`` for the user when
+    something new was learned (``None``: nothing new), or ``prompt_too_long`` when no limit can
+    help (the prompt leaves fewer than :data:`MIN_COMPLETION_TOKENS`)."""
+
+    note: str | None = None
+    prompt_too_long: bool = False
+
+
 @dataclass
 class CompletionBudget:
-    """The completion limit one client sends for one model, for the session.
+    """What one client sends one model that the provider may refuse, for the session: the
+    completion limit, and whether a temperature goes.
 
     Attributes:
         field: the request field of the limit (the profile's, until a refusal says otherwise).
         tokens: the limit to start from: the profile's, ``<NAME>_MAX_COMPLETION_TOKENS``, the
             model's own most output tokens, or what a refusal named.
         setting: the setting that changes it (``LOCAL_MAX_COMPLETION_TOKENS``), named in notes.
+        prefix: the ``.env`` profile's settings prefix (``LOCAL``), for the other settings a
+            note names (``LOCAL_CONTEXT_WINDOW``, ``LOCAL_TEMPERATURE``).
         window_tokens: the model's context window, when known (model table, setting, refusal).
         per_request_tokens: what the account allows per request, prompt and limit together
             (Groq's free tier), once a refusal named it.
         prompt_ratio: the provider's count of a prompt over the client's (at least 1).
+        temperature: whether a temperature may be sent (a reasoning model refuses one).
+        temperature_said: a note has said that the temperature is not sent.
         notes: what was learned and not yet said (the turn says each once).
     """
 
     field: str
     tokens: int
     setting: str
+    prefix: str = "<NAME>"
     window_tokens: int | None = None
     per_request_tokens: int | None = None
     prompt_ratio: float = 1.0
+    temperature: bool = True
+    temperature_said: bool = False
     notes: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, profile: ProviderProfile, model: str) -> CompletionBudget:
         """The budget ``profile``'s endpoint starts from for ``model``: the profile's limit
         (within the model's own most output tokens, unless a setting chose the limit), in the
-        field the model's family reads, and the window the setting or the model table gives."""
+        field the model's family reads, the window the setting or the model table gives, and
+        no temperature for a family that refuses one."""
         limits = model_limits(model)
+        rule = profile.rule_for(model)
         budget = cls(
             field=profile.limit_field_for(model),
             tokens=profile.completion_limit_tokens,
             setting=profile.completion_limit_setting,
+            prefix=profile.settings_prefix,
             window_tokens=profile.context_window_tokens or limits.window_tokens,
+            temperature=rule is None or rule.temperature,
         )
         own = limits.output_tokens
         if own and own < budget.tokens and not profile.completion_limit_set:
             budget.tokens = own
-            budget.notes.append(budget._note(f"{model} writes at most {own:,} (the model table)"))
+            budget.notes.append(
+                f"completion limit: requests carry {budget.field} {own:,}, because {model} "
+                f"writes at most {own:,} completion tokens (the model table, data/pricing.yaml; "
+                f"{budget.setting} changes it)"
+            )
         return budget
 
     @property
@@ -335,37 +382,49 @@ class CompletionBudget:
                 tokens = min(tokens, max(cap - counted, MIN_COMPLETION_TOKENS))
         return {self.field: tokens}
 
-    def learn(self, refusal: LimitRefusal, sent_tokens: int, prompt_tokens: int) -> str | None:
+    def learn(self, refusal: LimitRefusal, sent_tokens: int, prompt_tokens: int) -> Learned:
         """Take in a provider's ``refusal`` of a request that carried ``sent_tokens`` and whose
-        prompt the client counted at ``prompt_tokens``; the note for the user, or ``None`` when
-        the refusal says the prompt itself leaves no room (fewer than
-        :data:`MIN_COMPLETION_TOKENS`): then no retry can help, and the turn ends
-        ``context_exceeded``."""
+        prompt the client counted at ``prompt_tokens``."""
         if refusal.prompt_tokens and prompt_tokens:
             self.prompt_ratio = max(1.0, refusal.prompt_tokens / prompt_tokens)
+        if refusal.kind == "temperature":
+            was, self.temperature, self.temperature_said = self.temperature, False, True
+            why = "the model takes no temperature but its default"
+            return Learned(f"{why}: {self.prefix}_TEMPERATURE is not sent" if was else None)
         if refusal.kind == "field" and refusal.field:
-            self.field = refusal.field
-            return (
-                f"the provider reads the completion limit as {refusal.field}, not the profile's "
-                "field: sent that way from now on (a reasoning model's rule; with OpenAI's "
-                "models, <NAME>_PROVIDER_PROFILE=openai sends it so from the start)"
+            was, self.field = self.field, refusal.field
+            return Learned(
+                None
+                if was == refusal.field
+                else f"the provider reads the completion limit as {refusal.field}: sent so from "
+                f"now on (for OpenAI's models, {self.prefix}_PROVIDER_PROFILE=openai sends it so "
+                "from the start)"
             )
         assert refusal.tokens is not None
         if refusal.kind == "output":
-            self.tokens = min(self.tokens, max(refusal.tokens, 1))
-            return self._note(f"the model writes at most {refusal.tokens:,} completion tokens")
+            was, self.tokens = self.tokens, min(self.tokens, refusal.tokens)
+            return Learned(
+                None
+                if self.tokens == was
+                else f"completion limit: the model writes at most {refusal.tokens:,} completion "
+                f"tokens, so requests now carry {self.field} {self.tokens:,} (set "
+                f"{self.setting}={self.tokens} to start there)"
+            )
+        prompt = refusal.prompt_tokens if refusal.prompt_tokens is not None else prompt_tokens
+        if refusal.tokens - prompt < MIN_COMPLETION_TOKENS:
+            return Learned(prompt_too_long=True)
         if refusal.kind == "window":
-            self.window_tokens = refusal.tokens
+            was, self.window_tokens = self.window_tokens, refusal.tokens
             what = f"the model's context window is {refusal.tokens:,} tokens"
         else:
-            self.per_request_tokens = refusal.tokens
+            was, self.per_request_tokens = self.per_request_tokens, refusal.tokens
             what = f"the account allows {refusal.tokens:,} tokens per request, prompt included"
-        prompt = refusal.prompt_tokens if refusal.prompt_tokens is not None else prompt_tokens
-        room = refusal.tokens - prompt
-        if room < MIN_COMPLETION_TOKENS:
-            return None
-        self.tokens = min(self.tokens, max(room, MIN_COMPLETION_TOKENS))
-        return self._note(f"{what} and the prompt took {prompt:,}")
+        if was == refusal.tokens:
+            return Learned()
+        return Learned(
+            f"completion limit: {what}, so each request's limit now leaves room for its prompt "
+            f"(set {self.prefix}_CONTEXT_WINDOW={refusal.tokens} to start there)"
+        )
 
     def retry_limit(self, refusal: LimitRefusal, prompt_tokens: int) -> dict[str, int]:
         """The limit of the one retry after :meth:`learn`: the room the refusal names (the
@@ -374,12 +433,6 @@ class CompletionBudget:
             assert refusal.tokens is not None
             return {self.field: max(min(self.tokens, refusal.tokens - refusal.prompt_tokens), 1)}
         return self.request_limit(prompt_tokens)
-
-    def _note(self, why: str) -> str:
-        return (
-            f"completion limit: {why}, so requests now carry {self.field} {self.tokens:,} "
-            f"(set {self.setting}={self.tokens} to start there)"
-        )
 
 
 #: Each client's budgets by model (a client forgotten by Python is forgotten here too).

@@ -120,8 +120,8 @@ class ModelRule:
 #: OpenAI's reasoning models: the o-series and the gpt-5 family take ``max_completion_tokens``
 #: (``max_tokens`` is refused: "Use 'max_completion_tokens' instead", simonw/llm#724), no
 #: temperature but the default ("Unsupported value: 'temperature' does not support 0.2 with this
-#: model. Only the default (1) value is supported."), and their instructions as ``developer``
-#: messages (OpenAI's guide "Reasoning models", and the Model Spec's chain of command).
+#: model. Only the default (1) value is supported.", OpenHands/OpenHands#4131), and their
+#: instructions as ``developer`` messages (OpenAI's guide "Reasoning models").
 REASONING_MODELS = ModelRule(
     ("o1", "o3", "o4", "gpt-5"),
     source="OpenAI docs, Reasoning models: max_completion_tokens, developer messages, default "
@@ -138,8 +138,9 @@ class ProviderProfile:
         title: the provider's name for people.
         hosts: base-URL host names that identify the provider (exact, lower case).
         tool_call_ids: the id form the client gives tool calls sent to this provider.
-        upstream_ids: for a router, ``(model-name prefix, id form)`` pairs: a model whose name
-            starts with the prefix is served by a provider with that id form.
+        upstreams: for a router, ``(model-name prefix, profile name)`` pairs: a model whose name
+            starts with the prefix is served by that provider, whose id form and message order
+            the requests keep (Mistral's behind OpenRouter).
         fields_back: the provider fields this provider sends and must get back (message and
             tool-call fields); ``None``: every provider field it sent goes back (unknown server).
         completion_limit_field: the request field of the completion limit, in tokens.
@@ -148,6 +149,8 @@ class ProviderProfile:
             :mod:`helpers.completion_limit`).
         completion_limit_setting: the setting that changes the limit, named in every message
             about it (the ``.env`` profile's own, e.g. ``LOCAL_MAX_COMPLETION_TOKENS``).
+        settings_prefix: the ``.env`` profile's settings prefix (``LOCAL``), for messages that
+            name another of its settings (``LOCAL_CONTEXT_WINDOW``).
         completion_limit_set: the limit comes from that setting (then the model table does not
             lower it; a provider's refusal still does).
         model_rules: rules of model families this provider serves (:class:`ModelRule`).
@@ -166,11 +169,12 @@ class ProviderProfile:
     title: str
     hosts: tuple[str, ...] = ()
     tool_call_ids: ToolCallIdFormat = CALL_HEX
-    upstream_ids: tuple[tuple[str, ToolCallIdFormat], ...] = ()
+    upstreams: tuple[tuple[str, str], ...] = ()
     fields_back: tuple[str, ...] | None = ()
     completion_limit_field: str = "max_tokens"
     completion_limit_tokens: int = DEFAULT_COMPLETION_LIMIT_TOKENS
     completion_limit_setting: str = "<NAME>_MAX_COMPLETION_TOKENS"
+    settings_prefix: str = "<NAME>"
     completion_limit_set: bool = False
     model_rules: tuple[ModelRule, ...] = ()
     user_after_tool: bool = True
@@ -178,12 +182,22 @@ class ProviderProfile:
     host_suffixes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
 
+    def upstream_for(self, model: str) -> ProviderProfile:
+        """The profile whose id form and message order requests naming ``model`` keep: the
+        upstream's behind a router (:attr:`upstreams`), else this one."""
+        for prefix, name in self.upstreams:
+            if model.lower().startswith(prefix):
+                return PROFILES[name]
+        return self
+
     def ids_for(self, model: str) -> ToolCallIdFormat:
         """The id form for requests naming ``model`` (a router's upstream may be stricter)."""
-        for prefix, form in self.upstream_ids:
-            if model.lower().startswith(prefix):
-                return form
-        return self.tool_call_ids
+        return self.upstream_for(model).tool_call_ids
+
+    def user_after_tool_for(self, model: str) -> bool:
+        """Whether a ``user`` message may follow a ``tool`` message in requests naming
+        ``model`` (a router's upstream may refuse it)."""
+        return self.user_after_tool and self.upstream_for(model).user_after_tool
 
     def rule_for(self, model: str) -> ModelRule | None:
         """The :class:`ModelRule` of ``model``'s family, if this provider has one."""
@@ -215,9 +229,15 @@ class ProviderProfile:
         """This profile with the endpoint's context window, in tokens (``None``: unknown)."""
         return replace(self, context_window_tokens=tokens)
 
-    def for_setting(self, setting: str) -> ProviderProfile:
-        """This profile naming ``setting`` as the one that changes its completion limit."""
-        return replace(self, completion_limit_setting=setting)
+    def for_settings(self, prefix: str) -> ProviderProfile:
+        """This profile read for the ``.env`` profile whose settings start with ``prefix``
+        (``LOCAL``): its messages name ``LOCAL_MAX_COMPLETION_TOKENS`` and the like."""
+        setting = (
+            self.completion_limit_setting
+            if self.completion_limit_set
+            else f"{prefix}_MAX_COMPLETION_TOKENS"
+        )
+        return replace(self, settings_prefix=prefix, completion_limit_setting=setting)
 
 
 _PROFILES = (
@@ -257,13 +277,14 @@ _PROFILES = (
         "openrouter",
         "OpenRouter",
         hosts=("openrouter.ai",),
-        upstream_ids=(("mistralai/", ALPHANUMERIC_9),),
+        upstreams=(("mistralai/", "mistral"),),
         fields_back=("reasoning", "reasoning_details"),
         model_rules=(REASONING_MODELS,),
         sources=(
             "OpenRouter docs, Reasoning Tokens: pass reasoning_details back unmodified to "
             "continue reasoning across tool calls",
-            "Mistral models through OpenRouter keep Mistral's id rule: openclaw/openclaw#57672",
+            "Mistral models through OpenRouter keep Mistral's id rule (openclaw/openclaw#57672) "
+            "and its message order (zed-industries/zed#37021, charmbracelet/crush#279)",
         ),
     ),
     ProviderProfile(

@@ -139,17 +139,38 @@ def _one_line(text: str, chars: int) -> str:
     return " ".join(text.split())[:chars]
 
 
+#: Characters of OpenRouter's ``metadata.raw`` parsed as JSON (the rest is never shown).
+RAW_READ_CHARS = 65_536
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused when it does not fit one (``1e999999``)."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} does not fit a float")
+    return value
+
+
 def _upstream_reason(metadata: dict[str, Any]) -> str:
     """OpenRouter's ``metadata``: ``"<provider_name> said: <reason>"``."""
     raw = metadata.get("raw")
     reason: Any = raw
     if isinstance(raw, str):
-        try:
-            reason = json.loads(raw)
-        except ValueError:
+        try:  # as sent: no NaN or Infinity made up, no depth past the parser's
+            reason = json.loads(
+                raw[:RAW_READ_CHARS], parse_constant=_refuse_constant, parse_float=_finite
+            )
+        except (ValueError, RecursionError):
             reason = raw
     if isinstance(reason, (dict, list)):
-        reason = error_message(reason) or json.dumps(reason)
+        try:
+            reason = error_message(reason) or json.dumps(reason)
+        except (ValueError, RecursionError):
+            reason = raw
     name = metadata.get("provider_name")
     who = f"{_one_line(name, 60)} said" if isinstance(name, str) and name.strip() else "upstream"
     return f"{who}: {_one_line(str(reason), ERROR_PART_CHARS)}"
@@ -176,6 +197,16 @@ class ErrorRule:
 
 
 ERROR_RULES: tuple[ErrorRule, ...] = (
+    ErrorRule(
+        "user_after_tool",
+        (400, 422),
+        ("unexpected role 'user' after role 'tool'",),
+        "Mistral's rule, also behind OpenRouter: a thread whose last turn stopped after its "
+        "tool results needs a message between them; set {prefix}_PROVIDER_PROFILE=mistral, "
+        "whose requests put one there",
+        False,
+        "zed-industries/zed#37021; charmbracelet/crush#279",
+    ),
     ErrorRule(
         "no_tool_endpoints",
         (404,),

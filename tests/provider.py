@@ -482,12 +482,19 @@ def limit_rules(
     - ``"openai-output"``: a limit over ``most_output`` (gpt-3.5-turbo, gpt-4-turbo);
     - ``"anthropic"``: the same as Anthropic words it ("max_tokens: 8192 > 4096, …");
     - ``"groq-tpm"``: prompt + limit over ``per_request`` tokens per minute, HTTP 413;
-    - ``"reasoning"``: ``max_tokens`` refused, ``field`` (``max_completion_tokens``) required.
+    - ``"reasoning"``: ``max_tokens`` refused, ``field`` (``max_completion_tokens``) required,
+      and any temperature refused (OpenHands/OpenHands#4131).
     """
 
     def guarded(body: dict[str, Any]) -> Any:
         name, sent = _limit_sent(body)
         prompt = server_prompt_tokens(body)
+        if style == "reasoning" and "temperature" in body:
+            return openai_error(
+                f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                "this model. Only the default (1) value is supported.",
+                code="unsupported_value",
+            )
         if style == "reasoning" and name != field:
             return openai_error(
                 f"Unsupported parameter: '{name}' is not supported with this model. Use "

@@ -908,20 +908,24 @@ def _ask_model(
     body so that every shape a provider sends is handled. The request carries ``budget``'s
     completion limit, only the provider fields the profile takes back from this endpoint, and
     the messages in the order and roles the provider and the model's family require
-    (:func:`_in_provider_order`). A provider's documented refusal of the completion limit
-    (:func:`helpers.completion_limit.read_refusal`) is learned and the request sent once more.
+    (:func:`_in_provider_order`). A provider's documented refusal of the completion limit or
+    the temperature (:func:`helpers.completion_limit.read_refusal`) is learned and the request
+    sent again, once per kind of refusal.
 
     Raises:
         _TurnFailed: the endpoint failed or did not send a usable chat completion.
     """
     rule = provider_profile.rule_for(model)
-    extra: dict[str, Any] = {}
-    if temperature is not None and (rule is None or rule.temperature):
-        extra["temperature"] = temperature
     base_url = str(getattr(client, "base_url", "") or "")
     shown = endpoint_shown(base_url)  # for messages: no user, password or query (a key)
     sent = for_endpoint(messages, base_url, keep=provider_profile.fields_back)
-    sent = _in_provider_order(sent, provider_profile, rule)
+    sent = _in_provider_order(sent, provider_profile.user_after_tool_for(model), rule)
+    if temperature is not None and not budget.temperature and not budget.temperature_said:
+        budget.temperature_said = True
+        budget.notes.append(
+            f"{model} takes no temperature but its default: {budget.prefix}_TEMPERATURE is not "
+            "sent (OpenAI's reasoning models)"
+        )
     counted: list[int] = []
 
     def prompt_tokens() -> int:
@@ -929,43 +933,93 @@ def _ask_model(
             counted.append(count_chat_tokens(sent, schemas))
         return counted[0]
 
-    limit = budget.request_limit(prompt_tokens() if budget.needs_prompt_count else 0)
-    for retry in (False, True):
+    def fields() -> dict[str, Any]:
+        warm = temperature is not None and budget.temperature
+        limit = budget.request_limit(prompt_tokens() if budget.needs_prompt_count else 0)
+        return {**limit, **({"temperature": temperature} if warm else {})}
+
+    extra, pending, refused = fields(), [], set()
+    while True:  # each refusal of a new kind changes the request; a kind refused twice ends it
         try:
-            return _send(client, model, sent, schemas, {**extra, **limit})
+            reply = _send(client, model, sent, schemas, extra)
         except openai.APIStatusError as exc:
-            detail = _detail(exc)
-            sent_tokens = next(iter(limit.values()))
-            refusal = read_refusal(exc.status_code, f"{exc.code} {detail}", sent_tokens)
-            if refusal is None:
-                if _is_context_overflow(exc):
-                    raise _TurnFailed(
-                        f"the request is longer than the model's context window: {detail}",
-                        "context_exceeded",
-                    ) from None
-                raise _TurnFailed(_status_message(exc, shown, model)) from None
-            if retry:
-                raise _TurnFailed(
-                    f"model call failed: the provider refused the completion limit again "
-                    f"({next(iter(limit))} {sent_tokens:,}): {detail} (set "
-                    f"{budget.setting} to a number it accepts)"
-                ) from None
-            note = budget.learn(refusal, sent_tokens, prompt_tokens())
-            if note is None and refusal.kind == "per_request":
-                raise _TurnFailed(
-                    f"model call failed: the prompt leaves fewer than {MIN_COMPLETION_TOKENS} "
-                    f"of the account's {refusal.tokens:,} tokens per request for the answer: "
-                    f"shorten it (a preview or boxing strategy) or use another tier ({detail})"
-                ) from None
-            if note is None:
-                raise _TurnFailed(
-                    "the request is longer than the model's context window: the prompt leaves "
-                    f"fewer than {MIN_COMPLETION_TOKENS} tokens for the answer ({detail})",
-                    "context_exceeded",
-                ) from None
-            budget.notes.append(note)
-            limit = budget.retry_limit(refusal, prompt_tokens())
-    raise AssertionError("unreachable: the second attempt returns or raises")
+            extra, note = _after_refusal(exc, extra, budget, prompt_tokens, shown, model, refused)
+            pending += [note] if note else []
+            continue
+        budget.notes.extend(pending)  # said once it worked
+        return reply
+
+
+#: What each kind of refusal (:attr:`helpers.completion_limit.LimitRefusal.kind`) refused.
+_REFUSED = {
+    "output": "completion limit",
+    "window": "completion limit",
+    "per_request": "completion limit",
+    "field": "completion limit's field",
+    "temperature": "temperature",
+}
+
+
+def _after_refusal(
+    exc: openai.APIStatusError,
+    extra: dict[str, Any],
+    budget: CompletionBudget,
+    prompt_tokens: Callable[[], int],
+    shown: str,
+    model: str,
+    refused: set[str],
+) -> tuple[dict[str, Any], str | None]:
+    """The request fields to send once more after an HTTP error, and the note to say if that
+    succeeds: when the provider refused the completion limit or the temperature in words
+    :func:`helpers.completion_limit.read_refusal` reads, of a kind not refused before in this
+    call (``refused``, updated), and sending again would change what it refused.
+
+    Raises:
+        _TurnFailed: any other error, a second refusal, or one no change can help.
+    """
+    detail = _detail(exc)
+    sent_tokens = next(v for k, v in extra.items() if k != "temperature")
+    refusal = read_refusal(exc.status_code, f"{exc.code} {detail}", sent_tokens)
+    if refusal is None:
+        if _is_context_overflow(exc):
+            raise _TurnFailed(
+                f"the request is longer than the model's context window: {detail}",
+                "context_exceeded",
+            )
+        raise _TurnFailed(_status_message(exc, shown, model, budget.prefix))
+    if refusal.kind in refused:
+        raise _TurnFailed(
+            f"model call failed: the provider refused the {_REFUSED[refusal.kind]} again: "
+            f"{detail} (set {budget.setting} to a number it accepts)"
+        )
+    refused.add(refusal.kind)
+    learned = budget.learn(refusal, sent_tokens, prompt_tokens())
+    if learned.prompt_too_long and refusal.kind == "per_request":
+        raise _TurnFailed(
+            f"model call failed: the prompt leaves fewer than {MIN_COMPLETION_TOKENS} of the "
+            f"account's {refusal.tokens:,} tokens per request for the answer: shorten it (a "
+            f"preview or boxing strategy) or use another tier ({detail})"
+        )
+    if learned.prompt_too_long:
+        raise _TurnFailed(
+            "the request is longer than the model's context window: the prompt leaves fewer "
+            f"than {MIN_COMPLETION_TOKENS} tokens for the answer ({detail})",
+            "context_exceeded",
+        )
+    again = {
+        **budget.retry_limit(refusal, prompt_tokens()),
+        **(
+            {"temperature": extra["temperature"]}
+            if budget.temperature and "temperature" in extra
+            else {}
+        ),
+    }
+    if again == extra:  # nothing the refusal named would change: no retry can help
+        raise _TurnFailed(
+            f"{_status_message(exc, shown, model, budget.prefix)} (the limit it names is the one "
+            f"sent; set {budget.setting} to one it accepts)"
+        )
+    return again, learned.note
 
 
 def _send(
@@ -1014,18 +1068,19 @@ STOPPED_AFTER_TOOLS = "(The turn above stopped after its tool results, without a
 
 
 def _in_provider_order(
-    messages: list[dict[str, Any]], profile: ProviderProfile, rule: ModelRule | None
+    messages: list[dict[str, Any]], user_after_tool: bool, rule: ModelRule | None
 ) -> list[dict[str, Any]]:
     """``messages`` as the provider takes them (the thread itself is unchanged): the
     instructions in the role the model's family reads them in (``developer`` for OpenAI's
     reasoning models, :class:`helpers.providers.ModelRule`), and, where the provider refuses a
     ``user`` message right after a ``tool`` message (Mistral), an assistant message saying the
-    turn stopped between them (:attr:`helpers.providers.ProviderProfile.user_after_tool`)."""
+    turn stopped between them (``user_after_tool`` false:
+    :meth:`helpers.providers.ProviderProfile.user_after_tool_for`)."""
     role = rule.system_role if rule else "system"
     ordered: list[dict[str, Any]] = []
     for message in messages:
         after_tool = ordered and ordered[-1].get("role") == "tool"
-        if after_tool and message.get("role") == "user" and not profile.user_after_tool:
+        if after_tool and message.get("role") == "user" and not user_after_tool:
             ordered.append({"role": "assistant", "content": STOPPED_AFTER_TOOLS})
         if message.get("role") == "system" and role != "system":
             message = {**message, "role": role}
@@ -1043,7 +1098,9 @@ def _is_context_overflow(exc: openai.APIStatusError) -> bool:
     return is_context_overflow(exc.status_code, f"{code} {_detail(exc)}")
 
 
-def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> str:
+def _status_message(
+    exc: openai.APIStatusError, base_url: str, model: str, prefix: str = "<NAME>"
+) -> str:
     """The user's line for an HTTP error: the provider's own reason
     (:func:`helpers.replies.error_message`) and the hint that fits this error
     (:data:`helpers.replies.ERROR_RULES`, else one by status)."""
@@ -1052,7 +1109,7 @@ def _status_message(exc: openai.APIStatusError, base_url: str, model: str) -> st
     message = f"model call failed: {type(exc).__name__}: HTTP {status}: {detail}"
     rule = error_rule(status, f"{getattr(exc, 'code', None)} {detail}")
     if rule is not None:
-        return f"{message} ({rule.hint})"
+        return f"{message} ({rule.hint.format(prefix=prefix)})"
     if status == 404:
         path = base_url.rstrip("/")
         hint = f"check the model name {model!r} and the base URL {base_url}"

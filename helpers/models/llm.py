@@ -339,10 +339,10 @@ def _rules(p: _Profile, found: ProviderProfile) -> ProviderProfile:
         raise ConfigError(f"{key}: {exc}") from None
     raw, key = p.setting("MAX_COMPLETION_TOKENS")
     if raw is None:
-        return rules.for_setting(f"{p.prefix}_MAX_COMPLETION_TOKENS")
+        return rules.for_settings(p.prefix)
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"{key}={raw!r} must be a whole number of tokens above 0")
-    return rules.with_completion_limit(int(raw), setting=str(key))
+    return rules.with_completion_limit(int(raw), setting=str(key)).for_settings(p.prefix)
 
 
 def _base_url(p: _Profile) -> tuple[str | None, bool]:

@@ -96,6 +96,11 @@ def _handler(respond: Responder) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+#: How often the server looks whether it was asked to stop, in seconds (``serve_forever``'s
+#: poll interval, 0.5 s by default, is what :meth:`LoopbackServer.stop` waits at worst).
+STOP_POLL_S = 0.05
+
+
 class LoopbackServer:
     """A :data:`Responder` over real HTTP on a loopback address (standard-library server, its own
     thread, one thread per connection).
@@ -116,7 +121,9 @@ class LoopbackServer:
         self.prefix = prefix
         self.httpd = ThreadingHTTPServer((host, port), _handler(respond))
         self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, args=(STOP_POLL_S,), daemon=True
+        )
 
     @property
     def base_url(self) -> str:
