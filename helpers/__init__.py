@@ -3,7 +3,7 @@
 Data flows one way through an agent turn: tool → result policy → store → messages. The public
 API is what ``__all__`` lists, importable from ``helpers`` itself::
 
-    from helpers import ToolOutputStore, default_registry, offline_client, policy_for, run_turn
+    from helpers import ToolOutputStore, build_policy, default_registry, offline_client, run_turn
 
     store = ToolOutputStore("sqlite:///var/mine.sqlite")
     record = run_turn(
@@ -11,7 +11,7 @@ API is what ``__all__`` lists, importable from ``helpers`` itself::
         "to Deep Check for analysis.",
         client=offline_client(),
         model="offline-reference",
-        policy=policy_for("box"),
+        policy=build_policy("box"),
         registry=default_registry(),
         store=store,
     )
@@ -81,8 +81,6 @@ _PUBLIC: dict[str, str] = {
     "STATUSES": "helpers.loop.agent",
     # strategies and the policies that carry them out
     "STRATEGIES": "helpers.evaluation.runs",
-    "policy_for": "helpers.evaluation.runs",
-    "make_policy": "helpers.context.policies",
     "Strategy": "helpers.context.strategies",
     "StrategyOptions": "helpers.context.strategies",
     "register_strategy": "helpers.context.strategies",
@@ -300,7 +298,6 @@ __all__ = [
     "load_prices",
     "make_client",
     "make_engine",
-    "make_policy",
     "make_reference",
     "markdown_view",
     "messages_html",
@@ -310,7 +307,6 @@ __all__ = [
     "outbox_dir",
     "plot_scaling_room",
     "plot_totals",
-    "policy_for",
     "progress",
     "quoted",
     "reference_id",
@@ -385,7 +381,6 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         ResultPolicy,
         TruncatePolicy,
         guess_mime_type,
-        make_policy,
     )
     from helpers.context.resolve_tools import internal_resource_grep
     from helpers.context.strategies import (
@@ -440,7 +435,6 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         COMPARED_STRATEGIES,
         STRATEGIES,
         client_for_cases,
-        policy_for,
         run_case,
         run_cases,
         run_personas,

@@ -11,7 +11,7 @@ import pytest
 from provider import scripted_client, tool_calls
 
 from helpers.cases import load_cases
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.limits import TurnLimits
 from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.tooling.outbox import read_outbox
@@ -26,7 +26,7 @@ def _turn(prompt, client, registry, store, strategy, **kw):
         prompt,
         client=client,
         model="offline-reference",
-        policy=make_policy(strategy, **kw),
+        policy=build_policy(strategy, **kw),
         registry=registry,
         store=store,
     )
@@ -34,11 +34,13 @@ def _turn(prompt, client, registry, store, strategy, **kw):
 
 def test_case1_under_each_strategy(client, registry, store) -> None:
     sha = hashlib.sha256(LONG.encode()).hexdigest()[:16]
-    records = {s: _turn(CASE1, client, registry, store, s) for s in ("inline", "truncate", "box")}
+    records = {
+        s: _turn(CASE1, client, registry, store, s) for s in ("inline", "truncate", "box-tcr")
+    }
     for strategy, rec in records.items():
         assert rec.ok, (strategy, rec.error)
         assert f"received {len(LONG)} chars" in rec.answer and sha in rec.answer
-    box = records["box"]
+    box = records["box-tcr"]
     assert [t.name for t in box.tool_calls] == ["yt_transcribe", "deep_check"]
     ref = box.tool_calls[0].result
     assert ref.startswith("internal://") and json.loads(box.tool_calls[1].arguments) == {
@@ -53,7 +55,7 @@ def test_case1_under_each_strategy(client, registry, store) -> None:
     assert json.loads(trunc.tool_calls[2].arguments) == {"text": LONG}
     assert json.loads(records["inline"].tool_calls[1].arguments) == {"text": LONG}
     p = {s: r.usage()["prompt_tokens"] for s, r in records.items()}
-    assert p["box"] < p["truncate"] and p["box"] < p["inline"]
+    assert p["box-tcr"] < p["truncate"] and p["box-tcr"] < p["inline"]
     for rec in records.values():  # usage is real: one model call per step, tokens counted
         assert rec.usage()["calls"] == len(rec.model_calls) == len(rec.tool_calls) + 1
 
@@ -89,7 +91,7 @@ def test_routing_writes_the_byte_exact_transcript(client, registry, store) -> No
 
 def test_case3_reads_only_a_slice_under_box(client, registry, store) -> None:
     case3 = next(c for c in load_cases() if c.id == "case3")
-    rec = _turn(case3.prompt, client, registry, store, "box")
+    rec = _turn(case3.prompt, client, registry, store, "box-tcr")
     names = [t.name for t in rec.tool_calls]
     assert "internal_resource_read_slice" in names and "internal_resource_read" not in names
     assert rec.answer.endswith(f"is {LONG.split()[-1]}.")
@@ -113,7 +115,7 @@ def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, stor
         "x",
         client=client,
         model="scripted",
-        policy=make_policy("box"),
+        policy=build_policy("box-tcr"),
         registry=registry,
         store=store,
     )
@@ -144,7 +146,7 @@ def test_max_iterations_stops_a_looping_model(registry, store) -> None:
         "x",
         client=client,
         model="scripted",
-        policy=make_policy("truncate"),
+        policy=build_policy("truncate"),
         registry=registry,
         store=store,
         max_iterations=3,
@@ -166,7 +168,7 @@ def test_endpoint_failure_is_a_failed_record_not_a_crash(registry, store) -> Non
         max_retries=0,
         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
     )
-    rec = run_turn("x", client=client, model="m", policy=make_policy("inline"), registry=registry)
+    rec = run_turn("x", client=client, model="m", policy=build_policy("inline"), registry=registry)
     assert rec.status == "error" and "InternalServerError" in rec.error
 
 
@@ -174,7 +176,7 @@ def test_one_agent_runs_many_turns_each_with_its_own_configuration(client, regis
     """What is built once (client, model, policy, tools, store) is the Agent; what may change
     per turn is a RunConfig. A second turn in the same thread routes the first turn's
     reference; a turn with max_iterations=1 stops, as run_turn would."""
-    agent = Agent(client, "offline-reference", make_policy("box"), registry, store)
+    agent = Agent(client, "offline-reference", build_policy("box-tcr"), registry, store)
     first = agent.run(CASE1)
     assert first.ok and first.tool_calls[0].result.startswith("internal://"), first.error
     second = agent.run(CASE1, thread_id=first.thread_id, config=RunConfig(few_shot=False))
@@ -182,11 +184,11 @@ def test_one_agent_runs_many_turns_each_with_its_own_configuration(client, regis
     assert "Example" not in second.messages[0]["content"]  # no few-shot examples this turn
     short = agent.run(CASE1, config=RunConfig(max_iterations=1))
     assert short.status == "max_iterations" and len(short.model_calls) == 1
-    same = _turn(CASE1, client, registry, store, "box")
+    same = _turn(CASE1, client, registry, store, "box-tcr")
     assert [t.name for t in same.tool_calls] == [t.name for t in first.tool_calls]  # an Agent
     assert same.messages[0] == first.messages[0] and same.tool_schemas == first.tool_schemas
     with pytest.raises(ValueError, match="needs a ToolOutputStore"):
-        Agent(client, "offline-reference", make_policy("box"), registry)
+        Agent(client, "offline-reference", build_policy("box-tcr"), registry)
 
 
 def test_cached_tokens_a_provider_reports_reach_the_record_and_the_metrics(registry, store) -> None:
@@ -228,7 +230,7 @@ def test_cached_tokens_a_provider_reports_reach_the_record_and_the_metrics(regis
         "x",
         client=ScriptedProvider(steps).client(),
         model="scripted",
-        policy=make_policy("box"),
+        policy=build_policy("box-tcr"),
         registry=registry,
         store=store,
     )

@@ -20,8 +20,9 @@ from helpers.context.anchors import (
     DeepAgentsPolicy,
     codex_truncate,
 )
+from helpers.context.strategies import build_policy
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL
-from helpers.evaluation.runs import client_for_cases, policy_for, run_case
+from helpers.evaluation.runs import client_for_cases, run_case
 from helpers.evaluation.scaling import document, scaling_case, scaling_registry
 from helpers.loop.agent import run_turn
 from helpers.models.llm import resolve_model
@@ -221,7 +222,7 @@ def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, strategy)
         case.prompt,
         client=client,
         model="m",
-        policy=policy_for(strategy),
+        policy=build_policy(strategy),
         registry=scaling_registry(),
         store=store,
     )

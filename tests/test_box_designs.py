@@ -13,7 +13,8 @@ import pytest
 from helpers.cases import load_cases
 from helpers.context.boxing import presented_reference_id
 from helpers.context.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
-from helpers.evaluation.runs import policy_for, run_case
+from helpers.context.strategies import build_policy
+from helpers.evaluation.runs import run_case
 from helpers.loop.agent import run_turn
 from helpers.tokens import count_tokens
 
@@ -72,7 +73,7 @@ def test_the_resolve_tool_is_offered_once_a_reference_exists(client, store, regi
         CASES["case3"].prompt,
         client=client,
         model="m",
-        policy=policy_for("box"),
+        policy=build_policy("box"),
         registry=registry,
         store=store,
     )

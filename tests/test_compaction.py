@@ -225,7 +225,7 @@ def test_text_form() -> None:
 
 def test_a_long_session_compacts_and_every_turn_still_works(client, registry, store) -> None:
     from helpers.cases import load_cases
-    from helpers.context.policies import make_policy
+    from helpers.context.strategies import build_policy
     from helpers.loop.agent import CompactionSettings, new_thread_id, run_turn
 
     cases = {c.id: c for c in load_cases()}
@@ -238,7 +238,7 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
             cases[case_id].prompt,
             client=client,
             model="m",
-            policy=make_policy("box"),
+            policy=build_policy("box"),
             registry=registry,
             store=store,
             thread_id=thread,
@@ -359,7 +359,7 @@ def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
     writes (every file named), where an unknown tool would be 'execution'."""
     from provider import scripted_client, tool_calls
 
-    from helpers.context.policies import make_policy
+    from helpers.context.strategies import build_policy
     from helpers.loop.agent import CompactionSettings, run_turn
     from helpers.tooling.tools import default_registry
 
@@ -388,7 +388,7 @@ def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
         "which notes did you save?",
         client=client,
         model="m",
-        policy=make_policy("inline"),
+        policy=build_policy("inline"),
         registry=registry,
         store=store,
         history=history,

@@ -13,7 +13,7 @@ from hang import HANG_GUARD_S
 from provider import scripted_client, tool_calls
 
 from helpers.cases import Case, load_cases
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.evaluation.compare import Comparison, floor_tokens
 from helpers.evaluation.metrics import load_comparison
 from helpers.evaluation.report import comparison_markdown
@@ -37,7 +37,10 @@ def _call(cid, name, args):
 def test_report_numbers_against_a_hand_checked_case(registry, store, tmp_path) -> None:
     case = Case(id="tiny", path=None, prompt="p", tool_calls=[{"tool_name": "yt_transcribe"}])
     runs = []
-    # inline: 2 model calls of 100 and 300 prompt tokens; box: 100 and 120
+    # inline: 2 model calls of 100 and 300 prompt tokens; box: 100 and 120. The run labelled
+    # "box" (the floor is counted from it) runs tool-context-relay's design, which offers every
+    # tool to a prompt of "p" (the workbook's offers only the tools a task names)
+    policies = {"inline": build_policy("inline"), "box": build_policy("box-tcr")}
     for strategy, usages in (("inline", [(100, 10), (300, 5)]), ("box", [(100, 10), (120, 5)])):
         client = _scripted(
             [
@@ -50,7 +53,7 @@ def test_report_numbers_against_a_hand_checked_case(registry, store, tmp_path) -
             "p",
             client=client,
             model="scripted",
-            policy=make_policy(strategy),
+            policy=policies[strategy],
             registry=registry,
             store=store,
         )
@@ -102,7 +105,7 @@ def test_a_hand_edited_compare_json_is_refused_naming_the_field(tmp_path) -> Non
 
 
 def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, store) -> None:
-    policy = make_policy("box", boxing="json")
+    policy = build_policy("box-tcr", boxing="json")
     # an earlier turn of the thread boxed a transcript
     first = run_turn(
         "p",

@@ -14,8 +14,8 @@ import pytest
 from hang import HANG_GUARD_S
 from sqlalchemy.exc import OperationalError
 
-from helpers.context.policies import make_policy
 from helpers.context.resolve_tools import internal_resource_length
+from helpers.context.strategies import build_policy
 from helpers.loop.agent import run_turn
 from helpers.models.offline_server import Fault, OfflineServer
 from helpers.tooling.registry import ToolContext
@@ -36,7 +36,7 @@ def _turn(server, store, *, max_retries, timeout_s=10.0, thread_id=None):
         CASE1,
         client=_client(server, max_retries=max_retries, timeout_s=timeout_s),
         model="offline-reference",
-        policy=make_policy("box"),
+        policy=build_policy("box-tcr"),
         registry=default_registry(),
         store=store,
         thread_id=thread_id,
@@ -129,7 +129,7 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
         import os, signal
         from helpers.loop.agent import run_turn
         from helpers.models.offline import OfflineModel, offline_client
-        from helpers.context.policies import make_policy
+        from helpers.context.strategies import build_policy
         from helpers.tooling.registry import tool_from_function
         from helpers.tooling.store import ToolOutputStore
         from helpers.tooling.tools import default_registry
@@ -150,7 +150,7 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
             {{"call": "crash", "args": {{"text": {{"result": 1}}}}}},
             {{"answer": "never"}},
         ]}})
-        run_turn(prompt, client=offline_client(model), model="m", policy=make_policy("box"),
+        run_turn(prompt, client=offline_client(model), model="m", policy=build_policy("box-tcr"),
                  registry=registry, store=ToolOutputStore("sqlite:///{db}"), thread_id="thread_k")
     """)
     done = subprocess.run(

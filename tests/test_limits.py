@@ -16,9 +16,8 @@ import openai
 import pytest
 from provider import ScriptedProvider, completion, tool_call
 
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.course.bench import HOSTILE_ARGUMENT_SHAPES, hostile_argument
-from helpers.evaluation.runs import policy_for
 from helpers.limits import MAX_TOOL_CALLS_PER_REPLY, TurnLimits
 from helpers.loop.agent import dispatch, run_turn
 from helpers.tooling.registry import ToolContext
@@ -43,7 +42,7 @@ def turn(provider: ScriptedProvider, store: ToolOutputStore, **kwargs: Any) -> A
         "Transcribe.",
         client=client,
         model="m",
-        policy=make_policy("box"),
+        policy=build_policy("box"),
         registry=default_registry(),
         store=store,
         **kwargs,
@@ -139,7 +138,7 @@ _CALL_NUMBERS = itertools.count()
 
 
 def _seconds(strategy: str, raw: str, store: ToolOutputStore) -> float:
-    policy = policy_for(strategy)
+    policy = build_policy(strategy)
     tools = default_registry().merged(policy.internal_tools())
     best = float("inf")
     for _ in range(3):

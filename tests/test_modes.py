@@ -15,7 +15,7 @@ from provider import scripted_client, tool_calls
 from helpers import resolve_model
 from helpers.cases import load_cases
 from helpers.context.modes import for_mode
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.evaluation.runs import STRATEGIES, client_for_cases, run_cases, runnable_cases
 from helpers.loop.agent import run_turn
 from helpers.paths import outbox_dir
@@ -24,8 +24,8 @@ from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 
-def _offered(mode, strategy="box") -> set[str]:
-    policy = make_policy(strategy)
+def _offered(mode, strategy="box-tcr") -> set[str]:
+    policy = build_policy(strategy)
     tools = for_mode(default_registry(), mode).merged(policy.internal_tools())
     return {s["function"]["name"] for s in tools.schemas()}
 
@@ -65,7 +65,7 @@ def test_a_forged_call_to_a_tool_outside_the_mode_is_refused_and_not_run(store) 
         "write it",
         client=client,
         model="scripted",
-        policy=make_policy("box"),
+        policy=build_policy("box-tcr"),
         registry=for_mode(default_registry(), "explore"),
         store=store,
     )

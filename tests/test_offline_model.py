@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.cases import ALL_CASES, load_cases
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.loop.agent import run_turn
 from helpers.models.offline import (
     SUGGEST_READ_CHARS,
@@ -253,7 +253,7 @@ def test_a_failed_tool_makes_the_model_say_so(registry, store) -> None:
         "p",
         client=offline_client(model),
         model="m",
-        policy=make_policy("box"),
+        policy=build_policy("box"),
         registry=registry,
         store=store,
     )
@@ -277,7 +277,7 @@ def test_the_same_turn_over_loopback_http(registry, store) -> None:
             CASE1,
             client=client,
             model="offline-reference",
-            policy=make_policy("box"),
+            policy=build_policy("box"),
             registry=registry,
             store=store,
         )
@@ -305,7 +305,7 @@ def test_a_request_over_the_context_window_is_refused_as_openai_does(store) -> N
         "Check for analysis.",
         client=offline_client(model),
         model="offline-reference",
-        policy=make_policy("inline"),
+        policy=build_policy("inline"),
         registry=default_registry(),
         store=store,
     )

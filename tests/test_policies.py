@@ -7,8 +7,9 @@ import json
 import pytest
 
 from helpers.context.boxing import ReferenceRefused, find_references, reference_id, unbox_arguments
-from helpers.context.policies import BoxPolicy, InlinePolicy, TruncatePolicy, make_policy
+from helpers.context.policies import BoxPolicy, InlinePolicy, TruncatePolicy
 from helpers.context.preview import make_preview, parse_preview
+from helpers.context.strategies import build_policy
 from helpers.loop.agent import dispatch
 from helpers.tooling.registry import ToolContext, ToolRegistry
 from helpers.tooling.store import ToolOutputStore
@@ -309,11 +310,11 @@ def test_resolve_results_are_never_boxed(store, ref) -> None:
 
 
 def test_make_policy_switch() -> None:
-    assert isinstance(make_policy("inline"), InlinePolicy)
-    assert make_policy("truncate", limit=100).limit == 100
-    assert make_policy("box", threshold=10, boxing="json").boxing == "json"
+    assert isinstance(build_policy("inline"), InlinePolicy)
+    assert build_policy("truncate", limit_chars=100).limit == 100
+    assert build_policy("box", threshold=10, boxing="json").boxing == "json"
     with pytest.raises(ValueError, match="strategy must be one of"):
-        make_policy("zip")
+        build_policy("zip")
     with pytest.raises(ValueError):
         BoxPolicy(boxing="xml")
     with pytest.raises(ReferenceRefused):

@@ -23,7 +23,8 @@ import helpers.context.resolve_tools as resolve_tools
 import helpers.tooling.outbox as outbox_module
 import helpers.tooling.sql_sandbox as sandbox
 from helpers.context.modes import for_mode
-from helpers.context.policies import BoxPolicy, make_policy
+from helpers.context.policies import BoxPolicy
+from helpers.context.strategies import build_policy
 from helpers.loop.agent import dispatch, run_turn
 from helpers.tooling.pages import PAGE_MODULES, pages_dir, serve_page
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
@@ -171,7 +172,7 @@ def test_a_planted_key_reaches_no_sink(tmp_path, monkeypatch, store) -> None:
             f"show me {secret}",
             client=client,
             model="m",
-            policy=make_policy("box"),
+            policy=build_policy("box"),
             registry=registry,
             store=store,
         )
@@ -419,7 +420,7 @@ def test_a_full_disk_is_a_clear_failed_turn(tmp_path, client, registry) -> None:
         "Deep Check for analysis.",
         client=client,
         model="offline-reference",
-        policy=make_policy("box"),
+        policy=build_policy("box"),
         registry=registry,
         store=store,
     )
@@ -455,7 +456,7 @@ def test_an_injected_page_cannot_make_explore_mode_write(store) -> None:
             "Summarise https://example.com/",
             client=client,
             model="m",
-            policy=make_policy("box"),
+            policy=build_policy("box"),
             registry=for_mode(default_registry(), "explore"),
             store=store,
         )

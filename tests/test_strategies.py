@@ -27,7 +27,6 @@ from helpers.evaluation.runs import (
     COMPARED_STRATEGIES,
     DESIGN_STEPS,
     client_for_cases,
-    policy_for,
     run_case,
 )
 from helpers.models.llm import resolve_model
@@ -142,14 +141,14 @@ def test_a_strategy_the_model_looks_inside_needs_only_its_own_reader(tmp_path, w
 
 
 def test_options_reach_the_policy_and_nothing_else_changes_the_name() -> None:
-    box = build_policy("box", StrategyOptions(threshold=500, boxing="json"))
+    box = build_policy("box", threshold=500, boxing="json")
     assert isinstance(box, BoxPolicy) and box.boxing == "json"
     assert build_policy("box-json").boxing == "json" and build_policy("box-tcr").boxing == "opaque"
-    assert build_policy("box-tcr", StrategyOptions(boxing="json")).boxing == "json"
-    assert build_policy("truncate", StrategyOptions(limit_chars=321)).limit == 321
-    assert policy_for("box", boxing="json").describe() == build_policy("box-json").describe()
+    assert build_policy("box-tcr", boxing="json").boxing == "json"
+    assert build_policy("truncate", limit_chars=321).limit == 321
+    assert build_policy("box", boxing="json").describe() == build_policy("box-json").describe()
     with pytest.raises(ValueError, match="threshold"):
-        build_policy("box", StrategyOptions(threshold=-1))
+        build_policy("box", threshold=-1)
 
 
 def test_every_strategy_builds_a_policy_and_the_lists_come_from_the_registry() -> None:
@@ -186,3 +185,19 @@ def test_one_vocabulary_of_result_kinds_every_display_knows() -> None:
     assert set(KIND_TINTS) - {"compacted"} == set(get_args(ResultKind)) - {
         "inline"
     }  # inline: unmarked
+
+
+def test_one_way_from_a_name_to_a_policy() -> None:
+    """``build_policy`` is the only factory: the old two (``make_policy``, whose "box" was
+    tool-context-relay's design, and ``policy_for``) are gone from the library, the notebooks
+    and the docs, so "box" is one design wherever it is typed (issue 38)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    places = [*root.glob("helpers/**/*.py"), *root.glob("notebooks/*.ipynb")]
+    places += [*root.glob("solutions/*.ipynb"), *root.glob("docs/*.md"), root / "README.md"]
+    old = re.compile(r"\b(make_policy|policy_for)\b")
+    assert not [str(p.relative_to(root)) for p in places if old.search(p.read_text("utf-8"))]
+    assert type(build_policy("box")).__name__ == "BoxPolicy"
+    assert build_policy("box").describe() != build_policy("box-tcr").describe()

@@ -11,7 +11,7 @@ import pytest
 from hang import HANG_GUARD_S
 from provider import ScriptedProvider, completion, tool_call, tool_messages
 
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.loop.agent import run_turn
 from helpers.loop.threads import INTERRUPTED_RESULT, ThreadError, open_thread, repair_pairing
 from helpers.models.offline import offline_client
@@ -107,7 +107,7 @@ def test_a_failed_turn_can_be_continued(store, registry) -> None:
             CASE1,
             client=client,
             model="offline-reference",
-            policy=make_policy("box"),
+            policy=build_policy("box"),
             registry=registry,
             store=store,
             thread_id="T-fail",
@@ -119,7 +119,7 @@ def test_a_failed_turn_can_be_continued(store, registry) -> None:
         CASE1,
         client=offline_client(),
         model="offline-reference",
-        policy=make_policy("box"),
+        policy=build_policy("box"),
         registry=registry,
         store=store,
         thread_id=thread_id,
@@ -157,7 +157,7 @@ def test_compaction_applies_to_a_replayed_history(store, registry, client) -> No
             CASE1,
             client=client,
             model="offline-reference",
-            policy=make_policy("inline"),
+            policy=build_policy("inline"),
             registry=registry,
             store=store,
             thread_id=thread,

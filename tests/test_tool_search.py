@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from provider import scripted_client, tool_calls
 
 from helpers.context.modes import for_mode
-from helpers.context.policies import make_policy
+from helpers.context.policies import BoxPolicy
 from helpers.context.tool_search import TOOL_SEARCH_NAME, matching_tools, tool_words, words
 from helpers.loop.agent import run_turn
 from helpers.paths import outbox_dir
@@ -53,7 +53,7 @@ def _turn(store, prompt: str, replies: list, *, design: str = "workbook", regist
         prompt,
         client=client,
         model="m",
-        policy=make_policy("box", design=design),
+        policy=BoxPolicy(design=design),
         registry=registry or default_registry(),
         store=store,
     )

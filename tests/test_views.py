@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.context.policies import make_policy
+from helpers.context.strategies import build_policy
 from helpers.course.views import messages_html, side_by_side
 from helpers.loop.agent import run_turn
 
@@ -16,7 +16,7 @@ def test_view_marks_result_kinds_and_keeps_the_marker_visible(client, registry, 
             CASE1,
             client=client,
             model="m",
-            policy=make_policy(strategy),
+            policy=build_policy(strategy),
             registry=registry,
             store=store,
         )

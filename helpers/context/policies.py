@@ -54,7 +54,6 @@ from helpers.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
 from helpers.tooling.store import StoredOutput
 
-BASE_STRATEGIES = ("inline", "truncate", "box", "middle")
 #: The most references one tool call may unbox, and the most characters they may stand for in
 #: all (box strategy): a call over either is refused before anything is read.
 MAX_REFERENCES_PER_CALL = 16
@@ -587,38 +586,6 @@ class BoxPolicy(ResultPolicy):
     def describe(self) -> str:
         design = "" if self.design.name == DEFAULT_BOX_DESIGN else f", design {self.design.name}"
         return f"box ({self.boxing}, {self.design.rule()}{design})"
-
-
-def make_policy(
-    strategy: str,
-    *,
-    limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
-    threshold: int | None = None,
-    boxing: str = "opaque",
-    design: str = "tcr",
-) -> ResultPolicy:
-    """The policy for ``strategy`` (``inline`` / ``truncate`` / ``box``).
-
-    Args:
-        strategy: which policy (``middle`` is the head + tail reference point).
-        limit: preview length in characters (``truncate``, ``middle``).
-        threshold: longest result that stays inline (``box``): characters, or tokens under a
-            token-threshold design; default: the design's.
-        boxing: ``opaque`` (``internal://<id>``) or ``json`` (MCP resource link) (``box``).
-        design: the box design (:data:`BOX_DESIGNS`); ``tcr`` is *tool-context-relay*'s.
-
-    Raises:
-        ValueError: an unknown strategy, boxing mode or design, or a negative size.
-    """
-    if strategy == "inline":
-        return InlinePolicy()
-    if strategy == "truncate":
-        return TruncatePolicy(limit)
-    if strategy == "box":
-        return BoxPolicy(threshold, boxing, design)
-    if strategy == "middle":
-        return MiddleTruncatePolicy(limit)
-    raise ValueError(f"strategy must be one of {BASE_STRATEGIES}, got {strategy!r}")
 
 
 def _strings(value: Any, path: str = "") -> list[tuple[str, str]]:

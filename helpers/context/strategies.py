@@ -118,13 +118,31 @@ def strategy_named(name: str) -> Strategy:
         raise ValueError(f"strategy must be one of {known}, got {name!r}") from None
 
 
-def build_policy(name: str, options: StrategyOptions | None = None) -> ResultPolicy:
-    """The policy strategy ``name`` builds for ``options`` (default: every option's default).
+def build_policy(
+    name: str,
+    *,
+    threshold: int | None = None,
+    limit_chars: int = DEFAULT_PREVIEW_LIMIT_CHARS,
+    boxing: str | None = None,
+) -> ResultPolicy:
+    """The policy strategy ``name`` stands for: the one way from a name to a policy, the same
+    in every notebook, the CLI and the docs (``"box"`` is the workbook's box design wherever it
+    is typed; ``"box-tcr"`` is tool-context-relay's).
+
+    Args:
+        name: a strategy of :data:`STRATEGY_REGISTRY` (``inline``, ``truncate``, ``box``,
+            ``box-json``, ``box-tcr``, an anchor such as ``codex``…).
+        threshold: box strategies: the longest result kept inline, in characters (tokens under
+            a token-threshold design such as ``box``); ``None``: the design's own.
+        limit_chars: ``truncate`` and ``middle``: the preview's length, in characters.
+        boxing: box strategies: ``"opaque"`` or ``"json"``; ``None``: the strategy's own.
 
     Raises:
-        ValueError: an unknown strategy, or an option it cannot take.
+        ValueError: an unknown strategy, or an option it cannot take (a negative size, an
+            unknown boxing).
     """
-    return strategy_named(name).build(options or StrategyOptions())
+    options = StrategyOptions(threshold, limit_chars, boxing)
+    return strategy_named(name).build(options)
 
 
 def design_strategy(design: str) -> str | None:

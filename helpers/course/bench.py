@@ -43,10 +43,10 @@ from rich.table import Table
 from sqlalchemy import insert
 
 from helpers.context.policies import BoxPolicy
+from helpers.context.strategies import build_policy
 from helpers.course.room_simulation import room_markdown
 from helpers.course.setup_timing import setup_markdown, time_lab_start
 from helpers.escaping import for_rich
-from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import dispatch
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
 from helpers.tooling.store import ToolOutput, ToolOutputStore
@@ -153,7 +153,7 @@ def bench_hostile_arguments(store: ToolOutputStore, repeat: int) -> dict[str, fl
     (goal < 1 s: every scan of a model's text is linear)."""
     slowest: dict[str, float] = {}
     for strategy in ("inline", "truncate", "box", "box-json"):
-        policy = policy_for(strategy)
+        policy = build_policy(strategy)
         tools = default_registry().merged(policy.internal_tools())
         thread = "bench_args_" + uuid.uuid4().hex
         store.log_tool(thread, "call_long", "yt_transcribe", {}, "x" * 20_000)

@@ -26,6 +26,7 @@ from pathlib import Path
 from helpers.cases import ALL_CASES, load_cases
 from helpers.context.anchors import ANCHOR_PARAMETERS
 from helpers.context.policies import TCR_INSTRUCTIONS_FILE, BoxPolicy, tcr_instructions
+from helpers.context.strategies import build_policy
 from helpers.course.sources import sources_markdown
 from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
@@ -36,7 +37,6 @@ from helpers.evaluation.runs import (
     DESIGN_STEPS,
     RunOptions,
     client_for_cases,
-    policy_for,
     run_cases,
     run_personas,
 )
@@ -76,7 +76,7 @@ def _ask_table(store: ToolOutputStore) -> str:
             CASE1,
             client=client,
             model="offline-reference",
-            policy=policy_for(strategy),
+            policy=build_policy(strategy),
             registry=default_registry(),
             store=store,
         )

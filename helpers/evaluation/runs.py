@@ -2,7 +2,7 @@
 
 A *strategy* is the name of what the model sees of a long result, as it is run and reported;
 a *policy* (:mod:`helpers.context.policies`, :mod:`helpers.context.anchors`) is the object that carries one out
-(:func:`policy_for` gives it). The strategies: ``inline``, ``truncate``, ``box``
+(:func:`helpers.context.strategies.build_policy` gives it). The strategies: ``inline``, ``truncate``, ``box``
 (opaque references, the workbook's box design), ``box-json`` (MCP resource links),
 ``box-tcr`` (tool-context-relay's design), ``middle`` (head + tail) and the anchors ``codex``,
 ``deepagents``, ``claude-code`` and ``agents-sdk`` (:mod:`helpers.context.anchors`).
@@ -23,10 +23,9 @@ from typing import TypedDict, Unpack
 import openai
 
 from helpers.cases import Case
-from helpers.context.policies import DEFAULT_PREVIEW_LIMIT_CHARS, ResultPolicy
+from helpers.context.policies import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.strategies import (
     STRATEGY_REGISTRY,
-    StrategyOptions,
     build_policy,
     strategy_names,
 )
@@ -50,25 +49,6 @@ DESIGN_STEPS = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.design_step)
 #: Every built-in strategy's name (:func:`helpers.context.strategies.strategy_names` has the
 #: ones registered since, too).
 STRATEGIES = strategy_names()
-
-
-def policy_for(
-    strategy: str,
-    *,
-    threshold: int | None = None,
-    limit: int = DEFAULT_PREVIEW_LIMIT_CHARS,
-    boxing: str | None = None,
-) -> ResultPolicy:
-    """The policy a strategy name stands for (:mod:`helpers.context.strategies`).
-
-    ``threshold`` (box strategies: characters, or tokens under a token design) overrides the
-    design's; ``limit`` is a preview's length in characters; ``boxing`` (``opaque`` or ``json``)
-    overrides a box strategy's form. The anchors take their published parameters.
-
-    Raises:
-        ValueError: an unknown name, or an option the strategy cannot take.
-    """
-    return build_policy(strategy, StrategyOptions(threshold, limit, boxing))
 
 
 def client_for_cases(
@@ -135,14 +115,14 @@ def run_case(
     """Run ``case.prompt`` once under ``strategy`` in a fresh thread, and validate it.
 
     ``threshold``, ``limit`` and ``boxing`` (``opaque`` or ``json``: a box strategy's reference
-    form, ``None`` for the strategy's own) go to :func:`policy_for`, the rest to ``run_turn``.
+    form, ``None`` for the strategy's own) go to :func:`helpers.context.strategies.build_policy`, the rest to ``run_turn``.
     """
     started = time.perf_counter()
     record = run_turn(
         case.prompt,
         client=client,
         model=model,
-        policy=policy_for(strategy, threshold=threshold, limit=limit, boxing=boxing),
+        policy=build_policy(strategy, threshold=threshold, limit_chars=limit, boxing=boxing),
         registry=registry or default_registry(),
         store=store,
         few_shot=few_shot,

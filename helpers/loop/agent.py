@@ -407,7 +407,7 @@ def run_turn(
         prompt: the user message.
         client: an ``openai.OpenAI`` client (a real endpoint or the offline reference model).
         model: the model name to request.
-        policy: what the model sees of tool results (:func:`helpers.context.policies.make_policy`).
+        policy: what the model sees of tool results (:func:`helpers.context.strategies.build_policy`).
         registry: the real tools; the policy's internal tools are added to them.
         store: where every dispatch and every message is logged; required by ``truncate`` and
             ``box``.

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from helpers.context.modes import for_mode
+from helpers.context.strategies import build_policy
 from helpers.course.cli.common import (
     KIND_STYLE,
     add_context_controls,
@@ -29,7 +30,6 @@ from helpers.course.cli.common import (
 from helpers.course.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
 from helpers.course.cli.output import console, output_options
 from helpers.escaping import for_json, for_rich
-from helpers.evaluation.runs import policy_for
 from helpers.loop.agent import (
     DEFAULT_MAX_ITERATIONS,
     CompactionEvent,
@@ -187,8 +187,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the turn; the exit code says how it ended (:data:`EXIT_CODES`)."""
     try:
         config = persona_model(resolve_model(args.profile, args.model), args.persona)
-        policy = policy_for(
-            args.strategy, limit=args.limit, threshold=args.threshold, boxing=args.boxing
+        policy = build_policy(
+            args.strategy, limit_chars=args.limit, threshold=args.threshold, boxing=args.boxing
         )
     except (ConfigError, ValueError) as exc:
         return usage_error(args, str(exc))
