@@ -205,6 +205,7 @@ _PUBLIC: dict[str, str] = {
 }
 
 #: The public names (the notebooks import only these): the keys of :data:`_PUBLIC`.
+# -- __all__: generated from _PUBLIC: do not edit (tests/public_api.py --write)
 __all__ = [
     "BOX_DESIGNS",
     "COMPARED_STRATEGIES",
@@ -329,7 +330,7 @@ __all__ = [
     "write_report",
     "yt_transcribe",
 ]
-assert set(__all__) == set(_PUBLIC)  # one list, two forms: keep them together
+# -- end of __all__
 
 
 def __getattr__(name: str) -> Any:
@@ -347,6 +348,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBLIC
+    # -- imports: generated from _PUBLIC: do not edit (tests/public_api.py --write)
     from helpers.cases import Case, load_case, load_cases
     from helpers.charts import ThemedChart, themed_chart
     from helpers.context.anchors import (
@@ -464,3 +466,4 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.tooling.registry import Tool, ToolContext, ToolRegistry, tool_from_function
     from helpers.tooling.store import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
     from helpers.tooling.tools import default_registry, get_page, run_sql, yt_transcribe
+    # -- end of imports

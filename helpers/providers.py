@@ -12,7 +12,13 @@ agent acts on live here, each with its source, and nowhere else:
   go back only to the endpoint that sent them (:func:`helpers.replies.for_endpoint`), and only
   those its profile names;
 - **the completion limit**: every request carries one, in the field this provider reads
-  (``max_completion_tokens`` or ``max_tokens``), so a rambling model stops;
+  (``max_completion_tokens`` or ``max_tokens``), so a rambling model stops; what fits the model
+  and the account is :mod:`helpers.completion_limit`'s to say;
+- **model families** (:class:`ModelRule`): OpenAI's reasoning models take
+  ``max_completion_tokens``, no temperature, and ``developer`` instructions;
+- **message order**: Mistral refuses a ``user`` message right after a ``tool`` message
+  (:attr:`ProviderProfile.user_after_tool`), also behind OpenRouter
+  (:attr:`ProviderProfile.upstreams`);
 - how to recognise the provider from the base URL's host (and, behind a router, the model name).
 
 Errors are the same data for every provider (:mod:`helpers.replies`: context overflow phrases,
@@ -22,7 +28,8 @@ errors listed in :mod:`helpers.models.llm`.
 A ``.env`` profile picks a provider profile with ``<NAME>_PROVIDER_PROFILE`` (one of
 :data:`PROFILES`); without it the base URL's host decides, and an endpoint no profile knows gets
 :data:`DEFAULT`, the safe choice for an unknown OpenAI-compatible server. To add a provider,
-add one :class:`ProviderProfile` to :data:`PROFILES` with its sources.
+add one :class:`ProviderProfile` to ``_PROFILES`` with its sources (:data:`PROFILES` lists
+them by name, with the offline and default profiles).
 """
 
 from __future__ import annotations

@@ -305,11 +305,6 @@ class ReplyToolCall:
     arguments: str
     provider_fields: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def valid_arguments(self) -> str:
-        """``arguments`` as valid Unicode text (what is echoed back and shown)."""
-        return valid_text(self.arguments)
-
 
 @dataclass(frozen=True)
 class Reply:

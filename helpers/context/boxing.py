@@ -418,12 +418,6 @@ def find_references(arguments: Any) -> list[str]:
     return found
 
 
-def is_reference_of_thread(store: ToolOutputStore, thread_id: str, ref_id: str) -> bool:
-    """Whether ``ref_id`` names a stored output of ``thread_id``."""
-    row = store.get_by_ref(ref_id)
-    return row is not None and row.thread_id == thread_id
-
-
 def resolve_in_thread(store: ToolOutputStore, thread_id: str, ref_id: str) -> StoredOutput:
     """The stored row a reference id names, if it belongs to ``thread_id`` (without content).
 

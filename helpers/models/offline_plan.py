@@ -114,12 +114,6 @@ def _check_error(seen: Seen, name: str) -> Seen:
     return seen
 
 
-def _just(value: Any) -> Step:
-    """A step that needs no tool call: ``value`` at once."""
-    return value
-    yield  # a generator, so ``yield from`` takes it like any other step
-
-
 #: The five resolve tools as operations of the one ``internal_resource`` tool.
 _OP_OF_TOOL = {tool: op for op, tool in OP_TOOL_NAMES.items()}
 #: The arguments the one tool names differently.
