@@ -26,7 +26,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab lab-instructor restore test test-install test-personas test-pg test-room e2e bench figures guide install install-dev data \
+.PHONY: lab lab-instructor restore test test-install test-recipes test-personas test-pg test-room e2e bench figures guide install install-dev data \
 	lint format check-notebooks strip student clean lock
 
 # Python 3.11 or newer, checked before anything is made: one line says what to do. A .venv left
@@ -126,6 +126,7 @@ test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
 		--ignore=tests/e2e --ignore=tests/room --ignore=tests/test_run_anywhere.py \
+		--ignore=tests/test_recipes.py \
 		--ignore=tests/test_notebooks_under_personas.py \
 		--nbval-lax --nbval-current-env -n $(TEST_WORKERS) --dist loadfile
 
@@ -134,6 +135,11 @@ test: $(DEV_STAMP) lint check-notebooks
 # make (about two minutes: apart from make test, which stays well under ten)
 test-install: $(DEV_STAMP)
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_run_anywhere.py
+
+# CONTRIBUTING.md's recipes (a strategy, a tool, a provider) carried out in copies of the
+# project, each followed by the checks it must pass (a few minutes: apart from make test)
+test-recipes: $(DEV_STAMP) data
+	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_recipes.py
 
 # every solution notebook top to bottom under each offline persona, a model that chooses
 # differently from the reference model (about four minutes on two cores: apart from make test)
@@ -166,16 +172,16 @@ e2e: $(DEV_STAMP) data
 
 # the figures of README.md and docs/, measured again (a test fails when a page disagrees)
 figures: $(STAMP)
-	$(BIN)/python -m helpers.course.readme_figures
+	$(BIN)/python -m devtools.readme_figures
 
 # the instructor guide's measured blocks: minutes per section, tokens per notebook, mistakes
 guide: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline $(BIN)/python -m helpers.course.instructor_guide
+	WORKBOOK_PROFILE=offline $(BIN)/python -m devtools.instructor_guide
 
 # speed figures (medians, machine named), on SQLite and a throwaway PostgreSQL (when the machine
 # has its server programs), with a simulated room of 8 attendees on that PostgreSQL
 bench: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline tests/with_postgres.sh $(BIN)/python -m helpers.course.bench \
+	WORKBOOK_PROFILE=offline tests/with_postgres.sh $(BIN)/python -m devtools.bench \
 		--out build/bench.json --readme
 
 clean:

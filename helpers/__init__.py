@@ -3,17 +3,23 @@
 Data flows one way through an agent turn: tool → result policy → store → messages. The public
 API is what ``__all__`` lists, importable from ``helpers`` itself::
 
-    from helpers import ToolOutputStore, build_policy, default_registry, offline_client, run_turn
+    from helpers import (
+        Agent,
+        ToolOutputStore,
+        build_policy,
+        default_registry,
+        offline_client,
+        run_turn,
+    )
 
     store = ToolOutputStore("sqlite:///var/mine.sqlite")
+    agent = Agent(
+        offline_client(), "offline-reference", build_policy("box"), default_registry(), store
+    )
     record = run_turn(
         "Generate a transcript of the YouTube video with video_id='123' and then pass it "
         "to Deep Check for analysis.",
-        client=offline_client(),
-        model="offline-reference",
-        policy=build_policy("box"),
-        registry=default_registry(),
-        store=store,
+        agent,
     )
     print(record.status, record.usage(), record.answer)
 
@@ -28,7 +34,8 @@ test):
   and its Alembic migrations;
 - :mod:`helpers.context`: the context controls (policies and box designs, the anchors'
   policies, references, previews, resolve tools, compaction, modes, the dual stream);
-- :mod:`helpers.loop`: the agent turn and threads;
+- :mod:`helpers.loop`: the agent turn (the loop, one model call, one tool call's dispatch, the
+  turn's records) and threads;
 - :mod:`helpers.models`: model access and the offline reference model (plan, model, server);
 - :mod:`helpers.evaluation`: validation, runs per strategy, pricing, scaling, the comparison;
 - :mod:`helpers.course`: the CLI, the notebooks' views, hints and budget, generated figures.
@@ -73,12 +80,12 @@ _PUBLIC: dict[str, str] = {
     "run_turn": "helpers.loop.agent",
     "Agent": "helpers.loop.agent",
     "RunConfig": "helpers.loop.agent",
-    "TurnRecord": "helpers.loop.agent",
-    "ToolCallRecord": "helpers.loop.agent",
-    "ModelCallRecord": "helpers.loop.agent",
+    "TurnRecord": "helpers.loop.records",
+    "ToolCallRecord": "helpers.loop.records",
+    "ModelCallRecord": "helpers.loop.records",
     "CompactionSettings": "helpers.loop.agent",
     "TurnLimits": "helpers.limits",
-    "STATUSES": "helpers.loop.agent",
+    "STATUSES": "helpers.loop.records",
     # strategies and the policies that carry them out
     "STRATEGIES": "helpers.evaluation.runs",
     "Strategy": "helpers.context.strategies",
@@ -140,14 +147,16 @@ _PUBLIC: dict[str, str] = {
     "CompactionRules": "helpers.context.compaction",
     "SUMMARY_HEADER": "helpers.context.compaction",
     "compact": "helpers.context.compaction",
+    "categories_markdown": "helpers.context.compaction",
+    "tool_categories": "helpers.context.compaction",
     "find_exchanges": "helpers.context.compaction",
     "quoted": "helpers.context.compaction",
     "summarize_category": "helpers.context.compaction",
     "DualStreamPolicy": "helpers.context.dual_stream",
     "MODES": "helpers.context.modes",
     "for_mode": "helpers.context.modes",
-    "dispatch": "helpers.loop.agent",
-    "new_thread_id": "helpers.loop.agent",
+    "dispatch": "helpers.loop.dispatch",
+    "new_thread_id": "helpers.loop.records",
     # the store's table, for notebook 02
     "Base": "helpers.tooling.store",
     "ToolOutput": "helpers.tooling.store",
@@ -256,6 +265,7 @@ __all__ = [
     "answer_html",
     "approve_spend",
     "build_policy",
+    "categories_markdown",
     "check_box_result",
     "check_categorize",
     "check_fetch_tool_output",
@@ -323,6 +333,7 @@ __all__ = [
     "side_by_side",
     "summarize_category",
     "themed_chart",
+    "tool_categories",
     "tool_from_function",
     "turn_cost",
     "var_dir",
@@ -366,10 +377,12 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.context.compaction import (
         SUMMARY_HEADER,
         CompactionRules,
+        categories_markdown,
         compact,
         find_exchanges,
         quoted,
         summarize_category,
+        tool_categories,
     )
     from helpers.context.dual_stream import DualStreamPolicy
     from helpers.context.modes import MODES, for_mode
@@ -444,17 +457,14 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.evaluation.scaling import run_scaling, scaling_markdown
     from helpers.guards import GUARDS
     from helpers.limits import TurnLimits
-    from helpers.loop.agent import (
+    from helpers.loop.agent import Agent, CompactionSettings, RunConfig, run_turn
+    from helpers.loop.dispatch import dispatch
+    from helpers.loop.records import (
         STATUSES,
-        Agent,
-        CompactionSettings,
         ModelCallRecord,
-        RunConfig,
         ToolCallRecord,
         TurnRecord,
-        dispatch,
         new_thread_id,
-        run_turn,
     )
     from helpers.loop.threads import load_history, open_thread
     from helpers.models.llm import ModelConfig, make_client, resolve_model

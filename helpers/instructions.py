@@ -1,12 +1,15 @@
-"""System instructions and few-shot examples, per strategy and boxing mode.
+"""System instructions and few-shot examples: one :class:`Instructions` per kind of result.
 
 They tell the model what it will meet in tool results (a full value, a truncated preview with a
-marker, or an opaque reference) and what to do with it. Kept in code, keyed by strategy and
-boxing mode, as *tool-context-relay* by grzegorz-aniol does; few-shot examples are optional
-(``few_shot=False`` gives the zero-shot prompt).
+marker, or an opaque reference) and what to do with it. Kept in code, as *tool-context-relay* by
+grzegorz-aniol does; each policy names the one it uses (``ResultPolicy.system_message``), never a
+table keyed by strategy name. Few-shot examples are optional (``few_shot=False`` gives the
+zero-shot prompt).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 GENERAL = """\
 You are a helpful assistant that uses tools.
@@ -96,33 +99,56 @@ SAVED = """\
 Long tool results are saved to a file, and the result says where. Read only the part you need \
 with {read}, or search the file with {grep}."""
 
-_PARTS: dict[tuple[str, str], tuple[str, str]] = {
-    ("middle", "opaque"): (MIDDLE, ""),
-    ("middle", "json"): (MIDDLE, ""),
-    ("inline", "opaque"): (INLINE, ""),
-    ("inline", "json"): (INLINE, ""),
-    ("truncate", "opaque"): (TRUNCATE, EXAMPLES_TRUNCATE),
-    ("truncate", "json"): (TRUNCATE, EXAMPLES_TRUNCATE),
-    ("box", "opaque"): (BOX_OPAQUE, EXAMPLES_OPAQUE),
-    ("box", "json"): (BOX_JSON, EXAMPLES_JSON),
-    ("box-short", "opaque"): (BOX_SHORT_OPAQUE, ""),
-    ("saved", "opaque"): (SAVED, ""),
-    ("box-short", "json"): (BOX_SHORT_JSON, ""),
+
+@dataclass(frozen=True)
+class Instructions:
+    """One kind of system message: :data:`GENERAL`, then ``rules`` (what the model will meet in
+    tool results and what to do with it), then, few-shot, ``examples`` (worked exchanges).
+
+    A policy declares its own (``ResultPolicy.system_message``), so a new strategy brings its
+    instructions with its policy instead of borrowing another strategy's name.
+    """
+
+    rules: str
+    examples: str = ""
+
+    def text(self, *, few_shot: bool = True) -> str:
+        """The system message, in characters; ``few_shot=False`` leaves the examples out."""
+        parts = [GENERAL, self.rules]
+        if few_shot and self.examples:
+            parts.append(self.examples)
+        return "\n\n".join(parts)
+
+
+#: Every result in full.
+INLINE_INSTRUCTIONS = Instructions(INLINE)
+#: A preview with a truncation marker, and fetch_tool_output for the rest.
+TRUNCATE_INSTRUCTIONS = Instructions(TRUNCATE, EXAMPLES_TRUNCATE)
+#: Head and tail, with no way back (the reference point, Codex's shape).
+MIDDLE_INSTRUCTIONS = Instructions(MIDDLE)
+#: A notice of the result saved to a file (``{read}`` and ``{grep}`` name the anchor's tools).
+SAVED_INSTRUCTIONS = Instructions(SAVED)
+#: The workbook's box design, by boxing mode (``opaque``: ``internal://<id>``; ``json``: an MCP
+#: resource link).
+BOX_INSTRUCTIONS: dict[str, Instructions] = {
+    "opaque": Instructions(BOX_OPAQUE, EXAMPLES_OPAQUE),
+    "json": Instructions(BOX_JSON, EXAMPLES_JSON),
+}
+#: The same in one sentence, with no examples (the box designs with a short prompt).
+BOX_SHORT_INSTRUCTIONS: dict[str, Instructions] = {
+    "opaque": Instructions(BOX_SHORT_OPAQUE),
+    "json": Instructions(BOX_SHORT_JSON),
 }
 
 
-def system_instructions(strategy: str, boxing: str = "opaque", *, few_shot: bool = True) -> str:
-    """The system message for a strategy (``inline`` / ``truncate`` / ``box``; ``box-short`` is
-    the one-sentence form of the workbook's box design) and boxing mode.
+def for_boxing(instructions: dict[str, Instructions], boxing: str) -> Instructions:
+    """``instructions``' entry for boxing mode ``boxing``.
 
     Raises:
-        ValueError: an unknown strategy or boxing mode.
+        ValueError: an unknown boxing mode.
     """
     try:
-        rules, examples = _PARTS[(strategy, boxing)]
+        return instructions[boxing]
     except KeyError:
-        raise ValueError(f"no instructions for strategy={strategy!r}, boxing={boxing!r}") from None
-    parts = [GENERAL, rules]
-    if few_shot and examples:
-        parts.append(examples)
-    return "\n\n".join(parts)
+        known = ", ".join(instructions)
+        raise ValueError(f"boxing must be one of {known}, got {boxing!r}") from None

@@ -4,7 +4,7 @@ A model decides how many tool calls a reply makes and how much their outputs wei
 looping one (or one that read an injected instruction) can ask for hundreds of calls in one
 reply, or fetch a 6 MB document thirty times over. OWASP's LLM Top 10 calls this *unbounded
 consumption* (LLM10:2025). Each cap below is a named setting of :class:`TurnLimits`, passed to
-:func:`helpers.loop.agent.run_turn` (``limits=``); over a cap, the call gets an error result that
+:class:`helpers.loop.agent.RunConfig` (``limits=``); over a cap, the call gets an error result that
 tells the model what to do instead, it is not run (or its output is not kept), and nothing of it
 is stored half-way.
 

@@ -485,7 +485,7 @@ def parse_reply(body: str, *, content_type: str = "application/json") -> Reply:
     refusal = message.get("refusal")
     content = _text_of(message.get("content"))
     # text the provider cut mid-character is made valid (U+FFFD), except tool arguments, which
-    # the agent refuses to run on (see helpers.loop.agent.dispatch)
+    # the agent refuses to run on (see helpers.loop.dispatch.dispatch)
     return Reply(
         content=None if content is None else valid_text(content),
         tool_calls=[_tool_call(c) for c in raw_calls or []],

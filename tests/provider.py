@@ -21,7 +21,6 @@ import copy
 import itertools
 import json
 import math
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ import openai
 from helpers.course.cli import main
 from helpers.models.loopback import LoopbackServer, Reply, Request, mock_transport
 from helpers.models.personas import PERSONAS
+from helpers.providers import ToolCallIdFormat, profile_named
 
 #: DeepSeek's thinking mode, as the offline persona ``deepseek-thinking`` has it: one copy of
 #: the provider's rule and its error text (api-docs.deepseek.com, thinking mode, tool calls).
@@ -51,7 +51,8 @@ MISTRAL_BAD_ID = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length
 #: Mistral's answer to a user message right after tool results (zed-industries/zed#37021,
 #: yetone/avante.nvim#2695).
 MISTRAL_ORDER = "Unexpected role 'user' after role 'tool'"
-_MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
+#: Mistral's own id rule, as its profile declares it (the scripted provider's ``ids=``).
+MISTRAL_IDS = profile_named("mistral").tool_call_ids
 
 #: The fields a strict server (Mistral) accepts on a message and on a tool call.
 MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "prefix"})
@@ -147,9 +148,11 @@ class ScriptedProvider:
             call lacks it gets HTTP 400 (:data:`GEMINI_MISSING`).
         strict: behave like Mistral (and Groq): a message or tool-call field outside the
             chat-completions schema gets HTTP 422 ``extra_forbidden``.
-        mistral_ids: behave like Mistral: its own tool-call ids are 9 characters
-            ``[a-zA-Z0-9]``, and a request holding any other id gets HTTP 400
-            (:data:`MISTRAL_BAD_ID`).
+        ids: the provider's own tool-call id rule (a profile's ``tool_call_ids``, e.g.
+            ``profile_named("mistral").tool_call_ids``): its responses carry ids it makes, and
+            a request holding an id of another form gets HTTP 400 with ``bad_id`` (Mistral's
+            :data:`MISTRAL_BAD_ID` by default). ``None``: any id is taken.
+        bad_id: the refusal's message, ``{id}`` the id refused.
         tool_order: behave like Mistral: a ``user`` message right after a ``tool`` message
             gets HTTP 400 (:data:`MISTRAL_ORDER`).
     """
@@ -164,7 +167,8 @@ class ScriptedProvider:
         reasoning_details: bool = False,
         thought_signatures: bool = False,
         strict: bool = False,
-        mistral_ids: bool = False,
+        ids: ToolCallIdFormat | None = None,
+        bad_id: str = MISTRAL_BAD_ID,
         tool_order: bool = False,
     ):
         self.steps = steps
@@ -174,9 +178,9 @@ class ScriptedProvider:
         self.reasoning_details = reasoning_details
         self.thought_signatures = thought_signatures
         self.strict = strict
-        self.mistral_ids = mistral_ids
+        self.ids = ids
+        self.bad_id = bad_id
         self.tool_order = tool_order
-        self._mistral_count = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
         self.chat_bodies: list[dict[str, Any]] = []  # each chat request's JSON body, as it came
         self._lock = threading.Lock()
@@ -237,13 +241,13 @@ class ScriptedProvider:
                         "loc": ["body", "messages", index, extra[0]],
                     }
                     return Answer({"object": "error", "message": {"detail": [detail]}}, 422)
-            if self.mistral_ids:
+            if self.ids is not None:
                 ids = [c.get("id") for c in calls] + [message.get("tool_call_id")] * (
                     message.get("role") == "tool"
                 )
-                bad = next((i for i in ids if not _MISTRAL_ID.fullmatch(str(i))), None)
+                bad = next((i for i in ids if not self.ids.accepts(str(i))), None)
                 if bad is not None:
-                    error = {"object": "error", "message": MISTRAL_BAD_ID.format(id=bad)}
+                    error = {"object": "error", "message": self.bad_id.format(id=bad)}
                     return Answer({**error, "type": "invalid_request_error"}, 400)
             if self.thought_signatures and any(
                 not (c.get("extra_content") or {}).get("google", {}).get("thought_signature")
@@ -260,9 +264,9 @@ class ScriptedProvider:
             if self.zero_ids:
                 for call in message.get("tool_calls") or []:
                     call["id"] = "0"
-            if self.mistral_ids:
+            if self.ids is not None:
                 for call in message.get("tool_calls") or []:
-                    call["id"] = f"Ms{next(self._mistral_count):07d}"
+                    call["id"] = self.ids.make()
             if self.thought_signatures:
                 for n, call in enumerate(message.get("tool_calls") or []):
                     signature = {"google": {"thought_signature": f"c2lnLTE{n}"}}

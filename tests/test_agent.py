@@ -23,12 +23,7 @@ LONG = yt_transcribe("123")
 
 def _turn(prompt, client, registry, store, strategy, **kw):
     return run_turn(
-        prompt,
-        client=client,
-        model="offline-reference",
-        policy=build_policy(strategy, **kw),
-        registry=registry,
-        store=store,
+        prompt, Agent(client, "offline-reference", build_policy(strategy, **kw), registry, store)
     )
 
 
@@ -111,14 +106,7 @@ def test_bad_tool_calls_become_error_results_and_the_turn_goes_on(registry, stor
             {"role": "assistant", "content": "done"},
         ]
     )
-    rec = run_turn(
-        "x",
-        client=client,
-        model="scripted",
-        policy=build_policy("box-tcr"),
-        registry=registry,
-        store=store,
-    )
+    rec = run_turn("x", Agent(client, "scripted", build_policy("box-tcr"), registry, store))
     assert rec.ok and rec.answer == "done"
     errors = [json.loads(t.result).get("error", "") for t in rec.tool_calls[:5]]
     assert "malformed JSON arguments" in errors[0]
@@ -144,13 +132,8 @@ def test_max_iterations_stops_a_looping_model(registry, store) -> None:
     # the same provider id every time: each call still runs under an id of its own
     rec = run_turn(
         "x",
-        client=client,
-        model="scripted",
-        policy=build_policy("truncate"),
-        registry=registry,
-        store=store,
-        max_iterations=3,
-        limits=TurnLimits(max_identical_replies=None),  # max_iterations alone stops it
+        Agent(client, "scripted", build_policy("truncate"), registry, store),
+        RunConfig(max_iterations=3, limits=TurnLimits(max_identical_replies=None)),
     )
     assert rec.status == "max_iterations" and rec.answer is None and len(rec.model_calls) == 3
     assert all(t.ran and t.result_kind == "inline" for t in rec.tool_calls)
@@ -168,7 +151,7 @@ def test_endpoint_failure_is_a_failed_record_not_a_crash(registry, store) -> Non
         max_retries=0,
         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
     )
-    rec = run_turn("x", client=client, model="m", policy=build_policy("inline"), registry=registry)
+    rec = run_turn("x", Agent(client, "m", build_policy("inline"), registry))
     assert rec.status == "error" and "InternalServerError" in rec.error
 
 
@@ -228,11 +211,9 @@ def test_cached_tokens_a_provider_reports_reach_the_record_and_the_metrics(regis
     ]
     record = run_turn(
         "x",
-        client=ScriptedProvider(steps).client(),
-        model="scripted",
-        policy=build_policy("box-tcr"),
-        registry=registry,
-        store=store,
+        Agent(
+            ScriptedProvider(steps).client(), "scripted", build_policy("box-tcr"), registry, store
+        ),
     )
     assert [c.cached_tokens_reported for c in record.model_calls] == [0, 2944]
     case = load_cases()[0]

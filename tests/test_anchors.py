@@ -24,7 +24,7 @@ from helpers.context.strategies import build_policy
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL
 from helpers.evaluation.runs import client_for_cases, run_case
 from helpers.evaluation.scaling import document, scaling_case, scaling_registry
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.models.llm import resolve_model
 from helpers.models.offline_plan import classify
 from helpers.tooling.registry import ToolContext, tool_from_function
@@ -194,15 +194,8 @@ def test_a_thread_under_the_agents_sdk_trimmer_sends_less_on_the_third_turn(
     client = client_for_cases(resolve_model("offline", None), [case])
     policy, thread, history, prompts = AgentsSdkTrimmerPolicy(), "thread_sdk", [], []
     for _ in range(3):
-        record = run_turn(
-            case.prompt,
-            client=client,
-            model="m",
-            policy=policy,
-            registry=registry,
-            store=store,
-            thread_id=thread,
-            history=history,
+        record = Agent(client, "m", policy, registry, store).run(
+            case.prompt, thread_id=thread, history=history
         )
         assert record.ok
         prompts.append(record.model_calls[0].prompt_tokens)
@@ -219,12 +212,7 @@ def test_the_offline_model_looks_inside_each_anchor_its_own_way(store, strategy)
     case = scaling_case(200_000)
     client = client_for_cases(resolve_model("offline", None), [case])
     record = run_turn(
-        case.prompt,
-        client=client,
-        model="m",
-        policy=build_policy(strategy),
-        registry=scaling_registry(),
-        store=store,
+        case.prompt, Agent(client, "m", build_policy(strategy), scaling_registry(), store)
     )
     names = [t.name for t in record.tool_calls]
     tail = document(200_000).rstrip("\n")[-30:]
@@ -346,7 +334,7 @@ def test_a_copy_that_lost_only_its_final_newline_is_reported_as_such() -> None:
     that differs anywhere else is still "other bytes"."""
     from helpers.evaluation.validation import validate
     from helpers.ids import content_sha256_and_trimmed
-    from helpers.loop.agent import ToolCallRecord, TurnRecord
+    from helpers.loop.records import ToolCallRecord, TurnRecord
 
     case = scaling_case(100_000)
     whole = document(100_000)

@@ -15,7 +15,7 @@ from helpers.context.boxing import presented_reference_id
 from helpers.context.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
 from helpers.context.strategies import build_policy
 from helpers.evaluation.runs import run_case
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.tokens import count_tokens
 
 CASES = {case.id: case for case in load_cases()}
@@ -70,12 +70,7 @@ def test_a_token_threshold_counts_what_a_result_costs() -> None:
 
 def test_the_resolve_tool_is_offered_once_a_reference_exists(client, store, registry) -> None:
     record = run_turn(
-        CASES["case3"].prompt,
-        client=client,
-        model="m",
-        policy=build_policy("box"),
-        registry=registry,
-        store=store,
+        CASES["case3"].prompt, Agent(client, "m", build_policy("box"), registry, store)
     )
     assert record.ok
     offered = [[s["function"]["name"] for s in schemas] for schemas in record.schemas_per_call]

@@ -36,7 +36,7 @@ def _write(tmp_path: Path, text: str) -> Path:
             "---\nid: x\ntool_calls:\n  - {tool_name: a, allow_multiple: maybe}\n---\np",
             "allow_multiple",
         ),
-        ("---\nid: x\nstrategies: [zip]\n---\np", "key 'strategies'"),
+        ("---\nid: x\nstrategies: [Box!]\n---\np", "key 'strategies'"),
         ("---\nid: x\nsink_exact:\n  - {tool_name: a}\n---\np", "key 'sink_exact[0]'"),
         ("---\nid: x\noffline_plan:\n  - {call: a}\n---\np", "key 'offline_plan'"),
     ],
@@ -170,3 +170,17 @@ def test_answer_contains(store) -> None:
     case = _case("case3")
     plan = [*case.offline_plan[:3], {"answer": "I do not know."}]
     assert "answer lacks 'is 6065'" in _run(case, "box", store, plan).validation.summary()
+
+
+def test_a_case_naming_an_unregistered_strategy_is_refused_before_anything_runs(tmp_path) -> None:
+    """A typo in ``strategies`` would switch the case's checks off quietly: the registry refuses
+    it when the case runs, naming the file and the known strategies."""
+    from helpers.cases import CaseError
+    from helpers.evaluation.runs import run_cases
+
+    path = _write(tmp_path, "---\nid: x\nstrategies: [bxo]\n---\np")
+    [case] = load_cases(str(path))
+    with pytest.raises(
+        CaseError, match=r"names bxo, not a strategy \(one of inline, truncate, box"
+    ):
+        run_cases([case], ["box"], client=None, model="m", store=None)  # type: ignore[arg-type]

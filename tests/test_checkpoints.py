@@ -8,6 +8,7 @@ import re
 import nbformat
 import pytest
 
+from helpers.context.compaction import tool_categories
 from helpers.course import checkpoint
 from helpers.course.checks.todos import CHECKS
 from helpers.course.student_notebooks import SOLUTIONS_DIR, checkpoint_number, student_text
@@ -106,18 +107,9 @@ def test_a_checkpoint_run_before_its_todo_says_so_in_one_line(capsys) -> None:
 
 
 def test_a_checkpoint_that_passes_prints_its_line_once_and_returns_nothing(capsys) -> None:
+    table = tool_categories()  # the registry's, as notebook 06 shows it
+
     def categorize(name):
-        table = {
-            "read": {"get_page", "yt_transcribe", "internal_resource_read", "fetch_tool_output"},
-            "write": {"google_drive_write_file"},
-            "query": {
-                "run_sql",
-                "internal_resource_grep",
-                "internal_resource_read_slice",
-                "internal_resource_read_lines",
-                "internal_resource_length",
-            },
-        }
         return next((c for c, names in table.items() if name in names), "execution")
 
     assert CHECKS[("06", 1)](categorize) is None  # nothing for a cell to echo as Out[n]

@@ -763,8 +763,16 @@ def test_a_real_server_answers_anything_so_its_answer_exits_0(monkeypatch, capsy
 def test_the_bench_times_a_turn_the_offline_model_has_a_plan_for() -> None:
     """``make bench`` times ``workbook ask`` on case0's prompt: a prompt without a plan ends
     with exit code 4 (no_plan), and the bench would time a refusal, or stop."""
+    from devtools.bench import CASE0_PROMPT
     from helpers.cases import load_case
-    from helpers.course.bench import CASE0_PROMPT
     from helpers.paths import DATA_DIR
 
     assert load_case(DATA_DIR / "cases" / "case0.md").prompt.strip() == CASE0_PROMPT
+
+
+def test_the_cli_packages_docstring_names_every_command() -> None:
+    """The package's docstring lists the commands; a new one in ``COMMANDS`` is named there."""
+    import helpers.course.cli as cli
+
+    head = (cli.__doc__ or "").split("Exit codes", 1)[0]
+    assert [c for c in cli.COMMANDS if c not in head] == []

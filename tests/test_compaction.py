@@ -226,7 +226,8 @@ def test_text_form() -> None:
 def test_a_long_session_compacts_and_every_turn_still_works(client, registry, store) -> None:
     from helpers.cases import load_cases
     from helpers.context.strategies import build_policy
-    from helpers.loop.agent import CompactionSettings, new_thread_id, run_turn
+    from helpers.loop.agent import Agent, CompactionSettings, RunConfig
+    from helpers.loop.records import new_thread_id
 
     cases = {c.id: c for c in load_cases()}
     order = ["case1", "case2", "sql2", "web1", "case3", "two1", "pipe1", "case4"]
@@ -234,16 +235,11 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
     settings_ = CompactionSettings(threshold_tokens=4_000, keep_last=3)
     events = []
     for case_id in order:  # each request goes through the offline model, which rejects orphans
-        record = run_turn(
+        record = Agent(client, "m", build_policy("box"), registry, store).run(
             cases[case_id].prompt,
-            client=client,
-            model="m",
-            policy=build_policy("box"),
-            registry=registry,
-            store=store,
             thread_id=thread,
             history=history,
-            compaction=settings_,
+            config=RunConfig(compaction=settings_),
         )
         assert record.ok, (case_id, record.error)
         events += record.compactions
@@ -360,7 +356,7 @@ def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
     from provider import scripted_client, tool_calls
 
     from helpers.context.strategies import build_policy
-    from helpers.loop.agent import CompactionSettings, run_turn
+    from helpers.loop.agent import Agent, CompactionSettings, RunConfig
     from helpers.tooling.tools import default_registry
 
     registry = default_registry()
@@ -384,15 +380,10 @@ def test_a_tool_registered_with_a_category_is_filed_under_it(store) -> None:
         ]
     history.append({"role": "assistant", "content": "saved"})
     client, requests = scripted_client([{"role": "assistant", "content": "done"}])
-    record = run_turn(
+    record = Agent(client, "m", build_policy("inline"), registry, store).run(
         "which notes did you save?",
-        client=client,
-        model="m",
-        policy=build_policy("inline"),
-        registry=registry,
-        store=store,
         history=history,
-        compaction=CompactionSettings(threshold_tokens=1, keep_last=1),
+        config=RunConfig(compaction=CompactionSettings(threshold_tokens=1, keep_last=1)),
     )
     assert record.ok and record.compactions, record.error
     summary = next(

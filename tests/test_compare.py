@@ -20,7 +20,7 @@ from helpers.evaluation.report import comparison_markdown
 from helpers.evaluation.runs import CaseRun
 from helpers.evaluation.validation import validate
 from helpers.instructions import GENERAL
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.tokens import count_chat_tokens
 
 REFERENCE_CASES = ("case0", "case1", "case2", "case3", "case4", "web1")
@@ -49,14 +49,7 @@ def test_report_numbers_against_a_hand_checked_case(registry, store, tmp_path) -
             ],
             usages,
         )
-        record = run_turn(
-            "p",
-            client=client,
-            model="scripted",
-            policy=policies[strategy],
-            registry=registry,
-            store=store,
-        )
+        record = run_turn("p", Agent(client, "scripted", policies[strategy], registry, store))
         runs.append(CaseRun(case, strategy, record, validate(case, record)))
     metrics = Comparison(runs, "scripted", 256, 600).metrics()
     inline, box = (metrics.cases["tiny"].runs[v] for v in ("inline", "box"))
@@ -109,17 +102,19 @@ def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, 
     # an earlier turn of the thread boxed a transcript
     first = run_turn(
         "p",
-        client=_scripted(
-            [
-                _call("c0", "yt_transcribe", {"video_id": "123"}),
-                {"role": "assistant", "content": "x"},
-            ],
-            [(1, 1)] * 2,
+        Agent(
+            _scripted(
+                [
+                    _call("c0", "yt_transcribe", {"video_id": "123"}),
+                    {"role": "assistant", "content": "x"},
+                ],
+                [(1, 1)] * 2,
+            ),
+            "s",
+            policy,
+            registry,
+            store,
         ),
-        model="s",
-        policy=policy,
-        registry=registry,
-        store=store,
     )
     old_uri = json.loads(first.tool_calls[0].result)["uri"]
     # this turn: box again, read the whole old value (not needed), ask its length (needed)
@@ -131,11 +126,7 @@ def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, 
     ]
     record = run_turn(
         "p",
-        client=_scripted(replies, [(1, 1)] * 4),
-        model="s",
-        policy=policy,
-        registry=registry,
-        store=store,
+        Agent(_scripted(replies, [(1, 1)] * 4), "s", policy, registry, store),
         thread_id=first.thread_id,
     )
     assert [t.result_kind for t in record.tool_calls] == ["boxed", "inline", "inline"]

@@ -6,7 +6,7 @@ import base64
 import json
 
 from helpers.context.dual_stream import MAX_SUMMARY_CHARS, DualStreamPolicy, summarize_for_model
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.tooling.tools import run_sql, yt_transcribe
 
 
@@ -56,9 +56,7 @@ def test_explicit_text_parts_win_and_binary_never_enters() -> None:
 
 def test_the_model_gets_the_summary_and_the_store_keeps_everything(client, registry, store) -> None:
     prompt = "Using run_sql, fetch all ISO 3166-2 subdivisions of France (code, name, type; up to 200 rows). Then tell me the code of the subdivision named 'Bretagne'."
-    record = run_turn(
-        prompt, client=client, model="m", policy=DualStreamPolicy(), registry=registry, store=store
-    )
+    record = run_turn(prompt, Agent(client, "m", DualStreamPolicy(), registry, store))
     sql = record.tool_calls[0]
     assert sql.result.startswith("Result: columns=") and len(sql.result) <= MAX_SUMMARY_CHARS
     assert all(

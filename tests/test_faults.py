@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 
 from helpers.context.resolve_tools import internal_resource_length
 from helpers.context.strategies import build_policy
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.models.offline_server import Fault, OfflineServer
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
@@ -34,11 +34,13 @@ def _client(server: OfflineServer, *, max_retries: int, timeout_s: float = 10.0)
 def _turn(server, store, *, max_retries, timeout_s=10.0, thread_id=None):
     return run_turn(
         CASE1,
-        client=_client(server, max_retries=max_retries, timeout_s=timeout_s),
-        model="offline-reference",
-        policy=build_policy("box-tcr"),
-        registry=default_registry(),
-        store=store,
+        Agent(
+            _client(server, max_retries=max_retries, timeout_s=timeout_s),
+            "offline-reference",
+            build_policy("box-tcr"),
+            default_registry(),
+            store,
+        ),
         thread_id=thread_id,
     )
 
@@ -127,7 +129,7 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
     db = tmp_path / "killed.sqlite"
     script = textwrap.dedent(f"""
         import os, signal
-        from helpers.loop.agent import run_turn
+        from helpers.loop.agent import Agent, run_turn
         from helpers.models.offline import OfflineModel, offline_client
         from helpers.context.strategies import build_policy
         from helpers.tooling.registry import tool_from_function
@@ -150,8 +152,9 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
             {{"call": "crash", "args": {{"text": {{"result": 1}}}}}},
             {{"answer": "never"}},
         ]}})
-        run_turn(prompt, client=offline_client(model), model="m", policy=build_policy("box-tcr"),
-                 registry=registry, store=ToolOutputStore("sqlite:///{db}"), thread_id="thread_k")
+        agent = Agent(offline_client(model), "m", build_policy("box-tcr"), registry,
+                      ToolOutputStore("sqlite:///{db}"))
+        run_turn(prompt, agent, thread_id="thread_k")
     """)
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_GUARD_S

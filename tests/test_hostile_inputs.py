@@ -8,7 +8,7 @@ import pytest
 
 from helpers.context.policies import BoxPolicy
 from helpers.context.resolve_tools import MAX_GREP_OUTPUT_LINES
-from helpers.loop.agent import MAX_ARGUMENTS_CHARS, dispatch
+from helpers.loop.dispatch import MAX_ARGUMENTS_CHARS, dispatch
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.tools import default_registry, run_sql
 

@@ -16,10 +16,11 @@ import openai
 import pytest
 from provider import ScriptedProvider, completion, tool_call
 
+from devtools.bench import HOSTILE_ARGUMENT_SHAPES, hostile_argument
 from helpers.context.strategies import build_policy
-from helpers.course.bench import HOSTILE_ARGUMENT_SHAPES, hostile_argument
 from helpers.limits import MAX_TOOL_CALLS_PER_REPLY, TurnLimits
-from helpers.loop.agent import dispatch, run_turn
+from helpers.loop.agent import Agent, RunConfig, run_turn
+from helpers.loop.dispatch import dispatch
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import StoreQuotaExceeded, ToolOutputStore
 from helpers.tooling.tools import default_registry
@@ -36,17 +37,12 @@ def calls(n: int, arguments: dict[str, Any] = SHORT, tool: str = "yt_transcribe"
     return say(completion(tool_calls=[tool_call(tool, arguments, f"p{i}") for i in range(n)]))
 
 
-def turn(provider: ScriptedProvider, store: ToolOutputStore, **kwargs: Any) -> Any:
+def turn(
+    provider: ScriptedProvider, store: ToolOutputStore, thread_id: str | None = None, **config: Any
+) -> Any:
     client = openai.OpenAI(base_url=provider.base_url, api_key="k", max_retries=0)
-    return run_turn(
-        "Transcribe.",
-        client=client,
-        model="m",
-        policy=build_policy("box"),
-        registry=default_registry(),
-        store=store,
-        **kwargs,
-    )
+    agent = Agent(client, "m", build_policy("box"), default_registry(), store)
+    return run_turn("Transcribe.", agent, RunConfig(**config), thread_id=thread_id)
 
 
 @pytest.fixture

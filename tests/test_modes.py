@@ -17,7 +17,7 @@ from helpers.cases import load_cases
 from helpers.context.modes import for_mode
 from helpers.context.strategies import build_policy
 from helpers.evaluation.runs import STRATEGIES, client_for_cases, run_cases, runnable_cases
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.paths import outbox_dir
 from helpers.tooling.registry import UnknownToolError
 from helpers.tooling.store import ToolOutputStore
@@ -63,11 +63,13 @@ def test_a_forged_call_to_a_tool_outside_the_mode_is_refused_and_not_run(store) 
     )
     record = run_turn(
         "write it",
-        client=client,
-        model="scripted",
-        policy=build_policy("box-tcr"),
-        registry=for_mode(default_registry(), "explore"),
-        store=store,
+        Agent(
+            client,
+            "scripted",
+            build_policy("box-tcr"),
+            for_mode(default_registry(), "explore"),
+            store,
+        ),
     )
     assert record.ok and record.answer == "I could not write the file."
     call = record.tool_calls[0]

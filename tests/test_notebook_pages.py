@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from devtools.instructor_guide import GUIDE
 from helpers.context import anchors, compaction, policies
-from helpers.course.instructor_guide import GUIDE
 from helpers.course.student_notebooks import solution_notebooks
 from helpers.theme import MERMAID_FRONTMATTER
 from helpers.tooling import store

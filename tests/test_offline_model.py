@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from helpers.cases import ALL_CASES, load_cases
 from helpers.context.strategies import build_policy
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.models.offline import (
     SUGGEST_READ_CHARS,
     SUGGESTIONS,
@@ -249,14 +249,7 @@ def test_a_failed_tool_makes_the_model_say_so(registry, store) -> None:
             ]
         }
     )
-    rec = run_turn(
-        "p",
-        client=offline_client(model),
-        model="m",
-        policy=build_policy("box"),
-        registry=registry,
-        store=store,
-    )
+    rec = run_turn("p", Agent(offline_client(model), "m", build_policy("box"), registry, store))
     assert rec.ok and "get_page returned an error" in rec.answer and "404" in rec.answer
 
 
@@ -274,12 +267,7 @@ def test_the_same_turn_over_loopback_http(registry, store) -> None:
             assert json.load(reply)["data"][0]["id"] == "offline-reference"
         client = openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
         rec = run_turn(
-            CASE1,
-            client=client,
-            model="offline-reference",
-            policy=build_policy("box"),
-            registry=registry,
-            store=store,
+            CASE1, Agent(client, "offline-reference", build_policy("box"), registry, store)
         )
     assert rec.ok and rec.tool_calls[0].result.startswith("internal://")
     assert "received 10" in rec.answer
@@ -303,11 +291,13 @@ def test_a_request_over_the_context_window_is_refused_as_openai_does(store) -> N
     record = run_turn(
         "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep "
         "Check for analysis.",
-        client=offline_client(model),
-        model="offline-reference",
-        policy=build_policy("inline"),
-        registry=default_registry(),
-        store=store,
+        Agent(
+            offline_client(model),
+            "offline-reference",
+            build_policy("inline"),
+            default_registry(),
+            store,
+        ),
     )
     assert record.status == "context_exceeded" and "context window" in record.error
     assert [t.name for t in record.tool_calls] == ["yt_transcribe"]  # it failed on the next call

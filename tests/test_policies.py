@@ -10,7 +10,7 @@ from helpers.context.boxing import ReferenceRefused, find_references, reference_
 from helpers.context.policies import BoxPolicy, InlinePolicy, TruncatePolicy
 from helpers.context.preview import make_preview, parse_preview
 from helpers.context.strategies import build_policy
-from helpers.loop.agent import dispatch
+from helpers.loop.dispatch import dispatch
 from helpers.tooling.registry import ToolContext, ToolRegistry
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry, yt_transcribe

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers.evaluation.pricing import PricingError, load_prices, shared_prefix_tokens, turn_cost
-from helpers.loop.agent import ModelCallRecord, TurnRecord
+from helpers.loop.records import ModelCallRecord, TurnRecord
 from helpers.tokens import count_message_tokens, count_tools_tokens
 
 TOOL_A = {

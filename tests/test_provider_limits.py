@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider import (
+    MISTRAL_IDS,
     SECRET,
     TRANSCRIBE,
     Answer,
@@ -302,7 +303,7 @@ def test_a_thread_stopped_after_tool_results_continues_on_each_profile(ask, prof
     tool message (zed-industries/zed#37021), and its profile sends one between."""
     mistral = profile == "mistral"
     env = {"LOCAL_PROVIDER_PROFILE": profile}
-    flags = {"mistral_ids": mistral, "tool_order": mistral, "strict": mistral}
+    flags = {"ids": MISTRAL_IDS if mistral else None, "tool_order": mistral, "strict": mistral}
     with ScriptedProvider([lambda r: TRANSCRIBE], **flags) as provider:
         first = ask(provider, "--max-iterations", "1", env=env)
     assert first.data["status"] == "max_iterations", first.data
@@ -459,7 +460,7 @@ def test_a_mistral_model_behind_openrouter_keeps_mistrals_order(ask) -> None:
     """OpenRouter passes Mistral's rule on (zed-industries/zed#37021): the openrouter profile
     sends Mistral's models a message between tool results and the next user message."""
     env = {"LOCAL_PROVIDER_PROFILE": "openrouter", "LOCAL_MODEL": "mistralai/mistral-medium-3"}
-    flags = {"mistral_ids": True, "tool_order": True}
+    flags = {"ids": MISTRAL_IDS, "tool_order": True}
     with ScriptedProvider([lambda r: TRANSCRIBE], **flags) as provider:
         first = ask(provider, "--max-iterations", "1", env=env)
     with ScriptedProvider([lambda r: completion("Passed on.")], **flags) as provider:

@@ -238,12 +238,16 @@ def test_a_client_made_for_a_profile_keeps_its_rules() -> None:
     assert profile_of(other) is DEFAULT  # not made by make_client: by its host
 
 
-def test_the_guide_names_every_provider_profile() -> None:
-    """docs/models.md lists the profiles by name; a new one must be there too."""
+def test_the_guide_lists_every_provider_profile_from_the_registry() -> None:
+    """docs/models.md's table of profiles is written from ``PROFILES`` (``make figures``), so a
+    new profile is listed with no prose edit."""
     from pathlib import Path
 
+    from devtools.registry_docs import profiles_markdown
+
     guide = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text("utf-8")
-    row = next(line for line in guide.splitlines() if line.startswith("| provider rules"))
-    assert all(f"`{name}`" in row for name in PROFILES), sorted(
-        n for n in PROFILES if f"`{n}`" not in row
-    )
+    block = guide.split("<!-- figures:profiles -->\n", 1)[1].split("\n<!-- /figures:profiles", 1)[0]
+    assert block == profiles_markdown(), "docs/models.md's profiles are stale: run `make figures`"
+    assert [line.split(" | ")[0] for line in block.splitlines()[2:]] == [
+        f"| `{name}`" for name in PROFILES
+    ]

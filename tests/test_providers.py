@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from provider import (
     MESSAGE_FIELDS,
+    MISTRAL_IDS,
     PROMPT,
     SECRET,
     TRANSCRIBE,
@@ -498,7 +499,7 @@ def test_mistral_gets_ids_of_its_own_form_and_the_turn_completes(ask, env) -> No
     """Mistral refuses any tool-call id that is not 9 characters [a-zA-Z0-9] (HTTP 400), also
     behind OpenRouter: under its profile the client's own ids take that form."""
     steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
-    with ScriptedProvider(steps, mistral_ids=True) as provider:
+    with ScriptedProvider(steps, ids=MISTRAL_IDS) as provider:
         run = ask(provider, env=env)
         sent = provider.chat_requests[-1]["messages"]
     assert run.code == EXIT_OK, run.data.get("error")
@@ -511,7 +512,7 @@ def test_mistral_gets_ids_of_its_own_form_and_the_turn_completes(ask, env) -> No
 
 def test_without_its_profile_mistral_refuses_the_clients_ids(ask) -> None:
     steps = [lambda r: TRANSCRIBE, pass_on(lambda ref: ref), answer()]
-    with ScriptedProvider(steps, mistral_ids=True) as provider:
+    with ScriptedProvider(steps, ids=MISTRAL_IDS) as provider:
         run = ask(provider)
     assert run.code == EXIT_FAILED
     assert "must be a-z, A-Z, 0-9, with a length of 9" in run.data["error"]

@@ -16,7 +16,7 @@ DOCS = ROOT / "docs"
 
 def test_readme_figures_are_current() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.readme_figures", "--check"],
+        [sys.executable, "-m", "devtools.readme_figures", "--check"],
         capture_output=True,
         text=True,
         timeout=HANG_GUARD_S,
@@ -101,6 +101,10 @@ def test_the_layout_names_every_module() -> None:
     page = (DOCS / "library.md").read_text(encoding="utf-8")
     layout = page.split("## Layout", 1)[1].split("```")[1]
     root = Path(__file__).parent.parent / "helpers"
+    for path in sorted((root.parent / "devtools").glob("*.py")):
+        assert path.name == "__init__.py" or path.name in layout.split("devtools/", 1)[1], (
+            f"docs/library.md's layout does not name devtools/{path.name}"
+        )
     for path in sorted(root.rglob("*.py")):
         if path.name == "__init__.py" and path.parent != root:
             assert f"{path.parent.name}/" in layout, (
@@ -187,7 +191,7 @@ def test_no_function_in_helpers_is_over_80_lines() -> None:
 
 
 def _pages() -> list[Path]:
-    from helpers.course.readme_figures import documents
+    from devtools.readme_figures import documents
 
     return documents()
 

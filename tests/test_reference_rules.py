@@ -17,7 +17,7 @@ from helpers.context.boxing import (
 )
 from helpers.context.policies import BoxPolicy, TruncatePolicy
 from helpers.context.preview import make_preview
-from helpers.loop.agent import dispatch
+from helpers.loop.dispatch import dispatch
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.tools import default_registry
 

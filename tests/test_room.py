@@ -528,7 +528,7 @@ def test_postgresql_the_room_commands_and_a_simulated_room() -> None:
     )  # fmt: skip
     assert checked.returncode == 1  # the fresh cluster's other databases
     assert {f["check"] for f in json.loads(checked.stdout)["findings"]} >= {"other_databases"}
-    from helpers.course.room_simulation import simulate_room
+    from devtools.room_simulation import simulate_room
 
     result = simulate_room(ROOM, attendees=2, notebooks=("03",))
     assert result["cross_talk"] == [], result["cross_talk"]

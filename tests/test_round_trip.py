@@ -9,10 +9,10 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devtools.bench import round_trip_tools
 from helpers.context.policies import BoxPolicy
 from helpers.context.resolve_tools import internal_resource_read_slice
-from helpers.course.bench import round_trip_tools
-from helpers.loop.agent import dispatch
+from helpers.loop.dispatch import dispatch
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
 

@@ -42,6 +42,23 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(dist.glob("context_relay_workbook-*.whl"))
 
 
+def test_the_wheel_is_the_workbook_not_the_projects_tooling(wheel) -> None:
+    """The wheel carries the library and the course; the bench, the measured figures, the
+    instructor guide, the timed set-up and the room simulation stay in the checkout (devtools/),
+    and nothing the wheel holds imports them."""
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    tooling = {p.stem for p in (ROOT / "devtools").glob("*.py")} - {"__init__"}
+    assert tooling >= {"bench", "readme_figures", "instructor_guide", "setup_timing"}
+    shipped = [n for n in names if n.startswith("devtools/") or Path(n).stem in tooling]
+    assert not shipped, f"the wheel ships the project's tooling: {shipped}"
+    assert "helpers/loop/agent.py" in names and "helpers/_course/notebooks/00_setup.ipynb" in names
+    for name in (n for n in names if n.endswith(".py")):
+        text = zipfile.ZipFile(wheel).read(name).decode("utf-8")
+        assert not re.search(r"^\s*(from|import) devtools", text, re.M), f"{name} imports devtools"
+
+
 def test_the_wheel_runs_the_notebooks_from_a_folder_of_its_own(tmp_path, wheel) -> None:
     venv, room = tmp_path / "venv", tmp_path / "room"
     _run(UV, "venv", "--quiet", "--python", sys.executable, venv, cwd=tmp_path)

@@ -25,7 +25,8 @@ import helpers.tooling.sql_sandbox as sandbox
 from helpers.context.modes import for_mode
 from helpers.context.policies import BoxPolicy
 from helpers.context.strategies import build_policy
-from helpers.loop.agent import dispatch, run_turn
+from helpers.loop.agent import Agent, run_turn
+from helpers.loop.dispatch import dispatch
 from helpers.tooling.pages import PAGE_MODULES, pages_dir, serve_page
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
 from helpers.tooling.store import ToolOutputStore
@@ -169,12 +170,7 @@ def test_a_planted_key_reaches_no_sink(tmp_path, monkeypatch, store) -> None:
 
         client = openai.OpenAI(base_url=provider.base_url, api_key="local-key", max_retries=0)
         record = run_turn(
-            f"show me {secret}",
-            client=client,
-            model="m",
-            policy=build_policy("box"),
-            registry=registry,
-            store=store,
+            f"show me {secret}", Agent(client, "m", build_policy("box"), registry, store)
         )
         sent = json.dumps(provider.chat_requests)
     assert record.ok
@@ -418,11 +414,7 @@ def test_a_full_disk_is_a_clear_failed_turn(tmp_path, client, registry) -> None:
     record = run_turn(
         "Generate a transcript of the YouTube video with video_id='123' and then pass it to "
         "Deep Check for analysis.",
-        client=client,
-        model="offline-reference",
-        policy=build_policy("box"),
-        registry=registry,
-        store=store,
+        Agent(client, "offline-reference", build_policy("box"), registry, store),
     )
     assert record.status == "error" and "the tool-output store failed" in record.error
     assert "database or disk is full" in record.error
@@ -454,11 +446,7 @@ def test_an_injected_page_cannot_make_explore_mode_write(store) -> None:
         client = openai.OpenAI(base_url=provider.base_url, api_key="local-key", max_retries=0)
         record = run_turn(
             "Summarise https://example.com/",
-            client=client,
-            model="m",
-            policy=build_policy("box"),
-            registry=for_mode(default_registry(), "explore"),
-            store=store,
+            Agent(client, "m", build_policy("box"), for_mode(default_registry(), "explore"), store),
         )
     write = record.tool_calls[1]
     assert not write.ran and "not available in mode 'explore'" in write.result

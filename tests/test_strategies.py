@@ -4,8 +4,10 @@ registered strategy, one registered here included, and no name is rewritten on t
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,12 +16,16 @@ from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BoxPolicy, Presented, ResultPolicy, TruncatePolicy
 from helpers.context.read_back import Seen
 from helpers.context.strategies import (
+    LESSON_ROLES,
+    SINGLE_ROLES,
     STRATEGY_REGISTRY,
     Strategy,
     StrategyOptions,
     build_policy,
     design_strategy,
     register_strategy,
+    strategies_in_role,
+    strategy_in_role,
     strategy_named,
 )
 from helpers.course.cli import main
@@ -36,7 +42,7 @@ from helpers.tooling.store import ToolOutputStore
 class HeadPreviewPolicy(TruncatePolicy):
     """A toy strategy: a short preview (a fifth of the run's limit), the rest fetched."""
 
-    name = "truncate"  # the model is told the truncate rules: fetch_tool_output brings the rest
+    name = "head-preview"  # its system message is TruncatePolicy's (system_message), not a name's
 
     def describe(self) -> str:
         return f"head-preview ({self.limit} chars)"
@@ -158,6 +164,144 @@ def test_every_strategy_builds_a_policy_and_the_lists_come_from_the_registry() -
     assert set(COMPARED_STRATEGIES) | set(DESIGN_STEPS) == set(STRATEGY_REGISTRY)
     assert not set(COMPARED_STRATEGIES) & set(DESIGN_STEPS)
     assert design_strategy("workbook") == "box" and design_strategy("tcr") == "box-tcr"
+
+
+def test_roles_say_each_strategys_part_in_the_comparison() -> None:
+    """The comparison reads a strategy's part from its role, never from its name: one baseline,
+    one subject and one origin; a new strategy is a candidate; a role taken by another strategy
+    or an unknown one is refused."""
+    assert [strategy_in_role(r) for r in SINGLE_ROLES] == ["inline", "box", "box-tcr"]
+    assert strategies_in_role(*LESSON_ROLES) == ("inline", "truncate", "box")
+    assert set(strategies_in_role("anchor")) == {"codex", "deepagents", "claude-code", "agents-sdk"}
+    assert strategies_in_role("design-step") == DESIGN_STEPS
+
+    def build(_options: StrategyOptions) -> ResultPolicy:
+        return ResultPolicy()
+
+    assert Strategy("mine", "other", "x", build).role == "candidate"
+    with pytest.raises(ValueError, match="only one strategy is the subject, and 'box' is"):
+        register_strategy(Strategy("mine", "box", "x", build, "subject"))
+    with pytest.raises(ValueError, match="role must be one of baseline, rival"):
+        register_strategy(Strategy("mine", "box", "x", build, "hero"))  # type: ignore[arg-type]
+    assert "mine" not in STRATEGY_REGISTRY
+    # replacing the subject with itself keeps the one subject
+    register_strategy(STRATEGY_REGISTRY["box"], replace=True)
+    assert strategy_in_role("subject") == "box"
+
+
+def test_a_new_strategys_policy_brings_its_own_system_message(toy) -> None:
+    """Instructions are the policy's (``system_message``), not a table keyed by name: the
+    head-preview policy, named for itself, is told the truncate rules it inherits."""
+    head = build_policy("head-preview")
+    assert head.name == "head-preview"
+    assert head.instructions() == build_policy("truncate").instructions()
+    assert "fetch_tool_output" in head.instructions()
+
+
+#: The strategies' own modules: the registry, and the policies that name themselves.
+OWNERS = {
+    "helpers/context/strategies.py",
+    "helpers/context/policies.py",
+    "helpers/context/anchors.py",
+}
+
+
+def _name_branches(path: Path, names: set[str]) -> list[str]:
+    """Where ``path`` branches on a strategy's name: a name compared, used as an index, given to
+    ``.get``/``.run``/``run_case``, a hand-written list of names, or a default. A comparison with a
+    result kind (``…kind``) is not one ("inline" and "middle" are result kinds too), nor is a
+    type's ``Literal[…]``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def constants(node: ast.AST) -> list[ast.Constant]:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return [i for i in items if isinstance(i, ast.Constant) and i.value in names]
+
+    exempt = {
+        id(c)
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Compare) and "kind" in ast.unparse(node))
+        or (isinstance(node, ast.Subscript) and ast.unparse(node.value) == "Literal")
+        for c in ast.walk(node)
+    }
+    hits: dict[int, ast.Constant] = {}
+    for node in ast.walk(tree):
+        found: list[ast.Constant] = []
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                found += constants(operand)
+        elif isinstance(node, ast.Subscript):
+            found += constants(node.slice)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in ("get", "run", "pop", "run_case", "run_cases"):
+                found += [c for arg in node.args for c in constants(arg)]
+            found += [c for k in node.keywords if k.arg == "default" for c in constants(k.value)]
+        elif isinstance(node, ast.arguments):
+            found += [c for d in (*node.defaults, *node.kw_defaults) if d for c in constants(d)]
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(constants(node)) >= 2:
+            found += constants(node)
+        hits |= {id(c): c for c in found if id(c) not in exempt}
+    ordered = sorted(hits.values(), key=lambda c: (c.lineno, c.col_offset))
+    return [f"{path}:{c.lineno}: {c.value!r}" for c in ordered]
+
+
+def test_no_module_outside_a_strategys_own_branches_on_its_name() -> None:
+    """A strategy's family, instructions, read-back and role live in its :class:`Strategy` (and
+    its policy), so the CLI, the comparison, the report, the charts and the project's tooling
+    ask the registry (``strategy_in_role("subject")``), never ``"box"`` (issue 38)."""
+    root = Path(__file__).resolve().parent.parent
+    names = set(STRATEGY_REGISTRY)
+    files = [*root.glob("helpers/**/*.py"), *root.glob("devtools/*.py")]
+    found = [
+        line
+        for path in sorted(files)
+        if path.relative_to(root).as_posix() not in OWNERS
+        for line in _name_branches(path.relative_to(root), names)
+    ]
+    assert not found, "branches on a strategy's name:\n" + "\n".join(found)
+
+
+def test_the_name_check_finds_each_kind_of_branch(tmp_path) -> None:
+    """The check above is not blind: each way of branching on a name is found, result kinds
+    and type literals are not."""
+    source = tmp_path / "m.py"
+    source.write_text(
+        "\n".join(
+            [
+                'a = totals.get("box")',
+                'b = v in ("box", "box-tcr")',
+                'c = runs["inline"].prompt_tokens',
+                'd = [s for s in ("inline", "truncate")]',
+                'e = parser.add_argument("-s", default="box")',
+                'f = call.result_kind not in ("boxed", "inline")',
+                'K = Literal["inline", "middle"]',
+                'g = build_policy("truncate")',
+                'h = self.run(case_id, "box")',
+                'def i(runs, strategy="box"): ...',
+            ]
+        )
+    )
+    import os
+
+    here = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        found = _name_branches(Path("m.py"), set(STRATEGY_REGISTRY))
+    finally:
+        os.chdir(here)
+    assert [line.split(":")[1] for line in found] == [
+        "1",
+        "2",
+        "2",
+        "3",
+        "4",
+        "4",
+        "5",
+        "9",
+        "10",
+    ], found
 
 
 def test_a_bad_or_taken_name_is_refused() -> None:

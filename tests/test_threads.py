@@ -12,7 +12,7 @@ from hang import HANG_GUARD_S
 from provider import ScriptedProvider, completion, tool_call, tool_messages
 
 from helpers.context.strategies import build_policy
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.loop.threads import INTERRUPTED_RESULT, ThreadError, open_thread, repair_pairing
 from helpers.models.offline import offline_client
 from helpers.tooling.store import ToolOutputStore
@@ -105,25 +105,14 @@ def test_a_failed_turn_can_be_continued(store, registry) -> None:
         client = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
         failed = run_turn(
             CASE1,
-            client=client,
-            model="offline-reference",
-            policy=build_policy("box"),
-            registry=registry,
-            store=store,
+            Agent(client, "offline-reference", build_policy("box"), registry, store),
             thread_id="T-fail",
         )
     assert failed.status == "error"
     thread_id, history = open_thread(store, "T-fail")
     assert [m["role"] for m in history] == ["user", "assistant", "tool"]
-    again = run_turn(
-        CASE1,
-        client=offline_client(),
-        model="offline-reference",
-        policy=build_policy("box"),
-        registry=registry,
-        store=store,
-        thread_id=thread_id,
-        history=history,
+    again = Agent(offline_client(), "offline-reference", build_policy("box"), registry, store).run(
+        CASE1, thread_id=thread_id, history=history
     )
     assert again.ok and again.history_messages == 3 and "received 10244 chars" in again.answer
 
@@ -153,16 +142,11 @@ def test_compaction_applies_to_a_replayed_history(store, registry, client) -> No
     store.ensure_thread(thread)
     for _ in range(3):
         _, history = open_thread(store, thread)
-        turn = run_turn(
+        turn = Agent(client, "offline-reference", build_policy("inline"), registry, store).run(
             CASE1,
-            client=client,
-            model="offline-reference",
-            policy=build_policy("inline"),
-            registry=registry,
-            store=store,
             thread_id=thread,
             history=history,
-            compaction=CompactionSettings(threshold_tokens=4_000, keep_last=1),
+            config=RunConfig(compaction=CompactionSettings(threshold_tokens=4_000, keep_last=1)),
         )
         assert turn.ok
     assert turn.history_messages == 12  # two earlier turns of six messages

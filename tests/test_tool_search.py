@@ -13,7 +13,7 @@ from provider import scripted_client, tool_calls
 from helpers.context.modes import for_mode
 from helpers.context.policies import BoxPolicy
 from helpers.context.tool_search import TOOL_SEARCH_NAME, matching_tools, tool_words, words
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.paths import outbox_dir
 from helpers.tooling.tools import default_registry
 
@@ -50,12 +50,7 @@ def _turn(store, prompt: str, replies: list, *, design: str = "workbook", regist
     and every chat request sent."""
     client, requests = scripted_client(replies)
     record = run_turn(
-        prompt,
-        client=client,
-        model="m",
-        policy=BoxPolicy(design=design),
-        registry=registry or default_registry(),
-        store=store,
+        prompt, Agent(client, "m", BoxPolicy(design=design), registry or default_registry(), store)
     )
     return record, requests
 

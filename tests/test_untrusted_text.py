@@ -58,7 +58,7 @@ from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ScalingPoint, ScalingResult, load_comparison
 from helpers.evaluation.report import comparison_markdown, headline_html
 from helpers.evaluation.scaling import breaks_markdown, scaling_markdown
-from helpers.loop.agent import TurnRecord
+from helpers.loop.records import TurnRecord
 from helpers.tooling.store import ToolOutputStore
 
 SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers.context.strategies import build_policy
 from helpers.course.views import messages_html, side_by_side
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -12,14 +12,7 @@ CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then
 def test_view_marks_result_kinds_and_keeps_the_marker_visible(client, registry, store) -> None:
     views = {}
     for strategy in ("truncate", "box"):
-        record = run_turn(
-            CASE1,
-            client=client,
-            model="m",
-            policy=build_policy(strategy),
-            registry=registry,
-            store=store,
-        )
+        record = run_turn(CASE1, Agent(client, "m", build_policy(strategy), registry, store))
         views[strategy] = messages_html(record, max_chars=300)
         assert f"{record.usage()['prompt_tokens']:,} prompt tokens" in views[strategy]
     assert (

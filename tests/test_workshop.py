@@ -213,7 +213,7 @@ def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
     import nbformat
     from wrong_answers import WRONG_ANSWERS
 
-    from helpers.course.instructor_guide import GUIDE
+    from devtools.instructor_guide import GUIDE
     from helpers.course.student_notebooks import solution_notebooks
 
     guide = GUIDE.read_text(encoding="utf-8")

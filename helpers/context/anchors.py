@@ -59,6 +59,7 @@ from typing import Any, Literal
 from helpers.context.policies import Presented, ResultPolicy
 from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import compile_grep_pattern
+from helpers.instructions import INLINE_INSTRUCTIONS, MIDDLE_INSTRUCTIONS, SAVED_INSTRUCTIONS
 from helpers.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
 from helpers.tooling.store import StoredOutput, ToolOutputStore
@@ -164,10 +165,7 @@ class CodexPolicy(ResultPolicy):
         self.model = model
         self.budget = CodexBudget.for_model(model).for_tool_output()
 
-    def instructions(self, *, few_shot: bool = True) -> str:
-        from helpers.instructions import system_instructions
-
-        return system_instructions("middle")
+    system_message = MIDDLE_INSTRUCTIONS
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -304,9 +302,8 @@ class _SavedFilePolicy(ResultPolicy):
     grep_tool = "grep"
 
     def instructions(self, *, few_shot: bool = True) -> str:
-        from helpers.instructions import system_instructions
-
-        return system_instructions("saved").format(read=self.read_tool, grep=self.grep_tool)
+        text = SAVED_INSTRUCTIONS.text(few_shot=few_shot)
+        return text.format(read=self.read_tool, grep=self.grep_tool)
 
     def is_long(self, output: str) -> bool:
         raise NotImplementedError
@@ -317,10 +314,9 @@ class _SavedFilePolicy(ResultPolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
-        if tool.internal or not self.is_long(output):
+        if self.shown_whole(tool, output):
             return Presented(output, "inline")
-        if row is None:
-            raise RuntimeError(f"the {self.name} strategy needs every result logged to the store")
+        self.logged(row)
         return Presented(self.notice(tool_call_id, output), "saved")
 
 
@@ -675,10 +671,7 @@ class AgentsSdkTrimmerPolicy(ResultPolicy):
         self.max_output_chars = max_output_chars
         self.preview_chars = preview_chars
 
-    def instructions(self, *, few_shot: bool = True) -> str:
-        from helpers.instructions import system_instructions
-
-        return system_instructions("inline")
+    system_message = INLINE_INSTRUCTIONS
 
     def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages to send: tool outputs before the last ``recent_turns`` user messages

@@ -34,6 +34,7 @@ from typing import Any
 
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
+from helpers.escaping import for_markdown
 from helpers.providers import ProviderProfile, profile_of
 from helpers.tokens import count_chat_tokens
 from helpers.tooling import tools
@@ -67,6 +68,34 @@ CATEGORY_OF: dict[str, str] = ToolRegistry(
     [*tools.registry, *fetch_tools(), *resolve_tools("five")]
 ).categories()
 CATEGORY_ORDER = ("read", "write", "execution", "query")
+
+
+#: What each category holds, for people (notebook 06's table).
+CATEGORY_MEANING = {
+    "read": "what the agent looked at",
+    "write": "what changed",
+    "execution": "everything else, and every name not in the table",
+    "query": "small questions about data",
+}
+
+
+def tool_categories() -> dict[str, tuple[str, ...]]:
+    """The tools of :data:`CATEGORY_OF` by category, in :data:`CATEGORY_ORDER`: the task tools'
+    and the model-only tools' own ``category=``, as registered (a new tool joins by itself)."""
+    return {
+        category: tuple(name for name, c in CATEGORY_OF.items() if c == category)
+        for category in CATEGORY_ORDER
+    }
+
+
+def categories_markdown(categories: dict[str, tuple[str, ...]]) -> str:
+    """``categories`` (:func:`tool_categories`) as a Markdown table: category, meaning, tools."""
+    lines = ["| category | what it holds | tools |", "|---|---|---|"]
+    for category, names in categories.items():
+        listed = ", ".join(f"`{name}`" for name in names) or "–"
+        meaning = for_markdown(CATEGORY_MEANING.get(category, ""))
+        lines.append(f"| `{category}` | {meaning} | {listed} |")
+    return "\n".join(lines)
 
 
 def categorize(tool_name: str) -> str:

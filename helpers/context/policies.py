@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from helpers.context.boxing import (
     BOXING_MODES,
@@ -44,11 +44,20 @@ from helpers.context.preview import (
     PreviewPassedAsValue,
     make_preview,
     parse_preview,
+    preview_limit_chars,
 )
 from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.context.tool_search import matching_tools, tool_search_tool
-from helpers.instructions import system_instructions
+from helpers.instructions import (
+    BOX_INSTRUCTIONS,
+    BOX_SHORT_INSTRUCTIONS,
+    INLINE_INSTRUCTIONS,
+    MIDDLE_INSTRUCTIONS,
+    TRUNCATE_INSTRUCTIONS,
+    Instructions,
+    for_boxing,
+)
 from helpers.paths import DATA_DIR
 from helpers.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
@@ -233,6 +242,9 @@ class ResultPolicy:
     #: the workbook's cap: a run the cap stops is then reported as stopped by the cap, not as
     #: the agent failing (the anchors set it)
     own_step_limit: str = ""
+    #: what the model is told about tool results (:mod:`helpers.instructions`): declared by
+    #: each policy, so a new strategy's policy brings its own
+    system_message: ClassVar[Instructions] = INLINE_INSTRUCTIONS
 
     def internal_tools(self) -> list[Tool]:
         """Tools the model gets besides the real ones."""
@@ -248,8 +260,8 @@ class ResultPolicy:
         return registry
 
     def instructions(self, *, few_shot: bool = True) -> str:
-        """The system message for this policy."""
-        return system_instructions(self.name, self.boxing, few_shot=few_shot)
+        """The system message for this policy: its :attr:`system_message`'s text."""
+        return self.system_message.text(few_shot=few_shot)
 
     def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages to send in the next model call (by default, all of them as they are;
@@ -266,6 +278,27 @@ class ResultPolicy:
     ) -> Presented:
         """What the model sees of ``output`` (``row`` is its store row, if it was logged)."""
         return Presented(output, "inline")
+
+    def is_long(self, output: str) -> bool:
+        """Whether ``output`` is long under this policy's rule (by default nothing is)."""
+        return False
+
+    def shown_whole(self, tool: Tool, output: str) -> bool:
+        """Whether ``output`` reaches the model as it is: it is not long, or it is a model-only
+        tool's (a fetch or a read cut again could never show more than the rule allows)."""
+        return tool.internal or not self.is_long(output)
+
+    def logged(self, row: StoredOutput | None) -> StoredOutput:
+        """``row``, the long result's store row, which this policy reads back.
+
+        Raises:
+            RuntimeError: the result was not logged to the store.
+        """
+        if row is None:
+            raise RuntimeError(
+                f"the {self.name} strategy needs every long result logged to the store"
+            )
+        return row
 
     def describe(self) -> str:
         """A one-line description, e.g. ``box (opaque, threshold 256 chars)``."""
@@ -297,12 +330,11 @@ class TruncatePolicy(ResultPolicy):
     """Long results become a preview of ``limit`` characters plus a truncation marker."""
 
     name = "truncate"
+    system_message = TRUNCATE_INSTRUCTIONS
     needs_store = True
 
     def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0 characters, got {limit}")
-        self.limit = limit
+        self.limit = preview_limit_chars(limit)
 
     def internal_tools(self) -> list[Tool]:
         return fetch_tools()
@@ -360,12 +392,14 @@ class TruncatePolicy(ResultPolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
-        # fetch_tool_output is exempt: a fetch cut again could never show more than the limit.
-        if tool.internal or len(output) <= self.limit:
+        if self.shown_whole(tool, output):
             return Presented(output, "inline")
-        if row is None:
-            raise RuntimeError("the truncate strategy needs every result logged to the store")
+        self.logged(row)
         return Presented(make_preview(output, tool_call_id, self.limit), "truncated")
+
+    def is_long(self, output: str) -> bool:
+        """Whether ``output`` is longer than the preview, in characters."""
+        return len(output) > self.limit
 
     def describe(self) -> str:
         return f"truncate (preview {self.limit} chars)"
@@ -380,11 +414,10 @@ class MiddleTruncatePolicy(ResultPolicy):
     """
 
     name = "middle"
+    system_message = MIDDLE_INSTRUCTIONS
 
     def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
-        if limit < 0:
-            raise ValueError(f"limit must be >= 0 characters, got {limit}")
-        self.limit = limit
+        self.limit = preview_limit_chars(limit)
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -491,10 +524,10 @@ class BoxPolicy(ResultPolicy):
 
     def instructions(self, *, few_shot: bool = True) -> str:
         if self.design.instructions == "short":
-            return system_instructions("box-short", self.boxing, few_shot=False)
+            return for_boxing(BOX_SHORT_INSTRUCTIONS, self.boxing).text(few_shot=False)
         if self.design.instructions == "original":
             return tcr_instructions(few_shot=few_shot)
-        return system_instructions(self.name, self.boxing, few_shot=few_shot)
+        return for_boxing(BOX_INSTRUCTIONS, self.boxing).text(few_shot=few_shot)
 
     def is_long(self, output: str) -> bool:
         """Whether ``output`` is boxed under this design's rule (characters or tokens)."""
@@ -566,10 +599,9 @@ class BoxPolicy(ResultPolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
-        if tool.internal or not self.is_long(output):
+        if self.shown_whole(tool, output):
             return Presented(output, "inline")
-        if row is None:
-            raise RuntimeError("the box strategy needs every long result logged to the store")
+        row = self.logged(row)
         ctx.shown_references.add(row.ref_id)
         preview = output[: self.design.preview_chars] if self.boxing == "opaque" else ""
         content = render_reference(

@@ -45,6 +45,17 @@ def truncation_marker(hidden_chars: int, tool_call_id: str) -> str:
     return f" ...[+{hidden_chars} chars. full output: fetch_tool_output(tool_call_id='{tool_call_id}')]"
 
 
+def preview_limit_chars(limit: int) -> int:
+    """``limit``, a preview's length in characters, once it is known to be one.
+
+    Raises:
+        ValueError: ``limit`` is negative.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0 characters, got {limit}")
+    return limit
+
+
 def make_preview(output: str, tool_call_id: str, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS) -> str:
     """``output`` itself if it has at most ``limit`` characters, else its first ``limit``
     characters followed by :func:`truncation_marker`.
@@ -52,8 +63,7 @@ def make_preview(output: str, tool_call_id: str, limit: int = DEFAULT_PREVIEW_LI
     Raises:
         ValueError: ``limit`` is negative.
     """
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0 characters, got {limit}")
+    limit = preview_limit_chars(limit)
     if len(output) <= limit:
         return output
     return output[:limit] + truncation_marker(len(output) - limit, tool_call_id)

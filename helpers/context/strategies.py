@@ -3,8 +3,10 @@
 A *strategy* is a name a user types (``workbook ask --strategy box-json``, ``run_case(case,
 "truncate")``) standing for a :class:`~helpers.context.policies.ResultPolicy` built with the
 run's options. Every strategy lives here as one :class:`Strategy` (its name, its family, a line
-for people, and the factory that builds its policy from :class:`StrategyOptions`), so no other
-module turns a name into a policy, or branches on a name:
+for people, the factory that builds its policy from :class:`StrategyOptions`, its role in the
+comparison and its read-back; its policy brings its instructions), so no other module turns a
+name into a policy, or branches on a name (the comparison asks :func:`strategy_in_role`; a test
+reads every module):
 
 - the workbook's own: ``inline``, ``truncate``, ``middle`` (head + tail, the reference point),
   ``box`` (the workbook's box design, opaque references) and ``box-json`` (the same, MCP
@@ -23,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from helpers.context.anchors import ANCHORS
 from helpers.context.policies import (
@@ -39,6 +41,39 @@ from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ReadBack, Seen
 
 Family = Literal["inline", "truncate", "box", "anchor", "other"]
+
+#: A strategy's part in the comparison (``workbook compare``, the report, the README's figures):
+#:
+#: - ``baseline``: every result in full; ``× inline`` is measured against it, and it is a rival
+#:   in the box goal (exactly one).
+#: - ``rival``: what the subject must beat: the box goal takes the cheaper of the baseline and
+#:   the rivals that passed.
+#: - ``subject``: the design the workbook argues for: the box goal is judged on it, the floor is
+#:   counted from its passed runs, and the CLI runs it by default (exactly one).
+#: - ``variant``: the subject in another presentation (MCP resource links), compared in full.
+#: - ``origin``: the design the subject grew from (tool-context-relay's); the design steps run
+#:   from it to the subject (exactly one).
+#: - ``reference``: a point of reference with no way back (head and tail).
+#: - ``candidate``: a strategy under study (one of your own, by default): compared in full, with
+#:   no part in the box goal.
+#: - ``anchor``: a production agent's own policy, with its own parameters.
+#: - ``design-step``: one step between the origin and the subject, run only with
+#:   ``workbook compare --design-steps``.
+Role = Literal[
+    "baseline",
+    "rival",
+    "subject",
+    "variant",
+    "origin",
+    "reference",
+    "candidate",
+    "anchor",
+    "design-step",
+]
+#: The roles only one strategy may hold.
+SINGLE_ROLES: tuple[Role, ...] = ("baseline", "subject", "origin")
+#: The roles of the strategies notebooks 01-04 build (``workbook cases --strategy all``).
+LESSON_ROLES: tuple[Role, ...] = ("baseline", "rival", "subject")
 
 
 @dataclass(frozen=True)
@@ -60,7 +95,10 @@ class StrategyOptions:
 
 @dataclass(frozen=True)
 class Strategy:
-    """One strategy: what its name stands for.
+    """One strategy: everything its name stands for, so no other module branches on the name.
+
+    Its instructions (the system message) come with its policy
+    (``ResultPolicy.system_message``, :mod:`helpers.instructions`).
 
     Attributes:
         name: what users type, e.g. ``"box-json"``.
@@ -69,8 +107,7 @@ class Strategy:
         summary: one line for people (``--help``, reports).
         build: the factory: the policy for a run's :class:`StrategyOptions`; it raises
             ``ValueError`` for an option it cannot take (a negative size, an unknown boxing).
-        design_step: a step between tool-context-relay's box design and the workbook's, which
-            ``workbook compare`` runs only with ``--design-steps``.
+        role: its part in the comparison (:data:`Role`; a new strategy is a ``candidate``).
         design: the box design it runs (:data:`~helpers.context.policies.BOX_DESIGNS`), if any.
         read_back: reads a ``tool`` message back as a model sees it, when the message is this
             strategy's presentation of a long result (its policy's ``read_back``).
@@ -80,7 +117,7 @@ class Strategy:
     family: Family
     summary: str
     build: Callable[[StrategyOptions], ResultPolicy]
-    design_step: bool = False
+    role: Role = "candidate"
     design: str | None = None
     read_back: ReadBack | None = None
 
@@ -94,13 +131,22 @@ def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
 
     Raises:
         ValueError: the name is taken (unless ``replace``), or is not a lower-case word with
-            ``-`` between parts (it is typed on the command line and used in file names).
+            ``-`` between parts (it is typed on the command line and used in file names); an
+            unknown role, or a role of :data:`SINGLE_ROLES` another strategy holds.
     """
     name = strategy.name
     if not name or name != name.strip().lower() or not name.replace("-", "").isalnum():
         raise ValueError(f"a strategy name is lower-case letters, digits and '-', not {name!r}")
     if name in STRATEGY_REGISTRY and not replace:
         raise ValueError(f"a strategy called {name!r} is registered already")
+    if strategy.role not in _ROLE_NAMES:
+        raise ValueError(f"role must be one of {', '.join(_ROLE_NAMES)}, got {strategy.role!r}")
+    holder = next(
+        (s.name for s in STRATEGY_REGISTRY.values() if s.role == strategy.role and s.name != name),
+        None,
+    )
+    if strategy.role in SINGLE_ROLES and holder is not None:
+        raise ValueError(f"only one strategy is the {strategy.role}, and {holder!r} is")
     STRATEGY_REGISTRY[name] = strategy
     return strategy
 
@@ -181,6 +227,26 @@ def strategy_names() -> tuple[str, ...]:
     return tuple(STRATEGY_REGISTRY)
 
 
+def strategies_in_role(*roles: Role) -> tuple[str, ...]:
+    """The names of the strategies whose role is one of ``roles``, in registration order."""
+    return tuple(n for n, s in STRATEGY_REGISTRY.items() if s.role in roles)
+
+
+def strategy_in_role(role: Role) -> str:
+    """The name of the one strategy in ``role`` (one of :data:`SINGLE_ROLES`).
+
+    Raises:
+        LookupError: no strategy holds it.
+    """
+    for name, strategy in STRATEGY_REGISTRY.items():
+        if strategy.role == role:
+            return name
+    raise LookupError(f"no strategy is the {role}")
+
+
+_ROLE_NAMES: tuple[str, ...] = get_args(Role)
+
+
 def _box(design: str, boxing: str) -> Callable[[StrategyOptions], ResultPolicy]:
     def build(options: StrategyOptions) -> ResultPolicy:
         return BoxPolicy(options.threshold, options.boxing or boxing, design)
@@ -190,7 +256,7 @@ def _box(design: str, boxing: str) -> Callable[[StrategyOptions], ResultPolicy]:
 
 def _register_builtins() -> None:
     register_strategy(
-        Strategy("inline", "inline", "every result in full", lambda o: InlinePolicy())
+        Strategy("inline", "inline", "every result in full", lambda o: InlinePolicy(), "baseline")
     )
     register_strategy(
         Strategy(
@@ -198,6 +264,7 @@ def _register_builtins() -> None:
             "truncate",
             "a preview and a truncation marker; fetch_tool_output brings the rest",
             lambda o: TruncatePolicy(o.limit_chars),
+            "rival",
             read_back=TruncatePolicy.read_back,
         )
     )
@@ -207,6 +274,7 @@ def _register_builtins() -> None:
             "box",
             "long results as opaque references, unboxed in tool arguments (the workbook's design)",
             _box(DEFAULT_BOX_DESIGN, "opaque"),
+            "subject",
             design=DEFAULT_BOX_DESIGN,
             read_back=BoxPolicy.read_back,
         )
@@ -217,6 +285,7 @@ def _register_builtins() -> None:
             "box",
             "box with MCP resource links instead of internal:// references",
             _box(DEFAULT_BOX_DESIGN, "json"),
+            "variant",
             design=DEFAULT_BOX_DESIGN,
             read_back=BoxPolicy.read_back,
         )
@@ -227,6 +296,7 @@ def _register_builtins() -> None:
             "box",
             "tool-context-relay's box design",
             _box("tcr", "opaque"),
+            "origin",
             design="tcr",
             read_back=BoxPolicy.read_back,
         )
@@ -237,12 +307,15 @@ def _register_builtins() -> None:
             "truncate",
             "head and tail, no way back (the reference point)",
             lambda o: MiddleTruncatePolicy(o.limit_chars),
+            "reference",
         )
     )
     for name, policy in ANCHORS.items():
         summary = (policy.__doc__ or name).strip().splitlines()[0]
         build = lambda o, p=policy: p()  # noqa: E731 - the anchors take no options
-        register_strategy(Strategy(name, "anchor", summary, build, read_back=policy.read_back))
+        register_strategy(
+            Strategy(name, "anchor", summary, build, "anchor", read_back=policy.read_back)
+        )
     for design in BOX_DESIGNS.values():  # the steps from tool-context-relay's design to ours
         if design.name not in (DEFAULT_BOX_DESIGN, "tcr"):
             summary = f"a box design step: {design.step}" if design.step else "a box design"
@@ -253,7 +326,7 @@ def _register_builtins() -> None:
                     "box",
                     summary,
                     build,
-                    design_step=True,
+                    "design-step",
                     design=design.name,
                     read_back=BoxPolicy.read_back,
                 )

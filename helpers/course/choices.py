@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from helpers.escaping import for_terminal
 
 if TYPE_CHECKING:
-    from helpers.loop.agent import TurnRecord
+    from helpers.loop.records import TurnRecord
 
 #: How the two outcomes begin: words, readable in any font.
 AS_EXPECTED = "As the reference model does:"

@@ -1,6 +1,6 @@
 """HTML views of a turn for the notebooks: the messages the model saw, with token counts.
 
-Pure functions from a :class:`~helpers.loop.agent.TurnRecord` to an HTML string (displayed with
+Pure functions from a :class:`~helpers.loop.records.TurnRecord` to an HTML string (displayed with
 ``IPython.display.HTML`` or inside an ``ipywidgets.HTML``); long contents are shortened for the
 eye, and the view says by how many characters. Every view is an element MathJax skips
 (:func:`helpers.escaping.for_notebook_html`), and :func:`markdown_view` shows a Markdown report
@@ -15,7 +15,7 @@ from typing import Any
 from helpers.charts import ThemedChart
 from helpers.context.compaction import is_summary
 from helpers.escaping import for_html, for_notebook_html, for_notebook_markdown
-from helpers.loop.agent import TurnRecord
+from helpers.loop.records import TurnRecord
 from helpers.theme import BORDER, KIND_TINTS, ROLE_BACKGROUNDS, TEXT, badge
 from helpers.tokens import count_message_tokens
 from helpers.tooling.store import ToolOutputStore

@@ -45,7 +45,12 @@ from typing import Any
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BOX_DESIGNS
 from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
-from helpers.context.strategies import design_strategy
+from helpers.context.strategies import (
+    design_strategy,
+    strategies_in_role,
+    strategy_in_role,
+    strategy_named,
+)
 from helpers.evaluation.metrics import (
     BoxVerdict,
     Caching,
@@ -71,7 +76,7 @@ from helpers.evaluation.pricing import (
 from helpers.evaluation.runs import DESIGN_STEPS, CaseRun, refused_prompt_tokens
 from helpers.guards import GUARDS
 from helpers.instructions import GENERAL
-from helpers.loop.agent import TurnRecord
+from helpers.loop.records import TurnRecord
 from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, PERSONAS
 from helpers.tokens import count_chat_tokens
 
@@ -288,12 +293,13 @@ class Comparison:
         )
 
     def floor(self, case_id: str, used_tools_only: bool = True) -> list[int] | None:
-        """The floor's prompt tokens per call, from the case's ``box`` run (if it passed)."""
-        box = self.run(case_id, "box")
-        if box is None or not box.passed:
+        """The floor's prompt tokens per call, from the case's run of the subject strategy
+        (``box``, :func:`~helpers.context.strategies.strategy_in_role`), if it passed."""
+        subject = self.run(case_id, strategy_in_role("subject"))
+        if subject is None or not subject.passed:
             return None
-        needed = {e["tool_name"] for e in box.case.tool_calls}
-        return floor_tokens(box.record, needed, used_tools_only=used_tools_only)
+        needed = {e["tool_name"] for e in subject.case.tool_calls}
+        return floor_tokens(subject.record, needed, used_tools_only=used_tools_only)
 
     def case_metrics(self, case_id: str) -> CaseMetrics:
         """One case's runs by strategy (the design steps too), its floor and its box goal."""
@@ -320,7 +326,7 @@ class Comparison:
         steps = {
             v: strategy_totals(cases, v)
             for v in self.all_strategies()
-            if v in DESIGN_STEPS or v in ("box", "box-tcr")
+            if strategy_named(v).design is not None
         }
         return ComparisonMetrics(
             model=self.model,
@@ -389,14 +395,16 @@ def strategy_totals(cases: dict[str, CaseMetrics], strategy: str) -> StrategyTot
     runs = {cid: c.runs[strategy] for cid, c in cases.items() if strategy in c.runs}
     passed = {cid: m for cid, m in runs.items() if m.passed}
 
-    def inline_passed(cid: str) -> bool:
-        inline = cases[cid].runs.get("inline")
-        return inline is not None and inline.passed
+    baseline = strategy_in_role("baseline")
 
-    both = [cid for cid in passed if inline_passed(cid)]
+    def baseline_passed(cid: str) -> bool:
+        run = cases[cid].runs.get(baseline)
+        return run is not None and run.passed
+
+    both = [cid for cid in passed if baseline_passed(cid)]
     floored = {cid: f for cid in passed if (f := cases[cid].floor) is not None}
     mine_both = sum(passed[c].prompt_tokens for c in both)
-    inline_both = sum(cases[c].runs["inline"].prompt_tokens for c in both)
+    inline_both = sum(cases[c].runs[baseline].prompt_tokens for c in both)
     mine_floored = sum(passed[c].prompt_tokens for c in floored)
     floor = sum(f.prompt_tokens for f in floored.values())
     priced = any(m.usd_cached is not None for m in passed.values())
@@ -455,20 +463,24 @@ def _saved(before: StrategyTotals | None, after: StrategyTotals, key: str) -> fl
     return None if was is None or now is None else round(was - now, 4)
 
 
-def box_verdict(runs: dict[str, RunMetrics], strategy: str = "box") -> BoxVerdict | None:
-    """The box goal on one case from its runs by strategy: ``strategy``'s tokens against the
-    cheaper of inline and truncate (of those that passed), the ratio, whether it is at most
-    :data:`BOX_GOAL_RATIO`, and why not, in figures. ``None`` when ``strategy`` did not run."""
+def box_verdict(runs: dict[str, RunMetrics], strategy: str | None = None) -> BoxVerdict | None:
+    """The box goal on one case from its runs by strategy: ``strategy``'s tokens (default: the
+    subject's, ``box``) against the cheaper of the baseline and the rivals (inline and truncate,
+    :func:`~helpers.context.strategies.strategies_in_role`) of those that passed, the ratio,
+    whether it is at most :data:`BOX_GOAL_RATIO`, and why not, in figures. ``None`` when
+    ``strategy`` did not run."""
+    strategy = strategy or strategy_in_role("subject")
     box = runs.get(strategy)
     if box is None:
         return None
-    rivals = {v: runs[v] for v in ("inline", "truncate") if v in runs and runs[v].passed}
+    compared = strategies_in_role("baseline", "rival")
+    rivals = {v: runs[v] for v in compared if v in runs and runs[v].passed}
     if not box.passed:
         return BoxVerdict(met=False, why=f"{strategy} failed: {'; '.join(box.reasons)}")
     if not rivals:
         failed = ", ".join(
             f"{v} {'overflowed the context window' if runs[v].context_overflow else 'failed'}"
-            for v in ("inline", "truncate")
+            for v in compared
             if v in runs
         )
         return BoxVerdict(met=True, why=f"only {strategy} passed ({failed})")

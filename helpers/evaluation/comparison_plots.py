@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from helpers.charts import chart_style
+from helpers.context.strategies import strategy_in_role
 from helpers.evaluation.metrics import ComparisonMetrics, RunMetrics
 from helpers.theme import LIGHT_CHART
 
@@ -30,8 +31,10 @@ def plot(metrics: ComparisonMetrics, path: Path, *, focus_case: str | None = Non
     strategies = metrics.strategies()
     case_ids = list(metrics.cases)
 
+    baseline = strategy_in_role("baseline")
+
     def inline_tokens(case_id: str) -> int:
-        inline = metrics.cases[case_id].runs.get("inline")
+        inline = metrics.cases[case_id].runs.get(baseline)
         return inline.prompt_tokens if inline else 0
 
     focus = focus_case or max(case_ids, key=inline_tokens)

@@ -2,7 +2,7 @@
 
 Prices come from ``data/pricing.yaml`` (dated, with its sources): input, cached input and output
 dollars per million tokens per model, and each provider's caching rules. Token figures come
-from each model call's ``usage`` (:class:`helpers.loop.agent.ModelCallRecord`).
+from each model call's ``usage`` (:class:`helpers.loop.records.ModelCallRecord`).
 
 **The cache model.** A provider reuses the longest prefix a request shares with one it has
 just seen; the workbook counts, for each model call, the prefix it shares with the call before
@@ -36,7 +36,7 @@ from helpers.paths import DATA_DIR
 from helpers.tokens import count_message_tokens, count_tools_tokens
 
 if TYPE_CHECKING:
-    from helpers.loop.agent import TurnRecord
+    from helpers.loop.records import TurnRecord
 
 PRICING_FILE = DATA_DIR / "pricing.yaml"
 #: The model whose prices ``workbook compare`` reports unless told otherwise (its 128,000-token

@@ -9,6 +9,7 @@ a notebook's MathJax never reads two of them as a formula.
 
 from __future__ import annotations
 
+from helpers.context.strategies import strategy_in_role
 from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
 from helpers.evaluation.validation import FAIL, PASS, verdict_text
@@ -163,13 +164,15 @@ def _totals_markdown(metrics: ComparisonMetrics) -> list[str]:
         )
     floor = metrics.floor
     lines.append(f"| floor | – | – | {floor.prompt_tokens:,} | | 1.0 | | | | |")
-    box = metrics.totals.get("box")
+    subject = strategy_in_role("subject")
+    box = metrics.totals.get(subject)
     if box and floor.prompt_tokens and box.ratio_to_floor:
         gap = box.prompt_tokens - floor.prompt_tokens
         tools = floor.prompt_tokens_all_tools - floor.prompt_tokens
         lines += [
             "",
-            f"Box is {box.ratio_to_floor}× the floor. Of the {gap:,} tokens between them, "
+            f"{subject.capitalize()} is {box.ratio_to_floor}× the floor. Of the {gap:,} tokens "
+            "between them, "
             f"{tools:,} are the schemas of tools offered in every call that the task never calls "
             "(a tool whitelist per mode, notebook 07, removes them); the rest is the system "
             "message, the preview under each reference and the note with it.",
@@ -225,12 +228,14 @@ def _other_models_markdown(metrics: ComparisonMetrics) -> list[str]:
     return lines
 
 
-def _box_tcr_wins(models: dict[str, dict[str, float]], skip: list[str]) -> list[str]:
-    """The models on which box-tcr's cached dollars are below box's."""
+def _origin_wins(models: dict[str, dict[str, float]], skip: list[str]) -> list[str]:
+    """The models on which the origin's cached dollars (box-tcr's) are below the subject's
+    (box's)."""
+    origin, subject = strategy_in_role("origin"), strategy_in_role("subject")
     return [
         m
         for m, row in models.items()
-        if m not in skip and "box-tcr" in row and "box" in row and row["box-tcr"] < row["box"]
+        if m not in skip and origin in row and subject in row and row[origin] < row[subject]
     ]
 
 
@@ -242,18 +247,20 @@ def _stable_prefix_lines(metrics: ComparisonMetrics) -> list[str]:
     priced = [m for m in metrics.other_models if m not in skip]
     if not priced:
         return []
-    cold = _box_tcr_wins(metrics.other_models, skip)
-    warm = _box_tcr_wins(caching.other_models_warm, skip)
+    cold = _origin_wins(metrics.other_models, skip)
+    warm = _origin_wins(caching.other_models_warm, skip)
+    origin, subject = strategy_in_role("origin"), strategy_in_role("subject")
 
     def where(models: list[str]) -> str:
         return "on no model" if not models else f"on {for_markdown(', '.join(models))}"
 
     lines = [
-        f"- From a cold cache (each case a session of its own), box-tcr costs less than box "
-        f"{where(cold)} of the {len(priced)} this client is cached by; warm (the system message "
-        f"and tools already cached by an earlier turn), {where(warm)}. Box-tcr's prompt is "
-        "larger but its tool list never changes, so once warm most of it is billed at the cached "
-        "price: count tokens uncached, and dollars with caching, cold and warm."
+        f"- From a cold cache (each case a session of its own), {origin} costs less than "
+        f"{subject} {where(cold)} of the {len(priced)} this client is cached by; warm (the "
+        f"system message and tools already cached by an earlier turn), {where(warm)}. "
+        f"{origin.capitalize()}'s prompt is larger but its tool list never changes, so once warm "
+        "most of it is billed at the cached price: count tokens uncached, and dollars with "
+        "caching, cold and warm."
     ]
     warm_totals = [
         f"{for_markdown(v)} {usd(t.usd_cached_warm)}"
@@ -437,12 +444,13 @@ def comparison_verdicts(metrics: ComparisonMetrics) -> list[str]:
             "Passed only some cases (a total counts only the cases passed, so it looks cheaper "
             "than it is): " + "; ".join(f"{s} {n}/{totals[s].cases}" for n, s in partial) + "."
         )
-    box = totals.get("box")
+    subject = strategy_in_role("subject")
+    box = totals.get(subject)
     if box is not None:
         goals = metrics.box_goals()
         missed = {c: g for c, g in goals.items() if not g.met}
         lines.append(
-            f"box passed {box.passed}/{box.cases} cases, at {times(box.ratio_to_inline)} "
+            f"{subject} passed {box.passed}/{box.cases} cases, at {times(box.ratio_to_inline)} "
             f"inline's prompt tokens (on the cases both passed) and {times(box.ratio_to_floor)} "
             "the floor; "
             f"its goal (at most {metrics.box_goal_ratio}× the cheaper of inline and truncate) "

@@ -22,15 +22,17 @@ from typing import TypedDict, Unpack
 
 import openai
 
-from helpers.cases import Case
+from helpers.cases import Case, CaseError
 from helpers.context.policies import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.strategies import (
     STRATEGY_REGISTRY,
     build_policy,
+    strategies_in_role,
     strategy_names,
 )
 from helpers.evaluation.validation import Validation, validate
-from helpers.loop.agent import CompactionSettings, TurnRecord, run_turn
+from helpers.loop.agent import Agent, CompactionSettings, RunConfig, run_turn
+from helpers.loop.records import TurnRecord
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
 from helpers.models.offline import OfflineModel
 from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
@@ -39,13 +41,12 @@ from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 #: The anchors: production agents' own policies (:mod:`helpers.context.anchors`).
-ANCHOR_STRATEGIES = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.family == "anchor")
-#: Every strategy ``workbook compare`` runs: the workbook's, tool-context-relay's box design,
-#: the head + tail reference point and the anchors.
-COMPARED_STRATEGIES = tuple(n for n, s in STRATEGY_REGISTRY.items() if not s.design_step)
-#: The box designs between tool-context-relay's (``box-tcr``) and the workbook's (``box``), one
-#: step each (the report's "what each step buys").
-DESIGN_STEPS = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.design_step)
+ANCHOR_STRATEGIES = strategies_in_role("anchor")
+#: Every strategy ``workbook compare`` runs: every role but the design steps.
+COMPARED_STRATEGIES = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.role != "design-step")
+#: The box designs between the origin (tool-context-relay's, ``box-tcr``) and the subject (the
+#: workbook's, ``box``), one step each (the report's "what each step buys").
+DESIGN_STEPS = strategies_in_role("design-step")
 #: Every built-in strategy's name (:func:`helpers.context.strategies.strategy_names` has the
 #: ones registered since, too).
 STRATEGIES = strategy_names()
@@ -115,20 +116,16 @@ def run_case(
     """Run ``case.prompt`` once under ``strategy`` in a fresh thread, and validate it.
 
     ``threshold``, ``limit`` and ``boxing`` (``opaque`` or ``json``: a box strategy's reference
-    form, ``None`` for the strategy's own) go to :func:`helpers.context.strategies.build_policy`, the rest to ``run_turn``.
+    form, ``None`` for the strategy's own) go to :func:`helpers.context.strategies.build_policy`;
+    ``few_shot``, ``temperature`` and ``compaction`` to the turn's
+    :class:`helpers.loop.agent.RunConfig`.
     """
+    check_case_strategies([case])
     started = time.perf_counter()
-    record = run_turn(
-        case.prompt,
-        client=client,
-        model=model,
-        policy=build_policy(strategy, threshold=threshold, limit_chars=limit, boxing=boxing),
-        registry=registry or default_registry(),
-        store=store,
-        few_shot=few_shot,
-        temperature=temperature,
-        compaction=compaction,
-    )
+    policy = build_policy(strategy, threshold=threshold, limit_chars=limit, boxing=boxing)
+    agent = Agent(client, model, policy, registry or default_registry(), store)
+    config = RunConfig(few_shot=few_shot, temperature=temperature, compaction=compaction)
+    record = run_turn(case.prompt, agent, config)
     prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
     persona = model[len(prefix) :] if model.startswith(prefix) else None
     seconds = time.perf_counter() - started
@@ -191,6 +188,25 @@ class RunOptions(TypedDict, total=False):
     compaction: CompactionSettings | None
 
 
+def check_case_strategies(cases: Iterable[Case]) -> list[Case]:
+    """``cases`` as a list, once each case's ``strategies`` key names registered strategies only.
+
+    Raises:
+        CaseError: a case names a strategy that is not registered (a typo there would quietly
+            switch its checks off); the message names the file and the known strategies.
+    """
+    cases = list(cases)
+    for case in cases:
+        unknown = [s for s in case.strategies or () if s not in STRATEGY_REGISTRY]
+        if unknown:
+            known = ", ".join(STRATEGY_REGISTRY)
+            raise CaseError(
+                f"{case.path}: key 'strategies' names {', '.join(unknown)}, not a strategy "
+                f"(one of {known})"
+            )
+    return cases
+
+
 def run_cases(
     cases: Iterable[Case],
     strategies: Iterable[str],
@@ -201,6 +217,7 @@ def run_cases(
     """Every case under every strategy (case-major order); ``kwargs`` go to :func:`run_case`."""
     runs = []
     strategies = list(strategies)
+    cases = check_case_strategies(cases)
     for case in cases:
         for strategy in strategies:
             run = run_case(case, strategy, **kwargs)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from helpers.cases import Case
 from helpers.charts import chart_style
+from helpers.context.strategies import strategy_in_role
 from helpers.escaping import for_markdown
 from helpers.evaluation.metrics import ScalingPoint, ScalingResult
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
@@ -149,7 +150,7 @@ def run_scaling(
     try:
         warm_up = scaling_case(1_000)  # the first turn of a process pays for imports and caches
         model.add_plan(warm_up.prompt, warm_up.offline_plan or [])
-        run_case(warm_up, "inline", **common)
+        run_case(warm_up, strategy_in_role("baseline"), **common)
         for case in cases:
             size = int(case.id.split("-")[1])
             for strategy in strategies:

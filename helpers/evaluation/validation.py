@@ -37,7 +37,7 @@ from helpers.context.boxing import ReferenceRefused, find_references, reference_
 from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
 from helpers.context.resolve_tools import as_five_tool_name
 from helpers.context.strategies import read_back
-from helpers.loop.agent import ToolCallRecord, TurnRecord, output_limit_reason
+from helpers.loop.records import ToolCallRecord, TurnRecord, output_limit_reason
 
 #: A verdict as people read it: the mark, then the word. Where no emoji font is installed
 #: (Chromium on a fresh Debian, with no fonts-noto-color-emoji) ✅ and ❌ are drawn as empty

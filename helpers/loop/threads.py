@@ -1,7 +1,7 @@
 """Threads that continue: a conversation stored message by message, replayed as history.
 
-:func:`helpers.loop.agent.run_turn` appends every message of a turn to its thread in the store
-(:meth:`ToolOutputStore.append_message`). A later turn, in the same process or another one,
+A turn (:meth:`helpers.loop.agent.Agent.run`) appends each of its messages to its thread in the
+store (:meth:`ToolOutputStore.append_message`). A later turn, in the same process or another one,
 continues the conversation with :func:`open_thread`: the model's first request then carries the
 earlier turns (their answers, tool calls and results), and every reference they hold still
 resolves, because the outputs are in the same store. Compaction applies to that history as usual.
@@ -16,7 +16,7 @@ import difflib
 import json
 from typing import Any
 
-from helpers.loop.agent import new_thread_id
+from helpers.loop.records import new_thread_id
 from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.store import ToolOutputStore
 
@@ -73,7 +73,8 @@ def repair_pairing(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def load_history(store: ToolOutputStore, thread_id: str) -> list[dict[str, Any]]:
-    """The stored conversation of ``thread_id``, ready to pass as ``run_turn(history=...)``."""
+    """The stored conversation of ``thread_id``, ready to pass as
+    ``agent.run(prompt, history=...)`` (:meth:`helpers.loop.agent.Agent.run`)."""
     return repair_pairing(store.thread_messages(thread_id))
 
 

@@ -471,7 +471,7 @@ class ToolOutputStore:
         Args:
             thread_id: the conversation the call belongs to (any text, any length).
             tool_call_id: the id of the call (``call_…``); unique within the thread. The agent
-                gives every call an id of its own (:func:`helpers.loop.agent.new_tool_call_id`).
+                gives every call an id of its own (:func:`helpers.loop.records.new_tool_call_id`).
             tool_name: the tool that ran.
             tool_args: the arguments as the model sent them: a mapping (stored as JSON text) or
                 JSON text already.

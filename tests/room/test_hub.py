@@ -40,8 +40,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from devtools.room_simulation import expected_passes
 from helpers.course.room import attendee_schema
-from helpers.course.room_simulation import expected_passes
 from helpers.course.student_notebooks import solution_notebooks
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -63,7 +63,7 @@ def check_categorize(categorize: Callable[[str], str]) -> None:
                 st.sampled_from(KNOWN),
                 same,
                 lambda n: f"categorize({n!r})",
-                terms=tuple(KNOWN),
+                terms=("TOOL_CATEGORIES", "by exact name"),
                 examples=len(KNOWN) * 3,
             ),
             Property(

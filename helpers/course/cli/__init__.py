@@ -1,10 +1,6 @@
-"""The ``workbook`` command.
-
-    workbook ask PROMPT [--strategy inline|truncate|box] [--boxing opaque|json] [--json] ...
-    workbook cases "data/cases/*.md" [--strategy box|truncate|inline|middle|all] [--json] ...
-    workbook compare [--cases GLOB] [--threshold N] [--limit N] --out DIR
-    workbook build-data
-    workbook serve-offline [--port N]
+"""The ``workbook`` command: ``workbook --help`` lists its commands (ask, cases, compare,
+outputs, models, room, completion, build-data, copy-notebooks, restore, serve-offline), and
+``workbook COMMAND --help`` each one's options and examples; docs/cli.md is the reference.
 
 Exit codes (:data:`EXIT_CODES`): 0 answered (``ok``); 1 a failed run (``error``: the endpoint
 failed or sent no usable reply; ``max_iterations``: no final answer); 2 bad usage (unknown

@@ -30,14 +30,8 @@ from helpers.course.cli.common import (
 from helpers.course.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
 from helpers.course.cli.output import console, output_options
 from helpers.escaping import for_json, for_rich
-from helpers.loop.agent import (
-    DEFAULT_MAX_ITERATIONS,
-    CompactionEvent,
-    ModelCallRecord,
-    ToolCallRecord,
-    TurnEvent,
-    run_turn,
-)
+from helpers.loop.agent import DEFAULT_MAX_ITERATIONS, Agent, RunConfig
+from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
 from helpers.loop.threads import ThreadError, open_thread
 from helpers.models.llm import ConfigError, make_client, resolve_model
 from helpers.models.offline import OfflineModel, Suggestion
@@ -232,20 +226,18 @@ def run(args: argparse.Namespace) -> int:
             status.start()
 
     try:
-        record = run_turn(
+        agent = Agent(client, config.model, policy, registry, store)
+        record = agent.run(
             args.prompt,
-            client=client,
-            model=config.model,
-            policy=policy,
-            registry=registry,
-            store=store,
             thread_id=thread_id,
-            max_iterations=args.max_iterations,
-            few_shot=args.few_shot,
             history=history,
-            temperature=config.temperature,
+            config=RunConfig(
+                max_iterations=args.max_iterations,
+                few_shot=args.few_shot,
+                temperature=config.temperature,
+                compaction=compaction(args),
+            ),
             on_event=(lambda event: show_event(out, event)) if human else None,
-            compaction=compaction(args),
         )
     finally:
         if status is not None:

@@ -24,7 +24,12 @@ from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
-from helpers.context.strategies import strategy_names
+from helpers.context.strategies import (
+    LESSON_ROLES,
+    strategies_in_role,
+    strategy_in_role,
+    strategy_names,
+)
 from helpers.escaping import for_terminal
 from helpers.loop.agent import CompactionSettings
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
@@ -180,8 +185,9 @@ def size_options() -> argparse.ArgumentParser:
     return options
 
 
-#: What ``workbook cases --strategy all`` runs: the three strategies notebooks 01-04 build.
-THE_THREE = ("inline", "truncate", "box")
+#: What ``workbook cases --strategy all`` runs: the three strategies notebooks 01-04 build
+#: (inline, truncate and box: the baseline, the rival and the subject).
+THE_THREE = strategies_in_role(*LESSON_ROLES)
 
 
 def strategy_options(*, with_all: bool = False) -> argparse.ArgumentParser:
@@ -193,7 +199,7 @@ def strategy_options(*, with_all: bool = False) -> argparse.ArgumentParser:
         "-s",
         "--strategy",
         choices=(*names, "all") if with_all else names,
-        default="box",
+        default=strategy_in_role("subject"),
         metavar="STRATEGY",
         help="what the model sees of a long result: "
         + ", ".join((*names, "all") if with_all else names)

@@ -15,7 +15,7 @@ Speed goals live here, not in timed tests. Each figure is printed with its goal:
   < 0.3 s), ``ask --help`` and one offline ``ask`` turn, beside what bounds them: importing the
   ``openai`` SDK and SQLAlchemy, which a turn needs, in a bare interpreter.
 
-``python -m helpers.course.bench [--db-url URL] [--quick] [--out build/bench.json]``; with
+``python -m devtools.bench [--db-url URL] [--quick] [--out build/bench.json]``; with
 ``WORKBOOK_BENCH_PG_URL`` set, the store figures are measured on PostgreSQL too.
 """
 
@@ -42,12 +42,12 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import insert
 
+from devtools.room_simulation import room_markdown
+from devtools.setup_timing import setup_markdown, time_lab_start
 from helpers.context.policies import BoxPolicy
-from helpers.context.strategies import build_policy
-from helpers.course.room_simulation import room_markdown
-from helpers.course.setup_timing import setup_markdown, time_lab_start
+from helpers.context.strategies import LESSON_ROLES, build_policy, strategies_in_role
 from helpers.escaping import for_rich
-from helpers.loop.agent import dispatch
+from helpers.loop.dispatch import dispatch
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
 from helpers.tooling.store import ToolOutput, ToolOutputStore
 from helpers.tooling.tools import default_registry
@@ -148,11 +148,12 @@ def hostile_argument(shape: str, json_chars: int) -> str:
 
 
 def bench_hostile_arguments(store: ToolOutputStore, repeat: int) -> dict[str, float]:
-    """The slowest median seconds, over every strategy, of one ``deep_check`` call whose
+    """The slowest median seconds, over the lesson's strategies and the subject's variant
+    (inline, truncate, box and box-json), of one ``deep_check`` call whose
     argument is each :data:`HOSTILE_ARGUMENT_SHAPES` shape at about 990,000 characters of JSON
     (goal < 1 s: every scan of a model's text is linear)."""
     slowest: dict[str, float] = {}
-    for strategy in ("inline", "truncate", "box", "box-json"):
+    for strategy in strategies_in_role(*LESSON_ROLES, "variant"):
         policy = build_policy(strategy)
         tools = default_registry().merged(policy.internal_tools())
         thread = "bench_args_" + uuid.uuid4().hex
@@ -367,8 +368,8 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     results["lab_start"] = time_lab_start()
     room_url = os.environ.get("WORKBOOK_BENCH_ROOM_URL")  # tests/with_postgres.sh's room admin
     if room_url:  # make bench starts a throwaway PostgreSQL with password authentication
-        from helpers.course.room_load import run_room_load
-        from helpers.course.room_simulation import simulate_room
+        from devtools.room_load import run_room_load
+        from devtools.room_simulation import simulate_room
 
         results["room"] = simulate_room(room_url, ROOM_ATTENDEES)
         results["room_load"] = run_room_load(room_url)
@@ -483,7 +484,7 @@ ROOM_URL_GOAL_CPU_S = 0.3
 def _room_block(results: dict[str, Any]) -> str:
     """The room block: the simulated room of kernels, the room of thirty clients, and what
     ``workbook room url`` costs the hub per spawn."""
-    from helpers.course.room_load import room_load_markdown
+    from devtools.room_load import room_load_markdown
 
     block = room_markdown(results["room"], results["machine"])
     if "room_load" in results:
@@ -581,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     report(results, Console())
     print(f"wrote {out}")
     if args.readme:
-        from helpers.course.readme_figures import write_blocks
+        from devtools.readme_figures import write_blocks
 
         changed = write_blocks(readme_blocks(results), prefix="bench")
         print(f"wrote the speed blocks into {', '.join(p.name for p in changed) or 'no page'}")

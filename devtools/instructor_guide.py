@@ -37,7 +37,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from helpers.course.readme_figures import update
+from devtools.readme_figures import update
 from helpers.course.student_notebooks import (
     BEGIN,
     END,
@@ -304,7 +304,7 @@ def _minutes_block(measured: dict[str, Any], measured_load: tuple[float, ...]) -
         f"its checkpoint, plus a minute per {LINES_PER_MINUTE} lines of its solution's code; the "
         f"cells' run time; {RECAP_MINUTES} minutes per recap. Calibrate them after you teach: "
         "`WORDS_PER_MINUTE`, `MINUTES_PER_TODO` and `LINES_PER_MINUTE` in "
-        "`helpers/course/instructor_guide.py`, then `make guide`.",
+        "`devtools/instructor_guide.py`, then `make guide`.",
     ]
     return "\n".join(lines)
 

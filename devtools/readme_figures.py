@@ -10,7 +10,7 @@ markers::
 
 :func:`generate` runs the offline model on a fresh store with reproducible ids
 (:func:`helpers.ids.reproducible_ids`), so the same code gives the same figures, and returns each
-block's Markdown. ``python -m helpers.course.readme_figures`` rewrites the blocks; ``--check`` exits 1
+block's Markdown. ``python -m devtools.readme_figures`` rewrites the blocks; ``--check`` exits 1
 (and names the block) when a page disagrees with what the code measures now.
 """
 
@@ -23,10 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from devtools.registry_docs import registry_blocks
 from helpers.cases import ALL_CASES, load_cases
 from helpers.context.anchors import ANCHOR_PARAMETERS
 from helpers.context.policies import TCR_INSTRUCTIONS_FILE, BoxPolicy, tcr_instructions
-from helpers.context.strategies import build_policy
+from helpers.context.strategies import LESSON_ROLES, build_policy, strategies_in_role
 from helpers.course.sources import sources_markdown
 from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
@@ -42,7 +43,7 @@ from helpers.evaluation.runs import (
 )
 from helpers.evaluation.scaling import breaks_markdown, run_scaling
 from helpers.ids import reproducible_ids
-from helpers.loop.agent import run_turn
+from helpers.loop.agent import Agent, run_turn
 from helpers.models.llm import resolve_model
 from helpers.models.offline import offline_client
 from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
@@ -71,15 +72,11 @@ def _ask_table(store: ToolOutputStore) -> str:
         "| strategy | prompt tokens | completion tokens | model calls | tool calls |",
         "|---|---:|---:|---:|---:|",
     ]
-    for strategy in ("inline", "truncate", "box"):
-        record = run_turn(
-            CASE1,
-            client=client,
-            model="offline-reference",
-            policy=build_policy(strategy),
-            registry=default_registry(),
-            store=store,
+    for strategy in strategies_in_role(*LESSON_ROLES):
+        agent = Agent(
+            client, "offline-reference", build_policy(strategy), default_registry(), store
         )
+        record = run_turn(CASE1, agent)
         usage = record.usage()
         fetches = sum(1 for c in record.tool_calls if c.name == "fetch_tool_output")
         calls = f"{len(record.tool_calls)}" + (" (a `fetch_tool_output`)" if fetches else "")
@@ -285,6 +282,7 @@ def generate() -> dict[str, str]:
         "scaling": _scaling(metrics),
         "duration": _duration(),
         "sources": sources_markdown(),
+        **registry_blocks(),
     }
 
 

@@ -99,7 +99,7 @@ def simulate_room(
                 "WORKBOOK_PROFILE": "offline",
             }
             running[name] = subprocess.Popen(
-                [sys.executable, "-m", "helpers.course.room_simulation", "--attendee", *notebooks],
+                [sys.executable, "-m", "devtools.room_simulation", "--attendee", *notebooks],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -1,0 +1,133 @@
+"""The docs' lists of the workbook's registries, written from the registries themselves.
+
+``make figures`` writes each into its block (``<!-- figures:profiles -->`` in docs/models.md,
+``strategies`` in docs/cli.md, ``tools`` in docs/tools.md), and ``make test`` fails when a page
+is stale, so a new provider profile, strategy or tool reaches the docs with no prose edit:
+
+- :data:`helpers.providers.PROFILES`: each provider profile, the hosts that pick it, the form of
+  the tool-call ids it gets, its completion-limit field and default, and its message order;
+- :data:`helpers.context.strategies.STRATEGY_REGISTRY`: each strategy, its family, its role in
+  the comparison and its line for people;
+- :func:`helpers.tooling.tools.default_registry` and the model-only tools of the strategies:
+  each tool's signature, category, modes and the first line of what the model reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from helpers.context.strategies import STRATEGY_REGISTRY, StrategyOptions
+from helpers.course.sources import CITED_PROJECTS
+from helpers.escaping import for_markdown
+from helpers.providers import PROFILES
+from helpers.tooling.registry import Tool
+from helpers.tooling.tools import default_registry
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span in a table cell (a ``|`` would end the cell)."""
+    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+
+
+def profiles_markdown() -> str:
+    """One row per provider profile, in :data:`~helpers.providers.PROFILES`' order."""
+    lines = [
+        "| profile | provider | picked by the base URL's host | tool-call ids | completion "
+        "limit (field, default tokens) | `user` right after `tool` |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in PROFILES.values():
+        hosts = [*p.hosts, *(f"*{s}" for s in p.host_suffixes)]
+        lines.append(
+            f"| {_code(p.name)} | {for_markdown(p.title)} | "
+            f"{', '.join(_code(h) for h in hosts) or '– (name it)'} | "
+            f"{_code(p.tool_call_ids.name)} | "
+            f"{_code(p.completion_limit_field)}, {p.completion_limit_tokens:,} | "
+            f"{'yes' if p.user_after_tool else 'no: an assistant message goes between'} |"
+        )
+    return "\n".join(lines)
+
+
+def strategies_markdown() -> str:
+    """One row per registered strategy, in registration order."""
+    lines = ["| strategy | family | role | what the model sees |", "|---|---|---|---|"]
+    lines += [
+        f"| {_code(s.name)} | {s.family} | {s.role} | {for_markdown(_plain(s.summary))} |"
+        for s in STRATEGY_REGISTRY.values()
+    ]
+    return "\n".join(lines)
+
+
+def _signature(tool: Tool) -> str:
+    """``name(arg, arg=default)`` from the tool's function, its context parameter left out."""
+    params = list(inspect.signature(tool.fn).parameters.values())
+    if tool.takes_context:
+        params = params[1:]
+    shown = [p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in params]
+    return f"{tool.name}({', '.join(shown)})"
+
+
+def _plain(text: str) -> str:
+    """A docstring's reStructuredText code (````x````) as plain text, for :func:`for_markdown`."""
+    return text.replace("``", "")
+
+
+def _first_paragraph(tool: Tool) -> str:
+    """The first paragraph of what the model reads about ``tool``, on one line."""
+    return _plain(" ".join(tool.description.strip().split("\n\n")[0].split()))
+
+
+def _category(tool: Tool) -> str:
+    """The tool's category; none declared is ``execution``, what compaction files it under."""
+    return tool.category or "execution"
+
+
+def tools_markdown() -> str:
+    """The task tools (the default registry), then the model-only tools each strategy adds."""
+    lines = [
+        "| tool | category | modes | what the model reads |",
+        "|---|---|---|---|",
+    ]
+    for tool in default_registry():
+        modes = "explore, operate" if tool.read_only else "operate"
+        lines.append(
+            f"| {_code(_signature(tool))} | {_category(tool)} | {modes} | "
+            f"{for_markdown(_first_paragraph(tool))} |"
+        )
+    offered: dict[str, tuple[Tool, list[str]]] = {}
+    for name, strategy in STRATEGY_REGISTRY.items():
+        for tool in strategy.build(StrategyOptions()).internal_tools():
+            offered.setdefault(tool.name, (tool, []))[1].append(name)
+    lines += [
+        "",
+        "The model-only tools a strategy adds (offered in every mode):",
+        "",
+        "| tool | category | offered by | what the model reads |",
+        "|---|---|---|---|",
+    ]
+    for tool, names in offered.values():
+        by = ", ".join(_code(n) for n in names)
+        lines.append(
+            f"| {_code(_signature(tool))} | {_category(tool)} | {by} | "
+            f"{for_markdown(_first_paragraph(tool))} |"
+        )
+    return _with_links("\n".join(lines))
+
+
+def _with_links(block: str) -> str:
+    """``block`` and a line linking each cited project it names (an anchor's strategy is named
+    after the agent whose policy it is), so the page links what it names."""
+    named = [p for p in CITED_PROJECTS if p.name in block]
+    if not named:
+        return block
+    links = ", ".join(f"[{p.name}]({p.url})" for p in named)
+    return f"{block}\n\nThe anchors' tools are their agents' own: {links}."
+
+
+def registry_blocks() -> dict[str, str]:
+    """Each registry's block, by name."""
+    return {
+        "profiles": profiles_markdown(),
+        "strategies": strategies_markdown(),
+        "tools": tools_markdown(),
+    }
