@@ -102,7 +102,7 @@ format: $(DEV_STAMP)
 # the course notebooks as git stores them (staged versions) hold no outputs: an attendee's run
 # notebooks/ and an instructor's run solutions/ are their own business, never a failed make test
 check-notebooks: $(DEV_STAMP)
-	@$(BIN)/python -m helpers.course.stored_notebooks
+	@$(BIN)/python -m devtools.stored_notebooks
 
 strip: $(DEV_STAMP)
 	find notebooks solutions -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -exec $(BIN)/nbstripout {} +
@@ -136,8 +136,8 @@ test: $(DEV_STAMP) lint check-notebooks
 test-install: $(DEV_STAMP)
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_run_anywhere.py
 
-# CONTRIBUTING.md's recipes (a strategy, a tool, a provider) carried out in copies of the
-# project, each followed by the checks it must pass (a few minutes: apart from make test)
+# CONTRIBUTING.md's recipes (a notebook, a tool, a strategy, a provider) carried out in copies
+# of the project, each followed by the checks it must pass (minutes: apart from make test)
 test-recipes: $(DEV_STAMP) data
 	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_recipes.py
 

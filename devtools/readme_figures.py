@@ -27,15 +27,20 @@ from devtools.registry_docs import registry_blocks
 from helpers.cases import ALL_CASES, load_cases
 from helpers.context.anchors import ANCHOR_PARAMETERS
 from helpers.context.policies import TCR_INSTRUCTIONS_FILE, BoxPolicy, tcr_instructions
-from helpers.context.strategies import LESSON_ROLES, build_policy, strategies_in_role
+from helpers.context.strategies import (
+    LESSON_ROLES,
+    build_policy,
+    compared_strategies,
+    design_step_strategies,
+    rivals_text,
+    strategies_in_role,
+)
 from helpers.course.sources import sources_markdown
 from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ComparisonMetrics
 from helpers.evaluation.report import caching_markdown
 from helpers.evaluation.runs import (
-    COMPARED_STRATEGIES,
-    DESIGN_STEPS,
     RunOptions,
     client_for_cases,
     run_cases,
@@ -96,7 +101,10 @@ def _comparison(store: ToolOutputStore) -> ComparisonMetrics:
         client=client_for_cases(resolve_model("offline", env={}), cases), store=store
     )
     runs = run_cases(
-        cases, [*COMPARED_STRATEGIES, *DESIGN_STEPS], model="offline-reference", **common
+        cases,
+        [*compared_strategies(), *design_step_strategies()],
+        model="offline-reference",
+        **common,
     )
     runs += run_personas(cases, [PERSONAS[n] for n in MISTAKE_PERSONAS], **common)
     scaling = run_scaling(store=store)
@@ -134,7 +142,7 @@ def _compare_table(metrics: ComparisonMetrics) -> str:
     ratios = [g.ratio for g in goals if g.ratio is not None]
     lines += [
         "",
-        f"Box goal (at most {metrics.box_goal_ratio}× the cheaper of inline and truncate): met on "
+        f"Box goal (at most {metrics.box_goal_ratio}× the cheaper of {rivals_text()}): met on "
         f"{met} of {len(goals)} cases; the highest ratio is {max(ratios):.2f}, and on "
         f"{sum(1 for g in goals if g.ratio is None)} cases box is the only one of the three "
         "that passes.",

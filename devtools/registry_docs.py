@@ -117,7 +117,8 @@ def tools_markdown() -> str:
 def _with_links(block: str) -> str:
     """``block`` and a line linking each cited project it names (an anchor's strategy is named
     after the agent whose policy it is), so the page links what it names."""
-    named = [p for p in CITED_PROJECTS if p.name in block]
+    spelled = block.lower().replace("-", " ")  # claude-code, the strategy, is Claude Code
+    named = [p for p in CITED_PROJECTS if p.name.lower() in spelled]
     if not named:
         return block
     links = ", ".join(f"[{p.name}]({p.url})" for p in named)

@@ -38,7 +38,7 @@ test):
   turn's records) and threads;
 - :mod:`helpers.models`: model access and the offline reference model (plan, model, server);
 - :mod:`helpers.evaluation`: validation, runs per strategy, pricing, scaling, the comparison;
-- :mod:`helpers.course`: the CLI, the notebooks' views, hints and budget, generated figures.
+- :mod:`helpers.course`: the CLI, the notebooks' views, hints and budget, the checkpoints.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ _PUBLIC: dict[str, str] = {
     "TurnLimits": "helpers.limits",
     "STATUSES": "helpers.loop.records",
     # strategies and the policies that carry them out
-    "STRATEGIES": "helpers.evaluation.runs",
+    "strategy_names": "helpers.context.strategies",
     "Strategy": "helpers.context.strategies",
     "StrategyOptions": "helpers.context.strategies",
     "register_strategy": "helpers.context.strategies",
@@ -173,7 +173,7 @@ _PUBLIC: dict[str, str] = {
     "for_terminal": "helpers.escaping",
     "load_case": "helpers.cases",
     # the comparison's reports and charts
-    "COMPARED_STRATEGIES": "helpers.evaluation.runs",
+    "compared_strategies": "helpers.context.strategies",
     "run_personas": "helpers.evaluation.runs",
     "comparison_markdown": "helpers.evaluation.report",
     "comparison_verdicts": "helpers.evaluation.report",
@@ -217,13 +217,11 @@ _PUBLIC: dict[str, str] = {
 # -- __all__: generated from _PUBLIC: do not edit (tests/public_api.py --write)
 __all__ = [
     "BOX_DESIGNS",
-    "COMPARED_STRATEGIES",
     "GUARDS",
     "MISTAKE_PERSONAS",
     "MODES",
     "PERSONAS",
     "STATUSES",
-    "STRATEGIES",
     "SUMMARY_HEADER",
     "Agent",
     "AgentsSdkTrimmerPolicy",
@@ -283,6 +281,7 @@ __all__ = [
     "check_unbox",
     "client_for_cases",
     "compact",
+    "compared_strategies",
     "comparison_markdown",
     "comparison_verdicts",
     "count_chat_tokens",
@@ -331,6 +330,7 @@ __all__ = [
     "run_turn",
     "scaling_markdown",
     "side_by_side",
+    "strategy_names",
     "summarize_category",
     "themed_chart",
     "tool_categories",
@@ -402,7 +402,9 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         Strategy,
         StrategyOptions,
         build_policy,
+        compared_strategies,
         register_strategy,
+        strategy_names,
     )
     from helpers.course.budget import approve_spend
     from helpers.course.checkpoint import why
@@ -446,14 +448,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         headline_html,
     )
     from helpers.evaluation.room_charts import plot_scaling_room, plot_totals
-    from helpers.evaluation.runs import (
-        COMPARED_STRATEGIES,
-        STRATEGIES,
-        client_for_cases,
-        run_case,
-        run_cases,
-        run_personas,
-    )
+    from helpers.evaluation.runs import client_for_cases, run_case, run_cases, run_personas
     from helpers.evaluation.scaling import run_scaling, scaling_markdown
     from helpers.guards import GUARDS
     from helpers.limits import TurnLimits

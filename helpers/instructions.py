@@ -2,7 +2,7 @@
 
 They tell the model what it will meet in tool results (a full value, a truncated preview with a
 marker, or an opaque reference) and what to do with it. Kept in code, as *tool-context-relay* by
-grzegorz-aniol does; each policy names the one it uses (``ResultPolicy.system_message``), never a
+grzegorz-aniol does; each policy names the one it uses (``ResultPolicy.instructions``), never a
 table keyed by strategy name. Few-shot examples are optional (``few_shot=False`` gives the
 zero-shot prompt).
 """
@@ -105,7 +105,7 @@ class Instructions:
     """One kind of system message: :data:`GENERAL`, then ``rules`` (what the model will meet in
     tool results and what to do with it), then, few-shot, ``examples`` (worked exchanges).
 
-    A policy declares its own (``ResultPolicy.system_message``), so a new strategy brings its
+    A policy declares its own (``ResultPolicy.instructions``), so a new strategy brings its
     instructions with its policy instead of borrowing another strategy's name.
     """
 

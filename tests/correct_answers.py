@@ -400,7 +400,8 @@ def grep(value, pattern, window):
         case "google_drive_write_file":
             return "write"
         case ("run_sql" | "internal_resource_grep" | "internal_resource_read_slice"
-              | "internal_resource_read_lines" | "internal_resource_length"):
+              | "internal_resource_read_lines" | "internal_resource_length"
+              | "internal_resource"):
             return "query"
         case _:
             return "execution"
@@ -412,7 +413,7 @@ def grep(value, pattern, window):
     groups = (
         ("read", "get_page yt_transcribe internal_resource_read fetch_tool_output"),
         ("write", "google_drive_write_file"),
-        ("query", "run_sql internal_resource_grep internal_resource_read_slice internal_resource_read_lines internal_resource_length"),
+        ("query", "run_sql internal_resource_grep internal_resource_read_slice internal_resource_read_lines internal_resource_length internal_resource"),
     )
     for category, names in groups:
         if tool_name in names.split(" "):

@@ -72,7 +72,7 @@ def write() -> None:
     text = _between(text, ALL_START, ALL_END, all_block)
     text = _between(text, IMPORTS_START, IMPORTS_END, imports)
     INIT.write_text(text, encoding="utf-8")
-    ruff = ROOT / ".venv" / "bin" / "ruff"
+    ruff = Path(sys.executable).with_name("ruff")  # the venv running this script
     subprocess.run([ruff, "check", "--fix", "-q", "--select", "I,RUF022", str(INIT)], check=False)
     subprocess.run([ruff, "format", "-q", str(INIT)], check=True)
 

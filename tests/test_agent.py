@@ -223,3 +223,24 @@ def test_cached_tokens_a_provider_reports_reach_the_record_and_the_metrics(regis
     assert metrics.cached_tokens_reported == 2944
     assert metrics.cached_tokens is not None and metrics.usd_cached_warm is not None
     assert metrics.usd_cached_warm <= (metrics.usd_cached or 0)
+
+
+def test_a_bug_ends_the_turn_with_a_verdict_naming_where(
+    client, registry, store, monkeypatch, capsys
+) -> None:
+    """An exception from inside the library is the turn's ``error`` verdict, naming the file and
+    line it came from; ``WORKBOOK_DEBUG=1`` prints the whole traceback on standard error."""
+    policy = build_policy("box")
+
+    def broken(*_args, **_kwargs):
+        raise KeyError("no such thing")
+
+    monkeypatch.setattr(policy, "messages_for_call", broken)  # asked before each model call
+    agent = Agent(client, "offline-reference", policy, registry, store)
+    [case] = load_cases("data/cases/case1.md")
+    record = run_turn(case.prompt, agent)
+    assert record.status == "error" and "KeyError: 'no such thing' (at " in record.error
+    assert "test_agent.py:" in record.error and capsys.readouterr().err == ""
+    monkeypatch.setenv("WORKBOOK_DEBUG", "1")
+    run_turn(case.prompt, agent)
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

@@ -181,6 +181,6 @@ def test_a_case_naming_an_unregistered_strategy_is_refused_before_anything_runs(
     path = _write(tmp_path, "---\nid: x\nstrategies: [bxo]\n---\np")
     [case] = load_cases(str(path))
     with pytest.raises(
-        CaseError, match=r"names bxo, not a strategy \(one of inline, truncate, box"
+        CaseError, match=r"names bxo, not a strategy or a family \(one of inline, truncate, box"
     ):
         run_cases([case], ["box"], client=None, model="m", store=None)  # type: ignore[arg-type]

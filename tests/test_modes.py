@@ -15,8 +15,8 @@ from provider import scripted_client, tool_calls
 from helpers import resolve_model
 from helpers.cases import load_cases
 from helpers.context.modes import for_mode
-from helpers.context.strategies import build_policy
-from helpers.evaluation.runs import STRATEGIES, client_for_cases, run_cases, runnable_cases
+from helpers.context.strategies import build_policy, strategy_names
+from helpers.evaluation.runs import client_for_cases, run_cases, runnable_cases
 from helpers.loop.agent import Agent, run_turn
 from helpers.paths import outbox_dir
 from helpers.tooling.registry import UnknownToolError
@@ -168,7 +168,7 @@ def test_every_strategy_passes_in_explore_each_case_that_needs_no_write(tmp_path
     assert {"web1", "web2", "case1"} <= {c.id for c in cases}
     store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
     common = {"client": client_for_cases(resolve_model("offline"), cases), "store": store}
-    for strategy in STRATEGIES:
+    for strategy in strategy_names():
         everything = run_cases(cases, [strategy], model="offline-reference", **common)
         read_only = run_cases(
             cases, [strategy], model="offline-reference", registry=explore, **common

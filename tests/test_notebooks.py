@@ -26,8 +26,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from wrong_answers import WRONG_ANSWERS
 
+from devtools.stored_notebooks import stored_text
 from helpers.course.hints import hints_for
-from helpers.course.stored_notebooks import stored_text
 from helpers.course.student_notebooks import (
     BEGIN,
     END,

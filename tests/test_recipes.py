@@ -92,7 +92,9 @@ class ShortPreviewPolicy(TruncatePolicy):
     """A truncated preview of a fifth of the run's limit; fetch_tool_output brings the rest."""
 
     name = "short-preview"
-    system_message = Instructions(SHORT_RULES)
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        return Instructions(SHORT_RULES).text(few_shot=few_shot)
 
     def describe(self) -> str:
         return f"short-preview ({self.limit} chars)"
@@ -330,7 +332,7 @@ def check_saved_chars(saved_chars: Callable[[str, str], int]) -> None:
     ).run()
 '''
 
-SAVED_WRONG = """    ("08", 1): [
+SAVED_WRONG_DICT = """WRONG_ANSWERS[("08", 1)] = [
         ("bytes, not characters", '''def saved_chars(output, preview):
     return max(0, len(output.encode()) - len(preview.encode()))
 '''),
@@ -346,7 +348,8 @@ SAVED_WRONG = """    ("08", 1): [
         ("the marker left out of the preview's length", '''def saved_chars(output, preview):
     return max(0, len(output) - len(preview.split(" ...[")[0]))
 '''),
-    ],
+    ]
+
 """
 
 
@@ -431,7 +434,7 @@ def test_the_notebook_recipe(project: Path) -> None:
         '    "check_categorize":',
         '    "check_saved_chars": "helpers.course.checks.saved",\n',
     )
-    edit(project / "tests/wrong_answers.py", '    ("06", 1): [\n', SAVED_WRONG)
+    edit(project / "tests/wrong_answers.py", "\n_MORE: dict[", SAVED_WRONG_DICT)
     edit(
         project / "docs/library.md",
         "                      boxing.py (04)",

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.course.stored_notebooks import course_notebooks, stored_text, with_outputs
+from devtools.stored_notebooks import course_notebooks, stored_text, with_outputs
 from helpers.course.student_notebooks import SOLUTIONS_DIR, student_text
 
 SOLUTION = next(SOLUTIONS_DIR.glob("03_*.ipynb"))

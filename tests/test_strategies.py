@@ -22,6 +22,8 @@ from helpers.context.strategies import (
     Strategy,
     StrategyOptions,
     build_policy,
+    compared_strategies,
+    design_step_strategies,
     design_strategy,
     register_strategy,
     strategies_in_role,
@@ -30,8 +32,6 @@ from helpers.context.strategies import (
 )
 from helpers.course.cli import main
 from helpers.evaluation.runs import (
-    COMPARED_STRATEGIES,
-    DESIGN_STEPS,
     client_for_cases,
     run_case,
 )
@@ -42,7 +42,7 @@ from helpers.tooling.store import ToolOutputStore
 class HeadPreviewPolicy(TruncatePolicy):
     """A toy strategy: a short preview (a fifth of the run's limit), the rest fetched."""
 
-    name = "head-preview"  # its system message is TruncatePolicy's (system_message), not a name's
+    name = "head-preview"  # its system message is TruncatePolicy's (instructions()), not a name's
 
     def describe(self) -> str:
         return f"head-preview ({self.limit} chars)"
@@ -116,19 +116,20 @@ class SentenceBoxPolicy(BoxPolicy):
         return Seen(call_id, content, "boxed", match[1]) if match else None
 
 
+class SentenceNoReaderPolicy(SentenceBoxPolicy):
+    """The same presentation, its policy declaring no reader of its own."""
+
+    read_back = staticmethod(ResultPolicy.read_back)
+
+
 @pytest.mark.parametrize("with_reader", [True, False], ids=["read-back", "no-read-back"])
 def test_a_strategy_the_model_looks_inside_needs_only_its_own_reader(tmp_path, with_reader):
-    """Registered with its reader, the offline model passes the reference on and the case
-    passes; without it, the model takes the sentence for the value, and the case fails."""
-    strategy = register_strategy(
-        Strategy(
-            "box-sentence",
-            "box",
-            "the reference told in a sentence",
-            SentenceBoxPolicy,
-            read_back=SentenceBoxPolicy.read_back if with_reader else None,
-        )
-    )
+    """With its policy's reader (registration takes it from the policy), the offline model
+    passes the reference on and the case passes; a policy without one leaves the model taking
+    the sentence for the value, and the case fails."""
+    policy = SentenceBoxPolicy if with_reader else SentenceNoReaderPolicy
+    strategy = register_strategy(Strategy("box-sentence", "box", "told in a sentence", policy))
+    assert (strategy.read_back is SentenceBoxPolicy.read_back) is with_reader
     try:
         [case] = load_cases("data/cases/case1.md")
         store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
@@ -161,8 +162,8 @@ def test_every_strategy_builds_a_policy_and_the_lists_come_from_the_registry() -
     for name, strategy in STRATEGY_REGISTRY.items():
         assert isinstance(strategy.build(StrategyOptions()), ResultPolicy), name
         assert strategy.summary and strategy.family in ("inline", "truncate", "box", "anchor")
-    assert set(COMPARED_STRATEGIES) | set(DESIGN_STEPS) == set(STRATEGY_REGISTRY)
-    assert not set(COMPARED_STRATEGIES) & set(DESIGN_STEPS)
+    compared, steps = compared_strategies(), design_step_strategies()
+    assert set(compared) | set(steps) == set(STRATEGY_REGISTRY) and not set(compared) & set(steps)
     assert design_strategy("workbook") == "box" and design_strategy("tcr") == "box-tcr"
 
 
@@ -173,7 +174,7 @@ def test_roles_say_each_strategys_part_in_the_comparison() -> None:
     assert [strategy_in_role(r) for r in SINGLE_ROLES] == ["inline", "box", "box-tcr"]
     assert strategies_in_role(*LESSON_ROLES) == ("inline", "truncate", "box")
     assert set(strategies_in_role("anchor")) == {"codex", "deepagents", "claude-code", "agents-sdk"}
-    assert strategies_in_role("design-step") == DESIGN_STEPS
+    assert strategies_in_role("design-step") == design_step_strategies()
 
     def build(_options: StrategyOptions) -> ResultPolicy:
         return ResultPolicy()
@@ -190,7 +191,7 @@ def test_roles_say_each_strategys_part_in_the_comparison() -> None:
 
 
 def test_a_new_strategys_policy_brings_its_own_system_message(toy) -> None:
-    """Instructions are the policy's (``system_message``), not a table keyed by name: the
+    """Instructions are the policy's (``instructions()``), not a table keyed by name: the
     head-preview policy, named for itself, is told the truncate rules it inherits."""
     head = build_policy("head-preview")
     assert head.name == "head-preview"

@@ -165,7 +165,9 @@ class CodexPolicy(ResultPolicy):
         self.model = model
         self.budget = CodexBudget.for_model(model).for_tool_output()
 
-    system_message = MIDDLE_INSTRUCTIONS
+    def instructions(self, *, few_shot: bool = True) -> str:
+        """Head and tail within the budget; the middle gone for good."""
+        return MIDDLE_INSTRUCTIONS.text(few_shot=few_shot)
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -671,7 +673,9 @@ class AgentsSdkTrimmerPolicy(ResultPolicy):
         self.max_output_chars = max_output_chars
         self.preview_chars = preview_chars
 
-    system_message = INLINE_INSTRUCTIONS
+    def instructions(self, *, few_shot: bool = True) -> str:
+        """Results in full (old ones trimmed before each call, unannounced)."""
+        return INLINE_INSTRUCTIONS.text(few_shot=few_shot)
 
     def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages to send: tool outputs before the last ``recent_turns`` user messages

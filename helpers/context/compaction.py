@@ -65,7 +65,7 @@ _PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: tools, from the tools' own property (:attr:`helpers.tooling.registry.Tool.category`); the
 #: agent adds the categories of any other tool it was given (:func:`categorizer`).
 CATEGORY_OF: dict[str, str] = ToolRegistry(
-    [*tools.registry, *fetch_tools(), *resolve_tools("five")]
+    [*tools.registry, *fetch_tools(), *resolve_tools("five"), *resolve_tools("one")]
 ).categories()
 CATEGORY_ORDER = ("read", "write", "execution", "query")
 

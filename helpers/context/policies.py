@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from helpers.context.boxing import (
     BOXING_MODES,
@@ -55,7 +55,6 @@ from helpers.instructions import (
     INLINE_INSTRUCTIONS,
     MIDDLE_INSTRUCTIONS,
     TRUNCATE_INSTRUCTIONS,
-    Instructions,
     for_boxing,
 )
 from helpers.paths import DATA_DIR
@@ -242,9 +241,6 @@ class ResultPolicy:
     #: the workbook's cap: a run the cap stops is then reported as stopped by the cap, not as
     #: the agent failing (the anchors set it)
     own_step_limit: str = ""
-    #: what the model is told about tool results (:mod:`helpers.instructions`): declared by
-    #: each policy, so a new strategy's policy brings its own
-    system_message: ClassVar[Instructions] = INLINE_INSTRUCTIONS
 
     def internal_tools(self) -> list[Tool]:
         """Tools the model gets besides the real ones."""
@@ -260,8 +256,10 @@ class ResultPolicy:
         return registry
 
     def instructions(self, *, few_shot: bool = True) -> str:
-        """The system message for this policy: its :attr:`system_message`'s text."""
-        return self.system_message.text(few_shot=few_shot)
+        """The system message: what the model is told about tool results, declared by each
+        policy (an :class:`~helpers.instructions.Instructions`' text), so a new strategy's
+        policy brings its own. Here: every result in full."""
+        return INLINE_INSTRUCTIONS.text(few_shot=few_shot)
 
     def messages_for_call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages to send in the next model call (by default, all of them as they are;
@@ -330,7 +328,6 @@ class TruncatePolicy(ResultPolicy):
     """Long results become a preview of ``limit`` characters plus a truncation marker."""
 
     name = "truncate"
-    system_message = TRUNCATE_INSTRUCTIONS
     needs_store = True
 
     def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
@@ -339,10 +336,18 @@ class TruncatePolicy(ResultPolicy):
     def internal_tools(self) -> list[Tool]:
         return fetch_tools()
 
+    def instructions(self, *, few_shot: bool = True) -> str:
+        """A preview with its truncation marker, and ``fetch_tool_output`` for the rest."""
+        return TRUNCATE_INSTRUCTIONS.text(few_shot=few_shot)
+
     @staticmethod
     def read_back(call_id: str, content: str) -> Seen | None:
-        """A preview ending in its truncation marker (:func:`parse_preview`)."""
-        return Seen(call_id, content, "truncated") if parse_preview(content) is not None else None
+        """A preview ending in its truncation marker (:func:`parse_preview`): the id to fetch
+        and the text shown."""
+        preview = parse_preview(content)
+        if preview is None:
+            return None
+        return Seen(call_id, content, "truncated", uri=preview.tool_call_id, head=preview.text)
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
         """Refuse a real tool's call that passes a preview on as if it were the full output.
@@ -414,10 +419,13 @@ class MiddleTruncatePolicy(ResultPolicy):
     """
 
     name = "middle"
-    system_message = MIDDLE_INSTRUCTIONS
 
     def __init__(self, limit: int = DEFAULT_PREVIEW_LIMIT_CHARS):
         self.limit = preview_limit_chars(limit)
+
+    def instructions(self, *, few_shot: bool = True) -> str:
+        """Head and tail, and the middle gone for good."""
+        return MIDDLE_INSTRUCTIONS.text(few_shot=few_shot)
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None

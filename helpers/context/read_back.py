@@ -31,8 +31,9 @@ class Seen:
     Attributes:
         call_id: the ``tool_call_id`` of the message.
         content: the message's text, as sent.
-        kind: a :data:`ResultKind`: ``inline``, ``truncated`` (a preview with its marker),
-            ``boxed`` (``uri`` names the reference; ``head`` is the preview shown under it, if
+        kind: a :data:`ResultKind`: ``inline``, ``truncated`` (a preview with its marker:
+            ``uri`` is the ``tool_call_id`` that ``fetch_tool_output`` takes, ``head`` the
+            text shown before the marker and ``tail`` any shown after it), ``boxed`` (``uri`` names the reference; ``head`` is the preview shown under it, if
             any), ``saved`` (a result saved to the file ``uri``; ``head`` and ``tail`` are the
             lines its notice shows, ``total_lines`` the file's length in lines when the notice
             tells it) or ``error``.

@@ -471,5 +471,7 @@ def resolve_tools(form: str = "five") -> list[Tool]:
             for fn in RESOLVE_TOOL_FUNCTIONS
         ]
     if form == "one":
-        return [tool_from_function(internal_resource, internal=True)]
+        # its operations are small questions about a stored value (a full read among them): a
+        # query, as the five tools' slice, lines, grep and length are
+        return [tool_from_function(internal_resource, internal=True, category="query")]
     raise ValueError(f"form must be 'five' or 'one', got {form!r}")

@@ -22,6 +22,7 @@ subclass) and call :func:`register_strategy` once; ``workbook ask``, ``workbook 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,8 +98,8 @@ class StrategyOptions:
 class Strategy:
     """One strategy: everything its name stands for, so no other module branches on the name.
 
-    Its instructions (the system message) come with its policy
-    (``ResultPolicy.system_message``, :mod:`helpers.instructions`).
+    Its instructions (the system message) come with its policy (``ResultPolicy.instructions``,
+    :mod:`helpers.instructions`).
 
     Attributes:
         name: what users type, e.g. ``"box-json"``.
@@ -110,7 +111,8 @@ class Strategy:
         role: its part in the comparison (:data:`Role`; a new strategy is a ``candidate``).
         design: the box design it runs (:data:`~helpers.context.policies.BOX_DESIGNS`), if any.
         read_back: reads a ``tool`` message back as a model sees it, when the message is this
-            strategy's presentation of a long result (its policy's ``read_back``).
+            strategy's presentation of a long result; ``None``: its policy's own ``read_back``
+            (:func:`register_strategy` takes it from the policy the factory builds).
     """
 
     name: str
@@ -147,6 +149,10 @@ def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
     )
     if strategy.role in SINGLE_ROLES and holder is not None:
         raise ValueError(f"only one strategy is the {strategy.role}, and {holder!r} is")
+    if strategy.read_back is None:  # the policy's own reader, declared once, on the policy
+        reader = type(strategy.build(StrategyOptions())).read_back
+        if reader is not ResultPolicy.read_back:
+            strategy = dataclasses.replace(strategy, read_back=reader)
     STRATEGY_REGISTRY[name] = strategy
     return strategy
 
@@ -187,8 +193,22 @@ def build_policy(
         ValueError: an unknown strategy, or an option it cannot take (a negative size, an
             unknown boxing).
     """
-    options = StrategyOptions(threshold, limit_chars, boxing)
-    return strategy_named(name).build(options)
+    strategy = strategy_named(name)
+    policy = strategy.build(StrategyOptions(threshold, limit_chars, boxing))
+    policy.name = strategy.name  # a turn's record names the strategy run, box-json as box-json
+    return policy
+
+
+def strategy_family(name: str) -> str | None:
+    """The family of the strategy called ``name`` (``box`` for ``box-json``), or ``None`` for a
+    name no strategy has (a policy built by hand names itself)."""
+    strategy = STRATEGY_REGISTRY.get(name)
+    return strategy.family if strategy else None
+
+
+def strategy_families() -> tuple[str, ...]:
+    """Every family a strategy may belong to (:data:`Family`)."""
+    return get_args(Family)
 
 
 def design_strategy(design: str) -> str | None:
@@ -225,6 +245,24 @@ def read_back(call_id: str, content: str) -> Seen:
 def strategy_names() -> tuple[str, ...]:
     """Every registered strategy's name, in registration order."""
     return tuple(STRATEGY_REGISTRY)
+
+
+def rivals_text() -> str:
+    """The box goal's rivals in words: the baseline and the rivals, e.g. "inline and truncate"."""
+    names = strategies_in_role("baseline", "rival")
+    return " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def compared_strategies() -> tuple[str, ...]:
+    """What ``workbook compare`` runs, as registered now: every strategy but the design steps
+    (a strategy registered in a notebook cell is compared from then on)."""
+    return tuple(n for n, s in STRATEGY_REGISTRY.items() if s.role != "design-step")
+
+
+def design_step_strategies() -> tuple[str, ...]:
+    """The box designs between the origin (``box-tcr``) and the subject (``box``), one step
+    each, as registered now (``workbook compare --design-steps``)."""
+    return strategies_in_role("design-step")
 
 
 def strategies_in_role(*roles: Role) -> tuple[str, ...]:
@@ -265,7 +303,6 @@ def _register_builtins() -> None:
             "a preview and a truncation marker; fetch_tool_output brings the rest",
             lambda o: TruncatePolicy(o.limit_chars),
             "rival",
-            read_back=TruncatePolicy.read_back,
         )
     )
     register_strategy(
@@ -276,7 +313,6 @@ def _register_builtins() -> None:
             _box(DEFAULT_BOX_DESIGN, "opaque"),
             "subject",
             design=DEFAULT_BOX_DESIGN,
-            read_back=BoxPolicy.read_back,
         )
     )
     register_strategy(
@@ -287,7 +323,6 @@ def _register_builtins() -> None:
             _box(DEFAULT_BOX_DESIGN, "json"),
             "variant",
             design=DEFAULT_BOX_DESIGN,
-            read_back=BoxPolicy.read_back,
         )
     )
     register_strategy(
@@ -298,7 +333,6 @@ def _register_builtins() -> None:
             _box("tcr", "opaque"),
             "origin",
             design="tcr",
-            read_back=BoxPolicy.read_back,
         )
     )
     register_strategy(
@@ -313,9 +347,7 @@ def _register_builtins() -> None:
     for name, policy in ANCHORS.items():
         summary = (policy.__doc__ or name).strip().splitlines()[0]
         build = lambda o, p=policy: p()  # noqa: E731 - the anchors take no options
-        register_strategy(
-            Strategy(name, "anchor", summary, build, "anchor", read_back=policy.read_back)
-        )
+        register_strategy(Strategy(name, "anchor", summary, build, "anchor"))
     for design in BOX_DESIGNS.values():  # the steps from tool-context-relay's design to ours
         if design.name not in (DEFAULT_BOX_DESIGN, "tcr"):
             summary = f"a box design step: {design.step}" if design.step else "a box design"
@@ -328,7 +360,6 @@ def _register_builtins() -> None:
                     build,
                     "design-step",
                     design=design.name,
-                    read_back=BoxPolicy.read_back,
                 )
             )
 

@@ -46,6 +46,7 @@ from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BOX_DESIGNS
 from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
 from helpers.context.strategies import (
+    design_step_strategies,
     design_strategy,
     strategies_in_role,
     strategy_in_role,
@@ -73,7 +74,7 @@ from helpers.evaluation.pricing import (
     load_prices,
     turn_cost,
 )
-from helpers.evaluation.runs import DESIGN_STEPS, CaseRun, refused_prompt_tokens
+from helpers.evaluation.runs import CaseRun, refused_prompt_tokens
 from helpers.guards import GUARDS
 from helpers.instructions import GENERAL
 from helpers.loop.records import TurnRecord
@@ -229,7 +230,7 @@ class Comparison:
 
     def strategies(self) -> list[str]:
         """The strategies of the main table (the design steps have a table of their own)."""
-        return [v for v in self.all_strategies() if v not in DESIGN_STEPS]
+        return [v for v in self.all_strategies() if v not in design_step_strategies()]
 
     def all_strategies(self) -> list[str]:
         """Every strategy the main model ran, in the order of the runs."""

@@ -9,7 +9,7 @@ a notebook's MathJax never reads two of them as a formula.
 
 from __future__ import annotations
 
-from helpers.context.strategies import strategy_in_role
+from helpers.context.strategies import rivals_text, strategy_in_role
 from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
 from helpers.evaluation.validation import FAIL, PASS, verdict_text
@@ -119,7 +119,7 @@ def _box_goal_markdown(metrics: ComparisonMetrics) -> list[str]:
     missed = {c: g for c, g in metrics.box_goals().items() if not g.met}
     lines = [
         "",
-        f"**Box goal** (≤ {metrics.box_goal_ratio}× the cheaper of inline and truncate): ",
+        f"**Box goal** (≤ {metrics.box_goal_ratio}× the cheaper of {rivals_text()}): ",
     ]
     if missed:
         lines[-1] += f"missed on {len(missed)} case(s):"
@@ -453,7 +453,7 @@ def comparison_verdicts(metrics: ComparisonMetrics) -> list[str]:
             f"{subject} passed {box.passed}/{box.cases} cases, at {times(box.ratio_to_inline)} "
             f"inline's prompt tokens (on the cases both passed) and {times(box.ratio_to_floor)} "
             "the floor; "
-            f"its goal (at most {metrics.box_goal_ratio}× the cheaper of inline and truncate) "
+            f"its goal (at most {metrics.box_goal_ratio}× the cheaper of {rivals_text()}) "
             f"held on {len(goals) - len(missed)} of {len(goals)} cases"
             + (
                 ": missed on " + "; ".join(f"{c} ({g.why})" for c, g in missed.items()) + "."

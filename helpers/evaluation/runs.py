@@ -27,8 +27,7 @@ from helpers.context.policies import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.strategies import (
     STRATEGY_REGISTRY,
     build_policy,
-    strategies_in_role,
-    strategy_names,
+    strategy_families,
 )
 from helpers.evaluation.validation import Validation, validate
 from helpers.loop.agent import Agent, CompactionSettings, RunConfig, run_turn
@@ -39,17 +38,6 @@ from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Perso
 from helpers.tooling.registry import ToolRegistry
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
-
-#: The anchors: production agents' own policies (:mod:`helpers.context.anchors`).
-ANCHOR_STRATEGIES = strategies_in_role("anchor")
-#: Every strategy ``workbook compare`` runs: every role but the design steps.
-COMPARED_STRATEGIES = tuple(n for n, s in STRATEGY_REGISTRY.items() if s.role != "design-step")
-#: The box designs between the origin (tool-context-relay's, ``box-tcr``) and the subject (the
-#: workbook's, ``box``), one step each (the report's "what each step buys").
-DESIGN_STEPS = strategies_in_role("design-step")
-#: Every built-in strategy's name (:func:`helpers.context.strategies.strategy_names` has the
-#: ones registered since, too).
-STRATEGIES = strategy_names()
 
 
 def client_for_cases(
@@ -189,7 +177,8 @@ class RunOptions(TypedDict, total=False):
 
 
 def check_case_strategies(cases: Iterable[Case]) -> list[Case]:
-    """``cases`` as a list, once each case's ``strategies`` key names registered strategies only.
+    """``cases`` as a list, once each case's ``strategies`` key names registered strategies or
+    families only.
 
     Raises:
         CaseError: a case names a strategy that is not registered (a typo there would quietly
@@ -197,12 +186,12 @@ def check_case_strategies(cases: Iterable[Case]) -> list[Case]:
     """
     cases = list(cases)
     for case in cases:
-        unknown = [s for s in case.strategies or () if s not in STRATEGY_REGISTRY]
+        known = [*STRATEGY_REGISTRY, *strategy_families()]
+        unknown = [s for s in case.strategies or () if s not in known]
         if unknown:
-            known = ", ".join(STRATEGY_REGISTRY)
             raise CaseError(
                 f"{case.path}: key 'strategies' names {', '.join(unknown)}, not a strategy "
-                f"(one of {known})"
+                f"or a family (one of {', '.join(dict.fromkeys(known))})"
             )
     return cases
 

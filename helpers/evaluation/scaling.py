@@ -16,12 +16,11 @@ from pathlib import Path
 
 from helpers.cases import Case
 from helpers.charts import chart_style
-from helpers.context.strategies import strategy_in_role
+from helpers.context.strategies import compared_strategies, strategy_in_role
 from helpers.escaping import for_markdown
 from helpers.evaluation.metrics import ScalingPoint, ScalingResult
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
 from helpers.evaluation.runs import (
-    COMPARED_STRATEGIES,
     RunOptions,
     refused_prompt_tokens,
     run_case,
@@ -121,7 +120,7 @@ def scaling_case(size_bytes: int) -> Case:
 
 def run_scaling(
     sizes: Iterable[int] = SCALING_SIZES_BYTES,
-    strategies: Iterable[str] = COMPARED_STRATEGIES,
+    strategies: Iterable[str] | None = None,
     *,
     price_model: str = DEFAULT_PRICE_MODEL,
     store: ToolOutputStore | None = None,
@@ -134,7 +133,8 @@ def run_scaling(
         Each strategy's :class:`~helpers.evaluation.metrics.ScalingPoint` per size, smallest
         first, and where each breaks (:func:`where_it_breaks`).
     """
-    sizes, strategies = list(sizes), list(strategies)
+    sizes = list(sizes)
+    strategies = list(compared_strategies() if strategies is None else strategies)
     price = load_prices().get(price_model)
     cases = [scaling_case(size) for size in sizes]
     model = OfflineModel({c.prompt: c.offline_plan for c in cases if c.offline_plan})

@@ -13,7 +13,8 @@ Semantics of *tool-context-relay* by grzegorz-aniol:
   returned (``false``: none was).
 - ``forbidden_tools`` must not run. A case with no expectations allows no tool calls.
 
-Extensions: ``strategies`` limits the checks above to those strategies (the others check only
+Extensions: ``strategies`` limits the checks above to those strategies, each named or by its
+family (``box``: every box strategy; the others check only
 ``answer_contains`` and ``sink_exact``); ``answer_contains`` lists strings the answer must hold;
 ``sink_exact`` entries ``{tool_name, argument, source}`` require that the value ``tool_name``
 really received in ``argument`` (after unboxing) is byte for byte the full output of the earlier
@@ -36,7 +37,7 @@ from helpers.cases import Case
 from helpers.context.boxing import ReferenceRefused, find_references, reference_id
 from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
 from helpers.context.resolve_tools import as_five_tool_name
-from helpers.context.strategies import read_back
+from helpers.context.strategies import read_back, strategy_family
 from helpers.loop.records import ToolCallRecord, TurnRecord, output_limit_reason
 
 #: A verdict as people read it: the mark, then the word. Where no emoji font is installed
@@ -296,7 +297,8 @@ def validate(case: Case, record: TurnRecord) -> Validation:
     if not record.ok:
         reasons.append(f"no answer: {record.error or record.status}")
     calls = [c for c in record.tool_calls if c.ran]
-    applies = case.strategies is None or record.strategy in case.strategies
+    run_as = {record.strategy, strategy_family(record.strategy)}
+    applies = case.strategies is None or bool(run_as & set(case.strategies))
     expected_calls, forbidden_tools = case.tool_calls, case.forbidden_tools
     threshold = record.box_threshold_chars
     if threshold is None and record.box_rule:  # a design that counts tokens

@@ -28,8 +28,12 @@ endpoint or a model sends: its ``status`` is one of :data:`helpers.loop.records.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
+import traceback
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -229,6 +233,16 @@ def _shown_references(history: list[dict[str, Any]]) -> set[str]:
     }
 
 
+def internal_error_message(exc: BaseException) -> str:
+    """A turn's verdict for a bug: the exception and where it was raised (file and line), and,
+    with ``WORKBOOK_DEBUG=1`` set, the whole traceback on standard error (docs/cli.md)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    if os.environ.get("WORKBOOK_DEBUG"):
+        traceback.print_exception(exc, file=sys.stderr)
+    return f"the turn stopped on an internal error: {type(exc).__name__}: {exc}{where}"
+
+
 @dataclass
 class _Turn:
     """One turn in progress: what the phases of :meth:`Agent.run` share, and the phases."""
@@ -337,8 +351,8 @@ class _Turn:
             return self.fail(str(exc), exc.status)
         except SQLAlchemyError as exc:  # disk full, read-only, locked, corrupt: a verdict
             return self.fail(f"the turn stopped: {store_failure_message(exc)}")
-        except Exception as exc:  # a bug: a verdict, never a traceback
-            return self.fail(f"the turn stopped on an internal error: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug: a verdict naming where, never a traceback (unless asked)
+            return self.fail(internal_error_message(exc))
         return self.out_of_iterations(max_iterations)
 
     @property

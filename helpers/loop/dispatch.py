@@ -3,7 +3,7 @@
 :func:`dispatch` runs one call the model made, in phases, each of which may end it:
 
 1. parse the JSON arguments the model sent;
-2. find the tool among those offered to the model so far in this turn (a tool tool search
+2. find the tool among those offered to the model so far in this turn (a tool that tool search
    never offered nor loaded does not run, even when the model knows its name);
 3. ``policy.prepare_arguments``: the guards (:mod:`helpers.guards`) and unboxing (box strategy);
 4. run the tool with checked arguments;

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.context.anchors import NUMBERED_ROW_RE
-from helpers.context.preview import parse_preview
 from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import OP_TOOL_NAMES
 from helpers.context.strategies import read_back
@@ -264,23 +263,26 @@ class _PreviewView(_View):
         known = self.known()
         if known is not None:
             return known
-        preview = parse_preview(self.seen.content)
-        assert preview is not None
-        while True:
+        seen = self.seen
+        while True:  # the strategy's reader says which id to fetch (Seen.uri)
+            if seen.uri is None:
+                raise ValueError(
+                    f"a truncated result without the id to fetch: {seen.content!r:.80}"
+                )
             fetched = yield from _call(
-                Call("fetch_tool_output", {"tool_call_id": preview.tool_call_id}), self.mind
+                Call("fetch_tool_output", {"tool_call_id": seen.uri}), self.mind
             )
             fetched = _check_error(fetched, "fetch_tool_output")
             if not _VIEWS[fetched.kind].shows_preview:
                 break
-            # the fetch itself came back cut: chase the new marker, as a model would
-            preview = parse_preview(fetched.content)
-            assert preview is not None
+            seen = fetched  # the fetch itself came back cut: chase the new marker, as a model would
         return self.remember(json.loads(fetched.content)["tool_output"])
 
     def in_sight(self) -> list[str]:
-        preview = parse_preview(self.seen.content)
-        return _visible_lines(preview.text, True) if preview else self.seen.content.splitlines()
+        shown = [self.seen.head, self.seen.tail]
+        if not any(shown):
+            return self.seen.content.splitlines()
+        return [line for part in shown if part for line in _visible_lines(part, True)]
 
     def first_beyond_sight(self, pattern: str) -> Step:
         full = yield from self.read()

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from helpers.cases import ALL_CASES, Case
+from helpers.context.strategies import compared_strategies, design_step_strategies
 from helpers.course.cli.common import (
     load_cases_or_fail,
     model_options,
@@ -29,8 +30,6 @@ from helpers.evaluation.compare import Comparison, write_report
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
 from helpers.evaluation.runs import (
-    COMPARED_STRATEGIES,
-    DESIGN_STEPS,
     RunOptions,
     client_for_cases,
     run_cases,
@@ -115,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         price_model = load_prices().get(args.price_model).model
     except ValueError as exc:
         return usage_error(args, str(exc))
-    strategies = [*COMPARED_STRATEGIES, *(DESIGN_STEPS if args.design_steps else ())]
+    strategies = [*compared_strategies(), *(design_step_strategies() if args.design_steps else ())]
     with tempfile.TemporaryDirectory(prefix="workbook-compare-") as scratch:
         try:  # the runs' tool outputs are kept only when --db names a store
             store = open_store(args.db or f"sqlite:///{Path(scratch) / 'compare.sqlite'}")
@@ -157,7 +156,7 @@ def _measure(
         out.print("[dim]the scaling run is offline only: no scaling for a real model[/]")
         sizes = []
     total_runs = len(cases) * (len(strategies) + len(personas)) + len(sizes) * len(
-        COMPARED_STRATEGIES
+        compared_strategies()
     )
     with progress_bar(out, disable=False) as progress:
         task = progress.add_task("comparing", total=total_runs)
@@ -173,7 +172,7 @@ def _measure(
         if sizes:
             scaling = run_scaling(
                 sizes,
-                COMPARED_STRATEGIES,
+                compared_strategies(),
                 price_model=price_model,
                 store=store,
                 on_done=lambda _size, _strategy: progress.advance(task),

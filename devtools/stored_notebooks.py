@@ -6,7 +6,7 @@ their outputs and their answers into those files, and adds notebooks of their ow
 stores. For a tracked notebook that is the staged (index) version, the one the next commit would
 hold, read with ``git show :path``; outside a git checkout (an unpacked archive), the file itself.
 
-``python -m helpers.course.stored_notebooks`` (``make check-notebooks``, part of ``make test``)
+``python -m devtools.stored_notebooks`` (``make check-notebooks``, part of ``make test``)
 exits 1 when a stored course notebook holds outputs, execution counts or the metadata
 nbstripout removes, judged by nbstripout itself (``nbstripout --verify`` on copies of the stored
 texts), the same check the pre-commit hook runs on the files being committed.
