@@ -28,7 +28,7 @@ errors listed in :mod:`helpers.models.llm`.
 A ``.env`` profile picks a provider profile with ``<NAME>_PROVIDER_PROFILE`` (one of
 :data:`PROFILES`); without it the base URL's host decides, and an endpoint no profile knows gets
 :data:`DEFAULT`, the safe choice for an unknown OpenAI-compatible server. To add a provider,
-add one :class:`ProviderProfile` to ``_PROFILES`` with its sources (:data:`PROFILES` lists
+add one :class:`ProviderProfile` to ``_PROVIDER_PROFILES`` with its sources (:data:`PROFILES` lists
 them by name, with the offline and default profiles).
 """
 
@@ -247,7 +247,7 @@ class ProviderProfile:
         return replace(self, settings_prefix=prefix, completion_limit_setting=setting)
 
 
-_PROFILES = (
+_PROVIDER_PROFILES = (
     ProviderProfile(
         "openai",
         "OpenAI",
@@ -410,7 +410,7 @@ DEFAULT = ProviderProfile(
 )
 
 #: Every profile by name (``<NAME>_PROVIDER_PROFILE`` picks one).
-PROFILES: dict[str, ProviderProfile] = {p.name: p for p in (*_PROFILES, OFFLINE, DEFAULT)}
+PROFILES: dict[str, ProviderProfile] = {p.name: p for p in (*_PROVIDER_PROFILES, OFFLINE, DEFAULT)}
 
 
 class UnknownProviderProfileError(ValueError):

@@ -260,7 +260,7 @@ def test_without_its_profile_acme_refuses_the_clients_ids(ask) -> None:
 
 
 def test_the_provider_recipe(project: Path) -> None:
-    """One profile in _PROFILES with its sources and a loopback test that the scripted provider
+    """One profile in _PROVIDER_PROFILES with its sources and a loopback test that the scripted provider
     plays (its id rule read from the profile), then ``make figures``: a turn completes under
     it, the client's ids take its form, the docs list it, and every provider test passes."""
     edit(project / "helpers/providers.py", '    ProviderProfile(\n        "azure",', ACME_PROFILE)
@@ -432,9 +432,10 @@ def test_the_notebook_recipe(project: Path) -> None:
     edit(
         project / "helpers/__init__.py",
         '    "check_categorize":',
-        '    "check_saved_chars": "helpers.course.checks.saved",\n',
+        '    "check_saved_chars": "helpers.course.checks.saved",\n'
+        '    "make_preview": "helpers.context.preview",\n',
     )
-    edit(project / "tests/wrong_answers.py", "\n_MORE: dict[", SAVED_WRONG_DICT)
+    edit(project / "tests/wrong_answers.py", "_MORE: dict[", SAVED_WRONG_DICT)
     edit(
         project / "docs/library.md",
         "                      boxing.py (04)",
@@ -446,7 +447,8 @@ def test_the_notebook_recipe(project: Path) -> None:
         "| `08_what_a_preview_keeps_out` | TODO 1: the characters a preview keeps out |\n",
     )
     run(project, "tests/public_api.py", "--write")
-    run(project, "-m", "helpers.course.student_notebooks")
+    run(project, "-m", "helpers.course.install_cell")  # make student: the install cell,
+    run(project, "-m", "helpers.course.student_notebooks")  # then the attendee copy
     run(project, "-m", "devtools.instructor_guide")
     run(project, "-m", "devtools.readme_figures")
 

@@ -580,7 +580,7 @@ def _failure_reason(exc: BaseException, gate: _SqlGate, job: dict[str, Any]) -> 
     return reason
 
 
-def _run_query(job: dict[str, Any]) -> str:
+def _query_in_worker(job: dict[str, Any]) -> str:
     """Run one job of :func:`run_sql` on a fresh read-only connection and return run_sql's
     result (its JSON text). Runs in a worker process."""
     deadline = time.monotonic() + job["time_limit_s"]
@@ -671,7 +671,7 @@ def _sql_worker_main() -> None:
             resource.RLIMIT_CPU, math.ceil(cpu_s + job["time_limit_s"] + SQL_WORKER_CPU_GRACE_S)
         )
         try:
-            output = _run_query(job)
+            output = _query_in_worker(job)
         except Exception as exc:  # a bug here must not end the worker: say what it was
             output = _sql_error(f"{type(exc).__name__}: {exc}")
         _write_frame(replies, json.dumps({"output": output, "rss_bytes": _rss_bytes()}).encode())

@@ -569,7 +569,7 @@ class ToolOutputStore:
             table = connection.dialect.identifier_preparer.format_table(ToolOutput.__table__)
             connection.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
 
-        held = self._thread_bytes(session, thread_id)
+        held = self._bytes_held(session, thread_id)
         if held + adding > quota:
             raise StoreQuotaExceeded(
                 f"the thread holds {held:,} bytes of tool calls and outputs; {adding:,} more "
@@ -578,7 +578,7 @@ class ToolOutputStore:
             )
 
     @staticmethod
-    def _thread_bytes(session: Any, thread_id: str) -> int:
+    def _bytes_held(session: Any, thread_id: str) -> int:
         if session.get_bind().dialect.name == "sqlite":  # length() of a BLOB counts bytes
             args_bytes = func.length(cast(ToolOutput.tool_args, LargeBinary))
         else:  # PostgreSQL (and SQL's standard name)
@@ -595,7 +595,7 @@ class ToolOutputStore:
         """UTF-8 bytes the thread holds: its calls' arguments and their outputs (the rows'
         ``n_bytes``; rows from before that column count their characters)."""
         with self._sessions() as session:
-            return self._thread_bytes(session, thread_id)
+            return self._bytes_held(session, thread_id)
 
     # -- looking up -----------------------------------------------------------------------------
 

@@ -96,12 +96,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return usage_error(args, str(exc))
     try:
-        return _run(args, store, console(args.color))
+        return _outputs_command(args, store, console(args.color))
     finally:
         store.close()
 
 
-def _run(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
+def _outputs_command(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
     """Carry out ``workbook outputs``; returns the exit code (2 for bad usage, 1 not found)."""
     if args.outputs_command == "list":
         return _list(args, store, out)
