@@ -24,11 +24,6 @@ from helpers.tooling.registry import Tool
 from helpers.tooling.tools import default_registry
 
 
-def _code(text: str) -> str:
-    """``text`` as a code span in a table cell (a ``|`` would end the cell)."""
-    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
-
-
 def profiles_markdown() -> str:
     """One row per provider profile, in :data:`~helpers.providers.PROFILES`' order."""
     lines = [
@@ -39,10 +34,10 @@ def profiles_markdown() -> str:
     for p in PROFILES.values():
         hosts = [*p.hosts, *(f"*{s}" for s in p.host_suffixes)]
         lines.append(
-            f"| {_code(p.name)} | {for_markdown(p.title)} | "
-            f"{', '.join(_code(h) for h in hosts) or '– (name it)'} | "
-            f"{_code(p.tool_call_ids.name)} | "
-            f"{_code(p.completion_limit_field)}, {p.completion_limit_tokens:,} | "
+            f"| {for_markdown(p.name)} | {for_markdown(p.title)} | "
+            f"{', '.join(for_markdown(h) for h in hosts) or '– (name it)'} | "
+            f"{for_markdown(p.tool_call_ids.name)} | "
+            f"{for_markdown(p.completion_limit_field)}, {p.completion_limit_tokens:,} | "
             f"{'yes' if p.user_after_tool else 'no: an assistant message goes between'} |"
         )
     return "\n".join(lines)
@@ -52,7 +47,7 @@ def strategies_markdown() -> str:
     """One row per registered strategy, in registration order."""
     lines = ["| strategy | family | role | what the model sees |", "|---|---|---|---|"]
     lines += [
-        f"| {_code(s.name)} | {s.family} | {s.role} | {for_markdown(_plain(s.summary))} |"
+        f"| {for_markdown(s.name)} | {s.family} | {s.role} | {for_markdown(_plain(s.summary))} |"
         for s in STRATEGY_REGISTRY.values()
     ]
     return "\n".join(lines)
@@ -91,7 +86,7 @@ def tools_markdown() -> str:
     for tool in default_registry():
         modes = "explore, operate" if tool.read_only else "operate"
         lines.append(
-            f"| {_code(_signature(tool))} | {_category(tool)} | {modes} | "
+            f"| {for_markdown(_signature(tool))} | {_category(tool)} | {modes} | "
             f"{for_markdown(_first_paragraph(tool))} |"
         )
     offered: dict[str, tuple[Tool, list[str]]] = {}
@@ -106,9 +101,9 @@ def tools_markdown() -> str:
         "|---|---|---|---|",
     ]
     for tool, names in offered.values():
-        by = ", ".join(_code(n) for n in names)
+        by = ", ".join(for_markdown(n) for n in names)
         lines.append(
-            f"| {_code(_signature(tool))} | {_category(tool)} | {by} | "
+            f"| {for_markdown(_signature(tool))} | {_category(tool)} | {by} | "
             f"{for_markdown(_first_paragraph(tool))} |"
         )
     return _with_links("\n".join(lines))

@@ -244,10 +244,11 @@ def test_the_guide_lists_every_provider_profile_from_the_registry() -> None:
     from pathlib import Path
 
     from devtools.registry_docs import profiles_markdown
+    from helpers.escaping import for_markdown
 
     guide = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text("utf-8")
     block = guide.split("<!-- figures:profiles -->\n", 1)[1].split("\n<!-- /figures:profiles", 1)[0]
     assert block == profiles_markdown(), "docs/models.md's profiles are stale: run `make figures`"
     assert [line.split(" | ")[0] for line in block.splitlines()[2:]] == [
-        f"| `{name}`" for name in PROFILES
+        f"| {for_markdown(name)}" for name in PROFILES
     ]

@@ -19,6 +19,7 @@ import pytest
 from hang import HANG_GUARD_S
 
 from helpers.cases import load_case
+from helpers.escaping import for_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE1_PROMPT = load_case(ROOT / "data/cases/case1.md").prompt
@@ -144,7 +145,8 @@ def _register_short_preview() -> None:
         "from helpers import build_policy; print(build_policy('short-preview').instructions())",
     ).stdout
     assert "Previews here are short" in prompt
-    assert "`short-preview` | truncate | candidate |" in (project / "docs/cli.md").read_text()
+    row = f"| {for_markdown('short-preview')} | truncate | candidate |"
+    assert row in (project / "docs/cli.md").read_text()
     pytest_in(
         project,
         "tests/test_strategies.py",
@@ -192,7 +194,7 @@ def test_the_tool_recipe(project: Path) -> None:
     ).stdout
     assert shown.split() == ["['text']", "query", "True"], shown
     assert (
-        "`count_words(text)` | query | explore, operate |"
+        f"| {for_markdown('count_words(text)')} | query | explore, operate |"
         in (project / "docs/tools.md").read_text()
     )
     pytest_in(
@@ -268,7 +270,14 @@ def test_the_provider_recipe(project: Path) -> None:
     run(project, "-m", "devtools.readme_figures")
 
     assert (
-        "| `acme` | Acme Inference | `api.acme-inference.example` | `12 hex digits` |"
+        "| "
+        + " | ".join(
+            map(
+                for_markdown,
+                ["acme", "Acme Inference", "api.acme-inference.example", "12 hex digits"],
+            )
+        )
+        + " |"
         in (project / "docs/models.md").read_text()
     )
     pytest_in(

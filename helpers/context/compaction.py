@@ -89,12 +89,14 @@ def tool_categories() -> dict[str, tuple[str, ...]]:
 
 
 def categories_markdown(categories: dict[str, tuple[str, ...]]) -> str:
-    """``categories`` (:func:`tool_categories`) as a Markdown table: category, meaning, tools."""
+    """``categories`` (:func:`tool_categories`) as a Markdown table: category, meaning, tools,
+    every text through :func:`helpers.escaping.for_markdown` (a tool's name is any text its
+    registration gave)."""
     lines = ["| category | what it holds | tools |", "|---|---|---|"]
     for category, names in categories.items():
-        listed = ", ".join(f"`{name}`" for name in names) or "–"
+        listed = ", ".join(for_markdown(name) for name in names) or "–"
         meaning = for_markdown(CATEGORY_MEANING.get(category, ""))
-        lines.append(f"| `{category}` | {meaning} | {listed} |")
+        lines.append(f"| {for_markdown(category)} | {meaning} | {listed} |")
     return "\n".join(lines)
 
 

@@ -410,7 +410,7 @@ def headline_html(metrics: ComparisonMetrics) -> str:
             f"<div {label}>prompt tokens of the floor</div>"
             f"<div {label}>{for_html(usd(total.usd_cached))} cached</div>"
             "<div style='font-size:18px'>"
-            f"{badge(f'{total.passed}/{total.cases} passed', VERDICT_TINTS[total.passed_all()])}"
+            f"{badge(for_html(f'{total.passed}/{total.cases} passed'), VERDICT_TINTS[total.passed_all()])}"
             "</div></div>"
         )
     return for_notebook_html(
