@@ -70,6 +70,7 @@ _LAYERS: tuple[str, ...] = (
     "tooling",
     "context",
     "loop",
+    "mcp",
     "models",
     "evaluation",
     "course",

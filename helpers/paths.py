@@ -143,6 +143,17 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def workbook_version() -> str:
+    """The installed distribution's version (pyproject.toml's), or ``"unknown"`` when the
+    package is imported from a folder without installing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("context-relay-workbook")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def workspace_dir() -> Path:
     """The user's own folder, where ``.env`` is read and ``var/`` made: the checkout's root, or,
     for an installed wheel, the nearest folder at or above the current one holding

@@ -78,11 +78,16 @@ SECRET_NAME_RE = re.compile(
 )
 
 
+#: ``MCP_<NAME>_ENV``: the environment an MCP server is started with (:mod:`helpers.mcp.settings`).
+_MCP_ENV_RE = re.compile(r"MCP_[A-Z][A-Z0-9_]*_ENV")
+
+
 def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str, ...]:
     """The secret values configured here: every setting of the environment and of ``.env`` whose
     name looks secret (:data:`SECRET_NAME_RE`), and the password of any URL setting (a
-    ``postgresql://user:password@host/db`` store URL), and every header value of a
-    ``<NAME>_EXTRA_HEADERS`` setting. Values shorter than 8 characters are left
+    ``postgresql://user:password@host/db`` store URL), and every value of a
+    ``<NAME>_EXTRA_HEADERS`` setting (headers) or an ``MCP_<NAME>_ENV`` one (an MCP server's
+    environment). Values shorter than 8 characters are left
     out (placeholders such as ``none``). Reading ``.env`` warns if other users can read it
     (:func:`warn_if_env_file_shared`)."""
     if env is None:
@@ -97,7 +102,8 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
         value = (value or "").strip()
         if SECRET_NAME_RE.search(name):
             found.add(value)
-        elif name.upper().endswith("_EXTRA_HEADERS"):  # a project id or a gateway's token
+        elif name.upper().endswith("_EXTRA_HEADERS") or _MCP_ENV_RE.fullmatch(name.upper()):
+            # a project id or a gateway's token; an MCP server's environment (its keys)
             try:
                 headers = json.loads(value)
             except ValueError:

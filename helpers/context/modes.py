@@ -55,9 +55,15 @@ class Mode:
 
     def admits(self, tool: Tool) -> bool:
         """Whether ``tool`` may be offered and run: every tool when :attr:`tools` is ``None``;
-        else a tool it names, a model-only (``internal``) tool, or, in a read-only mode, a
-        read-only tool."""
-        if self.tools is None or tool.internal or tool.name in self.tools:
+        else a tool of the workbook's it names, a model-only (``internal``) tool, or, in a
+        read-only mode, a read-only tool. A tool an MCP server runs is never admitted by its
+        name alone (a server may serve a ``deep_check`` that writes), and it is not read-only
+        (its ``readOnlyHint`` is the server's word, and the MCP spec says a client MUST take
+        annotations as untrusted unless the server is trusted): only a mode that admits every
+        tool offers it."""
+        if self.tools is None or tool.internal:
+            return True
+        if tool.server is None and tool.name in self.tools:
             return True
         return self.read_only and tool.read_only
 

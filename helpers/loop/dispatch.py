@@ -152,7 +152,9 @@ class CallInProgress:
         self, message: str, *, ran: bool = False, guard: str | None = None
     ) -> ToolCallRecord:
         """The call's record as an error result saying ``message`` (``ran``: the tool did run;
-        ``guard``: the guard that refused it, added to those that fired)."""
+        ``guard``: the guard that refused it, added to those that fired), with every configured
+        secret redacted from it (a tool's or a server's error may quote one)."""
+        message = redact(message, self.ctx.secrets)
         return ToolCallRecord(
             id=self.id,
             name=self.name,

@@ -149,6 +149,38 @@ def _type_ok(value: Any, annotation: Any) -> bool:
     return True
 
 
+#: A JSON Schema ``type`` name → the Python types a JSON value of it has (a bool is no number).
+_SCHEMA_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _schema_type_ok(value: Any, prop: dict[str, Any]) -> bool:
+    """Whether ``value`` has a ``type`` the property's schema allows and is one of its ``enum``
+    (each checked only when the schema says it, with names it knows)."""
+    enum = prop.get("enum")
+    if isinstance(enum, list) and not any(
+        value == choice and type(value) is type(choice) for choice in enum
+    ):
+        return False
+    kinds = prop.get("type")
+    names = kinds if isinstance(kinds, list) else [kinds]
+    allowed = [_SCHEMA_TYPES[n] for n in names if isinstance(n, str) and n in _SCHEMA_TYPES]
+    if not allowed or len(allowed) < len(names):
+        return True  # no type, or one this check does not know: the server's to judge
+    if isinstance(value, bool):
+        return any(bool in kinds for kinds in allowed)
+    if isinstance(value, float) and value.is_integer() and "integer" in names:
+        return True  # JSON Schema: 1.0 is an integer
+    return any(isinstance(value, kinds) for kinds in allowed)
+
+
 @dataclass(frozen=True)
 class Tool:
     """A registered tool.
@@ -168,6 +200,9 @@ class Tool:
         category: what compaction files its calls under when it folds them (``read``,
             ``write``, ``execution`` or ``query``; ``None``: ``execution``, the cautious
             choice that keeps errors verbatim; :mod:`helpers.context.compaction`).
+        server: the MCP server that runs it (:mod:`helpers.mcp.client`; ``None``: a Python
+            function of this process). Its ``parameters`` are the server's JSON Schema, and
+            ``hints`` is empty: :meth:`check_arguments` reads the schema's own types.
     """
 
     name: str
@@ -179,6 +214,7 @@ class Tool:
     read_only: bool = False
     category: str | None = None
     hints: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    server: str | None = None
 
     def schema(self) -> dict[str, Any]:
         """The chat-completions ``tools`` entry: ``{"type": "function", "function": {...}}``."""
@@ -192,15 +228,27 @@ class Tool:
         }
 
     def check_arguments(self, arguments: Any) -> dict[str, Any]:
-        """``arguments`` if they fit the signature; else raise :class:`ToolArgumentError`."""
+        """``arguments`` if they fit the signature; else raise :class:`ToolArgumentError`.
+
+        Checked: an object; the required arguments there; no argument the schema does not
+        name, when it says ``additionalProperties: false`` (every Python tool's does); each
+        argument's type, by the function's type hint or, for a tool described by a JSON Schema
+        only (an MCP server's), by the schema's ``type`` and ``enum`` at the top level. The rest
+        of a server's schema (patterns, nested shapes) is the server's to check: the MCP spec
+        says servers MUST validate all tool inputs, and a pattern from a server never runs in
+        this process.
+        """
         if not isinstance(arguments, dict):
             raise ToolArgumentError(
                 f"{self.name} takes a JSON object of arguments, got {type(arguments).__name__}"
             )
-        props = self.parameters.get("properties", {})
-        required = self.parameters.get("required", [])
-        missing = [name for name in required if name not in arguments]
-        unexpected = [name for name in arguments if name not in props]
+        props = self.parameters.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = self.parameters.get("required")
+        required = required if isinstance(required, list) else []
+        missing = [str(name) for name in required if name not in arguments]
+        closed = self.parameters.get("additionalProperties", True) is False
+        unexpected = [name for name in arguments if name not in props] if closed else []
         problems = []
         if missing:
             problems.append(f"missing required argument(s): {', '.join(missing)}")
@@ -210,14 +258,19 @@ class Tool:
                 f"(accepted: {', '.join(props) or 'none'})"
             )
         for name, value in arguments.items():
+            prop = props.get(name)
+            if not isinstance(prop, dict):
+                continue
             hint = self.hints.get(name)
-            if name in props and hint is not None and not _type_ok(value, hint):
-                if "enum" in props[name]:
-                    choices = ", ".join(repr(c) for c in props[name]["enum"])
-                    problems.append(f"argument {name!r} must be one of {choices}, got {value!r}")
-                    continue
-                expected = props[name].get("type", "a different type")
-                problems.append(f"argument {name!r} must be {expected}, got {type(value).__name__}")
+            fits = _type_ok(value, hint) if hint is not None else _schema_type_ok(value, prop)
+            if fits:
+                continue
+            if "enum" in prop:
+                choices = ", ".join(repr(c) for c in prop["enum"])
+                problems.append(f"argument {name!r} must be one of {choices}, got {value!r}")
+                continue
+            expected = prop.get("type", "a different type")
+            problems.append(f"argument {name!r} must be {expected}, got {type(value).__name__}")
         if problems:
             raise ToolArgumentError(f"{self.name}: " + "; ".join(problems))
         return arguments

@@ -1,6 +1,7 @@
 """The ``workbook`` command: ``workbook --help`` lists its commands (ask, cases, compare,
-outputs, models, room, completion, build-data, copy-notebooks, restore, serve-offline), and
-``workbook COMMAND --help`` each one's options and examples; docs/cli.md is the reference.
+outputs, models, room, completion, build-data, copy-notebooks, restore, mcp-server,
+serve-offline), and ``workbook COMMAND --help`` each one's options and examples; docs/cli.md is
+the reference.
 
 Exit codes (:data:`EXIT_CODES`): 0 answered (``ok``); 1 a failed run (``error``: the endpoint
 failed or sent no usable reply; ``max_iterations``: no final answer); 2 bad usage (unknown
@@ -15,7 +16,8 @@ shows one for an internal error).
 One module per command, its parser beside its handler (``add_command`` sets
 ``handler=run``): :mod:`~helpers.course.cli.ask`, :mod:`~helpers.course.cli.cases`,
 :mod:`~helpers.course.cli.compare`, :mod:`~helpers.course.cli.outputs`,
-:mod:`~helpers.course.cli.data` (build-data, restore, serve-offline); what they share is in
+:mod:`~helpers.course.cli.data` (build-data, restore, serve-offline),
+:mod:`~helpers.course.cli.mcp_server`; what they share is in
 :mod:`~helpers.course.cli.common`.
 """
 
@@ -161,6 +163,14 @@ COMMANDS: dict[str, Command] = {
         "put one attendee notebook back as it was (yours goes to var/backups/)",
         ("workbook restore 04",),
     ),
+    "mcp-server": Command(
+        "helpers.course.cli.mcp_server",
+        "serve the workbook's tools over MCP on stdio (long results as resource links)",
+        (
+            "workbook mcp-server                            # for an MCP client to start",
+            "workbook mcp-server --db sqlite:///var/mcp.sqlite --threshold 200",
+        ),
+    ),
     "serve-offline": Command(
         "helpers.course.cli.data",
         "serve the offline model over loopback HTTP",
@@ -217,13 +227,11 @@ class _VersionAction(argparse.Action):
 
 
 def _version() -> str:
-    """The installed package's version (``pyproject.toml``), or ``unknown`` if not installed."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed package's version (``pyproject.toml``), or ``unknown (not installed)``."""
+    from helpers.paths import workbook_version
 
-    try:
-        return version("context-relay-workbook")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    found = workbook_version()
+    return found if found != "unknown" else "unknown (not installed)"
 
 
 #: What stays a top-level option rather than the start of an ``ask``.

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from helpers.context.modes import for_mode
+from helpers.context.policies import ResultPolicy
 from helpers.context.strategies import build_policy
 from helpers.course.cli.common import (
     KIND_STYLE,
@@ -33,7 +34,9 @@ from helpers.escaping import for_json, for_rich
 from helpers.loop.agent import DEFAULT_MAX_ITERATIONS, Agent, RunConfig
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
 from helpers.loop.threads import ThreadError, open_thread
-from helpers.models.llm import ConfigError, make_client, resolve_model
+from helpers.mcp.client import McpServerError, McpServers
+from helpers.mcp.settings import McpConfigError, mcp_servers_from_env
+from helpers.models.llm import ConfigError, ModelConfig, load_env, make_client, resolve_model
 from helpers.models.offline import OfflineModel, Suggestion
 from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.registry import ToolContext
@@ -194,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         policy = build_policy(
             args.strategy, limit_chars=args.limit, threshold=args.threshold, boxing=args.boxing
         )
+        mcp_specs = mcp_servers_from_env(load_env())
     except (ConfigError, ValueError) as exc:
         return usage_error(args, str(exc))
     args.prompt = read_prompt(args)
@@ -209,7 +213,32 @@ def run(args: argparse.Namespace) -> int:
     client = make_client(
         config, max_retries=args.max_retries, timeout_s=args.timeout, offline_model=offline
     )
-    registry = for_mode(default_registry(), args.mode)
+    servers = McpServers(mcp_specs)
+    try:
+        servers.start()  # their tools join the registry; nothing of them runs without a call
+    except (McpServerError, McpConfigError) as exc:
+        store.close()
+        return usage_error(args, str(exc))
+    try:
+        return _run_turn(args, config, policy, store, thread_id, history, offline, client, servers)
+    finally:
+        servers.close()
+
+
+def _run_turn(
+    args: argparse.Namespace,
+    config: ModelConfig,
+    policy: ResultPolicy,
+    store: ToolOutputStore,
+    thread_id: str,
+    history: list[dict[str, Any]],
+    offline: OfflineModel | None,
+    client: Any,
+    servers: McpServers,
+) -> int:
+    """The turn itself, once the store, the thread, the client and the MCP servers are ready."""
+    base = default_registry()
+    registry = for_mode(servers.registry(base), args.mode)
     out = console(args.color)
     human = not args.json
 
@@ -227,6 +256,12 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
         if args.mode:
             out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
+        for server in servers.servers:
+            names = ", ".join(tool.name for tool in server.tools) or "none"
+            out.print(f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names)})")
+        for name, notes in servers.notes(base).items():
+            for note in notes:
+                out.print(f"[bold cyan]Note:[/] MCP server {for_rich(name)}: {for_rich(note)}")
         if history:
             out.print(
                 f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} earlier messages"
@@ -255,18 +290,40 @@ def run(args: argparse.Namespace) -> int:
         store.close()
 
     suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
-    return report(args, out, record, suggestions)
+    return report(args, out, record, suggestions, mcp=mcp_summary(servers, base))
+
+
+def mcp_summary(servers: McpServers, base: Any) -> list[dict[str, Any]]:
+    """The MCP servers of the run for ``--json``: each one's name, the tools taken and the
+    notes (empty when ``.env`` names none)."""
+    notes = servers.notes(base)
+    return [
+        {
+            "name": server.spec.name,
+            "tools": [tool.name for tool in server.tools],
+            "notes": notes[server.spec.name],
+        }
+        for server in servers.servers
+    ]
 
 
 def report(
-    args: argparse.Namespace, out: Console, record: Any, suggestions: list[Suggestion] | None
+    args: argparse.Namespace,
+    out: Console,
+    record: Any,
+    suggestions: list[Suggestion] | None,
+    *,
+    mcp: list[dict[str, Any]] | None = None,
 ) -> int:
     """Print how the turn ended (with ``--json``, one JSON object: ``status`` ``no_plan`` and
-    the ``suggestions`` when the offline model had no plan, see :func:`no_plan_suggestions`);
-    returns the exit code (:data:`EXIT_CODES`)."""
+    the ``suggestions`` when the offline model had no plan, see :func:`no_plan_suggestions`;
+    ``mcp_servers`` when ``.env`` names MCP servers, see :func:`mcp_summary`); returns the exit
+    code (:data:`EXIT_CODES`)."""
     verdict = record.status if suggestions is None else "no_plan"
     if args.json:
         data = record.to_json(include_context=args.dump_context)
+        if mcp:
+            data["mcp_servers"] = mcp
         if suggestions is not None:
             data["status"] = verdict
             data["suggestions"] = [s.to_json() for s in suggestions]

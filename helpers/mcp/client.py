@@ -1,0 +1,466 @@
+"""The agent as an MCP client: MCP servers' tools in the registry, their results under the policy.
+
+Each server (:class:`~helpers.mcp.settings.McpServerSpec`, from ``.env``:
+:func:`~helpers.mcp.settings.mcp_servers_from_env`) is started over stdio behind the output
+guard (:mod:`helpers.mcp.stdio_guard`) and connected with the official SDK's
+:class:`mcp.Client` (2026-07-28, or the initialize handshake of an older server), on an event
+loop of its own in a thread (anyio's blocking portal), so the synchronous turn calls it like any
+tool. :class:`McpServers` starts several and closes them::
+
+    with McpServers(mcp_servers_from_env(load_env())) as servers:
+        agent = Agent(client, model, build_policy("box"), servers.registry(default_registry()), store)
+
+Each tool a server lists becomes a :class:`~helpers.tooling.registry.Tool` whose ``server`` is
+the server's name and whose schema is the server's ``inputSchema``. Calling it sends
+``tools/call`` and makes one text of the result (:func:`helpers.mcp.content.result_text`: a
+resource link read through ``resources/read``), and from there the call is the turn's like any
+other (:func:`helpers.loop.dispatch.dispatch`): references in its arguments are unboxed before
+it is sent, its output is kept in the store, and the model sees what the policy makes of it: a
+preview, a reference, or all of it.
+
+What a server sends is untrusted, and bounded: each request within the server's timeout; each
+message within the guard's limit; a tool's description cut to :data:`MAX_DESCRIPTION_CHARS`,
+its schema at most :data:`MAX_SCHEMA_BYTES`, at most :data:`MAX_TOOLS_PER_SERVER` tools. A
+server that does not start, dies, hangs or answers with something that is not MCP raises
+:class:`McpServerError` saying which and why, with the end of what it wrote on stderr; during a
+turn that is an error result, and the turn goes on.
+
+Which tools join (the MCP spec, "Tools › Tool Names"): a name a chat-completions function cannot
+have (a dot, over 64 characters) is offered with ``_`` in place of each character it cannot
+hold; a name one of the workbook's own model-only tools has (``fetch_tool_output``, the resolve
+tools, ``tool_search``, ``run_program``) is left out, as the client's own (the workbook's own
+server lists its resolve tools: they look inside the server's references, which the model never
+sees); two servers offering one name is a :class:`~helpers.mcp.settings.McpConfigError` (give
+one a prefix); a server's tool of the same name as one of the workbook's stands in for it
+(:meth:`McpServers.registry` says so). Each is said in :attr:`McpServer.notes`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager, asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+import anyio
+import mcp_types as types
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from helpers.context.code_mode import RUN_PROGRAM
+from helpers.context.modes import MODEL_ONLY_TOOLS
+from helpers.context.tool_search import TOOL_SEARCH_NAME
+from helpers.mcp import stdio_guard
+from helpers.mcp.content import cut, result_text
+from helpers.mcp.settings import McpConfigError, McpServerSpec, setting
+from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
+from helpers.paths import workbook_version, workspace_dir
+from helpers.tooling.registry import Tool, ToolRegistry
+
+#: The most tools taken from one server (OpenAI takes at most 128 in one request).
+MAX_TOOLS_PER_SERVER = 128
+#: A tool's description is cut to this many characters (the model reads it on every call).
+MAX_DESCRIPTION_CHARS = 8_000
+#: A tool's input schema may be at most this many bytes of JSON; a longer one leaves it out.
+MAX_SCHEMA_BYTES = 64_000
+#: ``tools/list`` pages read at most (a server whose cursor never ends cannot hang the start).
+MAX_LIST_PAGES = 20
+#: How much of the end of a server's stderr an error quotes, in characters.
+STDERR_TAIL_CHARS = 1_000
+#: What a chat-completions function name may be.
+FUNCTION_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Names the workbook's own strategies give tools for the model: a server's tool may not take one.
+RESERVED_TOOL_NAMES = MODEL_ONLY_TOOLS | {TOOL_SEARCH_NAME, RUN_PROGRAM}
+#: Who the client says it is (``clientInfo``).
+CLIENT_INFO = types.Implementation(name="context-relay-workbook", version=workbook_version())
+
+_T = TypeVar("_T")
+
+# The SDK logs a server's bad line or a dropped stream with its traceback; the client says what
+# went wrong in the call's error result instead, so the SDK's records reach no console unless
+# the application configures logging itself (the logging HOWTO's advice for libraries).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+
+class McpServerError(RuntimeError):
+    """A server did not start, died, timed out, refused a request or answered with something
+    that is not MCP; ``str()`` names the server and says which, with its reason."""
+
+
+class McpServer:
+    """One MCP server, started over stdio, for synchronous code (:meth:`start`,
+    :meth:`call_tool`, :meth:`read_resource`, :meth:`close`).
+
+    Args:
+        spec: what to start and how long a request may take.
+        max_message_bytes: the longest message the guard passes on (a longer answer is an error
+            of that call).
+
+    Attributes:
+        tools: its tools as the registry takes them (after :meth:`start`).
+        notes: what a user should know of them: tools left out or renamed, descriptions cut.
+    """
+
+    def __init__(self, spec: McpServerSpec, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+        self.spec = spec
+        self.max_message_bytes = max_message_bytes
+        self.tools: list[Tool] = []
+        self.notes: list[str] = []
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
+        self._portal: BlockingPortal | None = None
+        self._session_cm: AbstractContextManager[Client] | None = None
+        self._client: Client | None = None
+        self._errlog: IO[str] | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"McpServer({self.spec.name!r}, {self.spec.command_line()!r})"
+
+    # -- starting and stopping ------------------------------------------------------------------
+
+    def start(self) -> McpServer:
+        """Start the server, connect, and read its tools; returns ``self``.
+
+        Raises:
+            McpServerError: it could not be started, or did not answer ``server/discover`` (or
+                ``initialize``) and ``tools/list`` within its timeout, or answered with
+                something that is not MCP. Nothing is left running.
+        """
+        if self._portal is not None:
+            return self
+        # the server's stderr (bounded by the guard), kept until close() for error messages
+        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._portal_cm = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        try:
+            self._session_cm = self._portal.wrap_async_context_manager(self._session())
+            self._client = self._session_cm.__enter__()
+        except BaseException as exc:
+            self._session_cm = None
+            if isinstance(exc, KeyboardInterrupt):
+                self.close()
+                raise
+            failure = self._failure("did not start", exc)  # before close() drops its stderr
+            self.close()
+            raise failure from None
+        try:
+            self.tools = self._tools_of(self._request(self._list_tools, "tools/list"))
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[Client]:
+        spec = self.spec
+        guard = [
+            "-I",  # the guard is one file of the standard library's modules: no PYTHON* settings
+            str(Path(stdio_guard.__file__)),
+            f"--max-message-bytes={self.max_message_bytes}",
+            f"--max-stderr-bytes={DEFAULT_MAX_STDERR_BYTES}",
+            "--",
+            spec.command,
+            *spec.args,
+        ]
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=guard,
+            env=dict(spec.env),
+            cwd=spec.cwd or str(workspace_dir()),
+        )
+        assert self._errlog is not None
+        client = Client(
+            stdio_client(params, errlog=self._errlog),
+            read_timeout_seconds=spec.timeout_s,
+            client_info=CLIENT_INFO,
+        )
+        async with client:
+            yield client
+
+    def close(self) -> None:
+        """Stop the server (its stdin closed, then the SDK's bounded wait and kill) and the
+        client's event loop; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._session_cm is not None:
+                self._session_cm.__exit__(None, None, None)
+        except Exception:  # a server that died leaves its streams broken: nothing to stop
+            pass
+        finally:
+            if self._portal_cm is not None:
+                self._portal_cm.__exit__(None, None, None)
+            if self._errlog is not None:
+                self._errlog.close()
+
+    def __enter__(self) -> McpServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        """Call the server's tool ``name`` (its own name) and return the text of its result
+        (:func:`helpers.mcp.content.result_text`; a resource link read through
+        :meth:`read_resource`).
+
+        Raises:
+            McpServerError: the server did not answer in time, stopped, refused the call or
+                answered with something that is not MCP.
+            McpToolError: it ran the tool and reports an error (``isError``).
+            McpResultTooLarge: the result, with what it links to, is too large.
+        """
+        client = self._live()
+        result = self._request(lambda: client.call_tool(name, arguments), f"tools/call {name}")
+        return result_text(result, self.read_resource)
+
+    def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """``resources/read`` of ``uri``.
+
+        Raises:
+            McpServerError: as :meth:`call_tool` (the server's own reason, e.g. an unknown uri).
+        """
+        client = self._live()
+        return self._request(lambda: client.read_resource(uri), "resources/read")
+
+    def _live(self) -> Client:
+        if self._client is None or self._closed:
+            raise McpServerError(f"the MCP server {self.spec.name!r} is not running")
+        return self._client
+
+    async def _list_tools(self) -> list[types.Tool]:
+        client = self._live()
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None or len(listed) > MAX_TOOLS_PER_SERVER:
+                break
+        return listed
+
+    def _request(self, send: Callable[[], Awaitable[_T]], what: str) -> _T:
+        """``send()`` on the client's event loop, within the server's timeout; every failure
+        an :class:`McpServerError` saying which."""
+        assert self._portal is not None
+        limit = self.spec.timeout_s
+
+        async def bounded() -> _T:
+            with anyio.fail_after(limit + 1.0):  # the SDK's own read timeout comes first
+                return await send()
+
+        mark = self._stderr_size()
+        try:
+            return self._portal.call(bounded)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise self._failure(f"failed on {what}", exc, stderr_from=mark) from None
+
+    def _failure(self, doing: str, exc: BaseException, *, stderr_from: int = 0) -> McpServerError:
+        """The error for a request (or the start) that failed with ``exc`` (the first
+        exception inside a task group's group); when the server answered nothing, with the end
+        of what it wrote on stderr since byte ``stderr_from`` of its log."""
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        name = self.spec.name
+        answered = False
+        if isinstance(exc, TimeoutError) or (
+            isinstance(exc, MCPError) and exc.code == types.REQUEST_TIMEOUT
+        ):
+            reason = f"no answer within {self.spec.timeout_s:g} s ({setting(name, 'TIMEOUT')})"
+        elif isinstance(exc, MCPError) and exc.code != types.CONNECTION_CLOSED:
+            reason = f"it answered with error {exc.code}: {cut(exc.message, 500)}"
+            answered = True
+        elif isinstance(exc, ValidationError):
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = f"it answered with something that is not MCP ({cut(first, 300)})"
+            answered = True
+        elif isinstance(exc, MCPError | anyio.ClosedResourceError | anyio.BrokenResourceError):
+            reason = "the connection closed: the server stopped"
+        else:
+            reason = f"{type(exc).__name__}: {cut(str(exc), 300)}"
+        tail = "" if answered else self.stderr_tail(stderr_from)
+        said = f"; its stderr ends: {tail}" if tail else ""
+        return McpServerError(f"the MCP server {name!r} {doing}: {reason}{said}")
+
+    def _stderr_size(self) -> int:
+        log = self._errlog
+        if log is None or log.closed:
+            return 0
+        try:
+            log.flush()
+            return log.seek(0, 2)
+        except (OSError, ValueError):
+            return 0
+
+    def stderr_tail(self, start: int = 0) -> str:
+        """The last lines of what the server (and its guard) wrote on stderr from byte
+        ``start`` of its log on, on one line of at most :data:`STDERR_TAIL_CHARS`."""
+        log = self._errlog
+        if log is None or log.closed:
+            return ""
+        try:
+            end = self._stderr_size()
+            log.seek(max(start, end - 4 * STDERR_TAIL_CHARS))
+            text = log.read()
+        except (OSError, ValueError):
+            return ""
+        lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+        joined = " | ".join(lines)
+        return joined if len(joined) <= STDERR_TAIL_CHARS else "…" + joined[-STDERR_TAIL_CHARS:]
+
+    # -- its tools ------------------------------------------------------------------------------
+
+    def _tools_of(self, listed: list[types.Tool]) -> list[Tool]:
+        """The registry's tools for what ``tools/list`` gave (the rules of the module doc)."""
+        spec, notes = self.spec, self.notes
+        wanted = None if spec.tools is None else set(spec.tools)
+        if len(listed) > MAX_TOOLS_PER_SERVER:
+            notes.append(f"it lists over {MAX_TOOLS_PER_SERVER} tools: the first are taken")
+            listed = listed[:MAX_TOOLS_PER_SERVER]
+        tools: dict[str, Tool] = {}
+        for item in listed:
+            if wanted is not None and item.name not in wanted:
+                continue
+            name = spec.prefix + item.name
+            if not FUNCTION_NAME_RE.fullmatch(name):
+                name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
+                notes.append(f"{item.name!r} is offered as {name!r} (a function name's characters)")
+            if name in RESERVED_TOOL_NAMES:
+                notes.append(f"{name!r} is left out: the workbook's strategies give that name")
+                continue
+            if name in tools:
+                notes.append(
+                    f"{item.name!r} is left out: {name!r} is taken by another of its tools"
+                )
+                continue
+            schema = item.input_schema
+            size = len(json.dumps(schema, ensure_ascii=False, default=str).encode())
+            if schema.get("type") != "object" or size > MAX_SCHEMA_BYTES:
+                why = (
+                    "is not an object's" if schema.get("type") != "object" else f"is {size:,} bytes"
+                )
+                notes.append(f"{item.name!r} is left out: its input schema {why}")
+                continue
+            description = item.description or item.title or ""
+            if len(description) > MAX_DESCRIPTION_CHARS:
+                notes.append(
+                    f"{item.name!r}'s description is cut to {MAX_DESCRIPTION_CHARS:,} characters"
+                )
+                description = cut(description, MAX_DESCRIPTION_CHARS)
+            tools[name] = Tool(
+                name=name,
+                description=description,
+                parameters=schema,
+                fn=self._caller(item.name),
+                server=spec.name,
+            )
+        if wanted is not None:
+            missing = sorted(wanted - {item.name for item in listed})
+            if missing:
+                notes.append(
+                    f"{setting(spec.name, 'TOOLS')} names {', '.join(map(repr, missing))}, "
+                    "which it does not list"
+                )
+        return list(tools.values())
+
+    def _caller(self, server_name: str) -> Callable[..., str]:
+        def call(**arguments: Any) -> str:
+            return self.call_tool(server_name, arguments)
+
+        call.__name__ = server_name
+        return call
+
+
+class McpServers:
+    """The MCP servers of a run: started together, their tools joined, stopped together.
+
+    Args:
+        specs: the servers (:func:`helpers.mcp.settings.mcp_servers_from_env`).
+
+    ``with McpServers(specs) as servers:`` starts them (:meth:`start`) and stops them on the way
+    out, whatever happened.
+    """
+
+    def __init__(self, specs: Iterable[McpServerSpec]):
+        self.servers = [McpServer(spec) for spec in specs]
+
+    def start(self) -> McpServers:
+        """Start every server, in order; returns ``self``.
+
+        Raises:
+            McpServerError: one did not start (the others are stopped again).
+            McpConfigError: two servers offer a tool of the same name.
+        """
+        try:
+            for server in self.servers:
+                server.start()
+            self._check_names()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _check_names(self) -> None:
+        owner: dict[str, str] = {}
+        for server in self.servers:
+            for tool in server.tools:
+                other = owner.setdefault(tool.name, server.spec.name)
+                if other != server.spec.name:
+                    raise McpConfigError(
+                        f"the MCP servers {other!r} and {server.spec.name!r} both offer "
+                        f"{tool.name!r}: set {setting(server.spec.name, 'PREFIX')} (e.g. "
+                        f"{server.spec.name}_) or name the tools to take in "
+                        f"{setting(server.spec.name, 'TOOLS')}"
+                    )
+
+    def close(self) -> None:
+        """Stop every server."""
+        for server in self.servers:
+            server.close()
+
+    def __enter__(self) -> McpServers:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def tools(self) -> list[Tool]:
+        """Every server's tools, in the order the servers are named."""
+        return [tool for server in self.servers for tool in server.tools]
+
+    def registry(self, base: ToolRegistry) -> ToolRegistry:
+        """``base`` with the servers' tools; a server's tool stands in for a tool of ``base``
+        of the same name (said in :meth:`notes`)."""
+        return base.merged(self.tools())
+
+    def notes(self, base: ToolRegistry | None = None) -> dict[str, list[str]]:
+        """What a user should know, by server name: each server's notes and (given ``base``)
+        which of ``base``'s tools a server's tool stands in for."""
+        said = {server.spec.name: list(server.notes) for server in self.servers}
+        for server in self.servers:
+            for tool in server.tools:
+                if base is not None and tool.name in base:
+                    said[server.spec.name].append(
+                        f"its {tool.name!r} stands in for the workbook's own"
+                    )
+        return said

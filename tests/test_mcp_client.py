@@ -1,0 +1,459 @@
+"""The agent as an MCP client, against servers written with the official SDK.
+
+``tests/mcp/relay_server.py`` is a small server of the kind an agent meets: a report behind a
+resource link, a fingerprint of the exact text received, binary and structured content, an
+error, and the ways a server fails (it dies, hangs, answers with too much). The workbook's own
+``workbook mcp-server`` serves case1's tools. Each runs as a real subprocess over stdio, behind
+the client's guard; the model is the offline reference model through the real ``openai``
+client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from hang import HANG_GUARD_S
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import Agent, build_policy, default_registry, offline_client, run_turn
+from helpers.cases import load_cases
+from helpers.context.modes import for_mode
+from helpers.evaluation.runs import run_case
+from helpers.mcp.client import RESERVED_TOOL_NAMES, McpServer, McpServerError, McpServers
+from helpers.mcp.content import (
+    MAX_LINKS_PER_RESULT,
+    McpResultTooLarge,
+    McpToolError,
+    result_text,
+)
+from helpers.mcp.settings import McpConfigError, McpServerSpec, mcp_servers_from_env
+from helpers.mcp.stdio_guard import over_limit_error
+from helpers.models.offline import OfflineModel
+from helpers.paths import CASES_DIR
+from helpers.redaction import REDACTED, configured_secrets
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "mcp"))
+from relay_server import fingerprint_of, report_text  # noqa: E402
+
+RELAY = str(ROOT / "tests" / "mcp" / "relay_server.py")
+REPORT_PROMPT = "Write a report of 400 lines with make_report, then give it to fingerprint."
+REPORT_PLAN = [
+    {"call": "make_report", "args": {"lines": 400}},
+    {"call": "fingerprint", "args": {"text": {"result": 1}}},
+    {"answer": "{result2}"},
+]
+
+
+def relay(**options: Any) -> McpServerSpec:
+    return McpServerSpec("relay", sys.executable, (RELAY,), **options)
+
+
+def workbook_server(db_url: str) -> McpServerSpec:
+    """``workbook mcp-server`` as ``.env`` would name it, on this test's store."""
+    return McpServerSpec(
+        "workbook",
+        sys.executable,
+        ("-m", "helpers.course.cli", "mcp-server", "--db", db_url),
+        env={"WORKBOOK_VAR_DIR": os.environ["WORKBOOK_VAR_DIR"]},
+        cwd=str(ROOT),
+        tools=("yt_transcribe", "deep_check"),
+    )
+
+
+@pytest.fixture(scope="module")
+def relay_server():
+    with McpServer(relay(timeout_s=20)) as server:
+        yield server
+
+
+def tools_of(server: McpServer) -> dict[str, Any]:
+    return {tool.name: tool for tool in server.tools}
+
+
+def turn(server_tools: list[Any], prompt: str, plan: list[dict[str, Any]], store, strategy="box"):
+    model = OfflineModel()
+    model.add_plan(prompt, plan)
+    registry = default_registry().merged(server_tools)
+    agent = Agent(
+        offline_client(model), "offline-reference", build_policy(strategy), registry, store
+    )
+    return run_turn(prompt, agent)
+
+
+# -- which tools join ------------------------------------------------------------------------------
+
+
+def test_its_tools_join_with_their_own_schemas_and_names_a_function_can_have(relay_server):
+    tools = tools_of(relay_server)
+    assert {"make_report", "fingerprint", "relay_echo", "picture", "crash"} <= set(tools)
+    assert "relay.echo" not in tools  # a dot: offered with _ instead, and said so
+    assert any("'relay.echo' is offered as 'relay_echo'" in n for n in relay_server.notes)
+    assert "internal_resource_grep" not in tools  # the client's own name: left out, said so
+    assert any("'internal_resource_grep' is left out" in n for n in relay_server.notes)
+    report = tools["make_report"]
+    assert report.server == "relay"
+    assert report.parameters["properties"]["lines"]["type"] == "integer"
+    assert report.parameters["required"] == ["lines"]
+    assert not report.read_only and not report.internal
+
+
+def test_a_tool_list_and_a_prefix_choose_and_rename_them():
+    with McpServer(relay(tools=("fingerprint", "nope"), prefix="r_")) as server:
+        assert [t.name for t in server.tools] == ["r_fingerprint"]
+        assert any("MCP_RELAY_TOOLS names 'nope'" in n for n in server.notes)
+        assert server.tools[0].call({"text": "abc"}) == fingerprint_of("abc")
+
+
+def test_two_servers_offering_one_name_is_a_setting_to_fix():
+    twin = McpServerSpec("twin", sys.executable, (RELAY,), tools=("fingerprint",))
+    with pytest.raises(McpConfigError, match="MCP_TWIN_PREFIX"):
+        McpServers([relay(tools=("fingerprint",)), twin]).start()
+
+
+def test_a_servers_tool_is_never_offered_by_a_modes_name_list(relay_server):
+    """explore admits the workbook's deep_check by name; a server's tool is not read-only."""
+    renamed = [t for t in relay_server.tools if t.name == "fingerprint"]
+    as_deep_check = [type(renamed[0])(**{**vars(renamed[0]), "name": "deep_check"})]
+    registry = for_mode(default_registry().merged(as_deep_check), "explore")
+    assert "deep_check" not in registry.names()
+    assert "yt_transcribe" in registry.names()
+
+
+# -- results under the policy -------------------------------------------------------------------
+
+
+def test_a_resource_link_is_read_boxed_and_routed_byte_for_byte(relay_server, store):
+    """The server's long result behind a link reaches the store whole; the model sees a
+    reference; the next tool gets every byte (CRLF, emoji, combining marks)."""
+    record = turn(relay_server.tools, REPORT_PROMPT, REPORT_PLAN, store)
+    assert record.ok, record.error
+    made, checked = record.tool_calls
+    report = report_text(400)
+    assert made.result_kind == "boxed" and made.output_chars == len(report)
+    assert len(made.result) < 400  # a reference and a short preview, not the report
+    assert checked.result == fingerprint_of(report)  # what the server received
+    assert record.answer == fingerprint_of(report)
+
+
+@pytest.mark.parametrize("strategy", ["box-json", "truncate", "inline"])
+def test_every_strategy_delivers_the_same_bytes(relay_server, store, strategy):
+    record = turn(relay_server.tools, REPORT_PROMPT, REPORT_PLAN, store, strategy)
+    assert record.ok, record.error
+    assert record.tool_calls[-1].result == fingerprint_of(report_text(400))
+
+
+def test_binary_structured_and_multiple_blocks_become_one_text(relay_server):
+    tools = tools_of(relay_server)
+    caption, image = tools["picture"].call({}).split("\n")
+    assert caption == "a pixel"
+    assert json.loads(image)["mimeType"] == "image/png"
+    assert json.loads(tools["stats"].call({})) == {"rows": 3, "ok": True}
+
+
+def test_a_tool_execution_error_is_an_error_result_with_the_servers_reason(relay_server, store):
+    prompt = "Ask refuse to say that the account is closed."
+    plan = [{"call": "refuse", "args": {"reason": "account <b>closed</b>"}}, {"answer": "done"}]
+    record = turn(relay_server.tools, prompt, plan, store)
+    (call,) = record.tool_calls
+    assert call.result_kind == "error" and call.ran
+    assert "McpToolError: account <b>closed</b>" in call.error
+
+
+def test_its_environment_comes_from_the_setting_and_its_values_never_reach_the_model(store):
+    secret = "relay-token-0123456789abcdef"
+    env = {"MCP_SERVERS": "relay", "MCP_RELAY_COMMAND": sys.executable, "MCP_RELAY_ARGS": RELAY}
+    env["MCP_RELAY_ENV"] = json.dumps({"RELAY_TOKEN": secret})
+    (spec,) = mcp_servers_from_env(env)
+    assert secret in configured_secrets(env)
+    with McpServer(spec) as server:
+        assert tools_of(server)["getenv"].call({"name": "RELAY_TOKEN"}) == secret
+        assert tools_of(server)["getenv"].call({"name": "WORKBOOK_VAR_DIR"}) == "(unset)"
+        os.environ["MCP_RELAY_ENV"] = env["MCP_RELAY_ENV"]
+        try:
+            prompt = "Read RELAY_TOKEN with getenv."
+            plan = [{"call": "getenv", "args": {"name": "RELAY_TOKEN"}}, {"answer": "{result1}"}]
+            record = turn(server.tools, prompt, plan, store)
+        finally:
+            del os.environ["MCP_RELAY_ENV"]
+    assert record.tool_calls[0].result == REDACTED
+    assert secret not in json.dumps(record.messages)
+
+
+# -- a server that fails -------------------------------------------------------------------------
+
+
+def test_a_server_that_dies_ends_in_error_results_and_the_turn_goes_on(store):
+    with McpServer(relay()) as server:
+        prompt = "Call crash, then fingerprint the word after."
+        plan = [
+            {"call": "crash", "args": {}},
+            {"call": "fingerprint", "args": {"text": "after"}},
+            {"answer": "done"},
+        ]
+        record = turn(server.tools, prompt, plan, store)
+    assert record.status == "ok"
+    crashed = record.tool_calls[0]
+    assert crashed.result_kind == "error"
+    assert "the server stopped" in crashed.error
+    assert "relay-test: crashing on purpose" in crashed.error  # its stderr
+    assert "exited with code 3" in crashed.error
+
+
+def test_a_server_that_hangs_is_given_up_after_its_timeout_and_still_serves():
+    with McpServer(relay(timeout_s=1)) as server:
+        with pytest.raises(McpServerError, match=r"no answer within 1 s \(MCP_RELAY_TIMEOUT\)"):
+            tools_of(server)["sleepy"].call({"seconds": 30})
+        assert tools_of(server)["fingerprint"].call({"text": "x"}) == fingerprint_of("x")
+
+
+def test_an_answer_over_the_message_limit_is_dropped_and_the_session_goes_on():
+    with McpServer(relay(), max_message_bytes=1 << 20) as server:
+        with pytest.raises(McpServerError, match="over 1,048,576 bytes"):
+            tools_of(server)["huge"].call({"megabytes": 2})
+        assert tools_of(server)["fingerprint"].call({"text": "y"}) == fingerprint_of("y")
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "says"),
+    [
+        ("/nonexistent/server", (), "cannot start '/nonexistent/server'"),
+        (
+            sys.executable,
+            ("-c", "import sys; sys.stderr.write('bad config\\n'); sys.exit(5)"),
+            "bad config",
+        ),
+        (sys.executable, ("-c", "print('not json'); import time; time.sleep(30)"), "within 1 s"),
+    ],
+)
+def test_a_server_that_does_not_start_says_why(command, args, says):
+    with pytest.raises(McpServerError) as failed:
+        McpServer(McpServerSpec("broken", command, args, timeout_s=1)).start()
+    assert "the MCP server 'broken' did not start" in str(failed.value)
+    assert says in str(failed.value)
+
+
+def test_a_guard_answers_for_the_request_whose_answer_it_dropped():
+    line = over_limit_error(b"7", 100)
+    message = json.loads(line)
+    assert message["id"] == 7 and message["error"]["code"] == -32603
+    assert "over 100 bytes" in message["error"]["message"]
+
+
+# -- the acceptance: case1 with its tools served by workbook mcp-server ----------------------------
+
+
+def test_case1_with_its_tools_served_over_mcp_passes_and_the_transcript_arrives_byte_exact(
+    store, tmp_path
+):
+    (case1,) = load_cases(str(CASES_DIR / "case1.md"))
+    spec = workbook_server(f"sqlite:///{tmp_path / 'server.sqlite'}")
+    with McpServers([spec]) as servers:
+        registry = servers.registry(default_registry())
+        assert {registry.get("yt_transcribe").server, registry.get("deep_check").server} == {
+            "workbook"
+        }
+        run = run_case(
+            case1,
+            "box",
+            client=offline_client(),
+            model="offline-reference",
+            store=store,
+            registry=registry,
+        )
+    assert run.passed, run.validation
+    transcribed, checked = run.record.tool_calls
+    assert transcribed.result_kind == "boxed"  # the model saw a reference
+    assert checked.received_sha256["text"] == transcribed.output_sha256  # the client sent it all
+    served = json.loads(transcribed.arguments)
+    assert served == {"video_id": "123"}
+    from helpers import ids
+    from helpers.tooling.tools import yt_transcribe
+
+    assert f"sha256 {ids.content_sha256(yt_transcribe('123'))[:16]}" in checked.result
+
+
+def test_workbook_ask_takes_the_servers_env_names(tmp_path):
+    env = {
+        **os.environ,
+        "MCP_SERVERS": "workbook",
+        "MCP_WORKBOOK_COMMAND": sys.executable,
+        "MCP_WORKBOOK_ARGS": f"-m helpers.course.cli mcp-server --db sqlite:///{tmp_path / 's.sqlite'}",
+        "MCP_WORKBOOK_TOOLS": "yt_transcribe,deep_check",
+        "MCP_WORKBOOK_ENV": json.dumps({"WORKBOOK_VAR_DIR": os.environ["WORKBOOK_VAR_DIR"]}),
+    }
+    prompt = load_cases(str(CASES_DIR / "case1.md"))[0].prompt
+
+    def ask(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "helpers.course.cli", "ask", "--json", *words],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=HANG_GUARD_S,
+            check=False,
+        )
+
+    done = ask("--db", f"sqlite:///{tmp_path / 'c.sqlite'}", prompt)
+    shown = json.loads(done.stdout)
+    assert shown["status"] == "ok", shown
+    assert shown["mcp_servers"] == [
+        {
+            "name": "workbook",
+            "tools": ["yt_transcribe", "deep_check"],
+            "notes": [
+                "its 'yt_transcribe' stands in for the workbook's own",
+                "its 'deep_check' stands in for the workbook's own",
+            ],
+        }
+    ]
+    env["MCP_WORKBOOK_TIMEOUT"] = "soon"
+    done = ask(prompt)
+    assert done.returncode == 2
+    assert json.loads(done.stdout) == {
+        "status": "usage_error",
+        "error": "MCP_WORKBOOK_TIMEOUT='soon' must be a number of seconds above 0",
+    }
+
+
+# -- the settings --------------------------------------------------------------------------------
+
+
+def test_the_settings_describe_each_server():
+    env = {
+        "MCP_SERVERS": " workbook , github ",
+        "MCP_WORKBOOK_COMMAND": "workbook",
+        "MCP_WORKBOOK_ARGS": "mcp-server --threshold 500 --db 'sqlite:///my store.sqlite'",
+        "MCP_GITHUB_COMMAND": "npx",
+        "MCP_GITHUB_TIMEOUT": "5.5",
+        "MCP_GITHUB_TOOLS": "search_code, get_file",
+        "MCP_GITHUB_PREFIX": "gh_",
+        "MCP_GITHUB_CWD": "/tmp",
+    }
+    workbook, github = mcp_servers_from_env(env)
+    assert workbook.args == (
+        "mcp-server",
+        "--threshold",
+        "500",
+        "--db",
+        "sqlite:///my store.sqlite",
+    )
+    assert (github.timeout_s, github.tools, github.prefix, github.cwd) == (
+        5.5,
+        ("search_code", "get_file"),
+        "gh_",
+        "/tmp",
+    )
+    assert mcp_servers_from_env({}) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "names"),
+    [
+        ({"MCP_SERVERS": "a"}, "MCP_A_COMMAND"),
+        ({"MCP_SERVERS": "a,A", "MCP_A_COMMAND": "x"}, "twice"),
+        ({"MCP_SERVERS": "my-server"}, "'my-server'"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_ARGS": "'open"}, "MCP_A_ARGS"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_TIMEOUT": "0"}, "MCP_A_TIMEOUT"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_TIMEOUT": "inf"}, "MCP_A_TIMEOUT"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_ENV": "[1]"}, "MCP_A_ENV"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_ENV": '{"K": 1}'}, "MCP_A_ENV"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_PREFIX": "a.b"}, "MCP_A_PREFIX"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_TOOLS": " , "}, "MCP_A_TOOLS"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_is_named(env, names):
+    with pytest.raises(McpConfigError, match=names.replace("(", r"\(")):
+        mcp_servers_from_env(env)
+
+
+# -- one text of a result: the rules, on generated results ---------------------------------------
+
+_texts = st.text(max_size=60)
+
+
+@st.composite
+def _results(draw: Any) -> tuple[types.CallToolResult, dict[str, str], str]:
+    """A result of text, link, embedded and image blocks; the resources its links name; and
+    the text the rules make of it."""
+    blocks, resources, expected = [], {}, []
+    for i in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["text", "link", "embedded", "image"]))
+        text = draw(_texts)
+        if kind == "text":
+            blocks.append(types.TextContent(type="text", text=text))
+            expected.append(text)
+        elif kind == "link":
+            uri = f"test://r/{i}"
+            resources[uri] = text
+            blocks.append(types.ResourceLink(type="resource_link", uri=uri, name=f"r{i}"))
+            expected.append(text)
+        elif kind == "embedded":
+            inner = types.TextResourceContents(uri=f"test://e/{i}", text=text)
+            blocks.append(types.EmbeddedResource(type="resource", resource=inner))
+            expected.append(text)
+        else:
+            image = types.ImageContent(type="image", data="AAAA", mime_type="image/png")
+            blocks.append(image)
+            expected.append(json.dumps({"type": "image", "data": "AAAA", "mimeType": "image/png"}))
+    return types.CallToolResult(content=blocks), resources, "\n".join(expected)
+
+
+def _reader(resources: dict[str, str]) -> Any:
+    def read(uri: str) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=resources[uri])]
+        )
+
+    return read
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(_results())
+def test_one_text_holds_every_block_in_order_with_every_link_read(generated):
+    result, resources, expected = generated
+    assert result_text(result, _reader(resources)) == expected
+
+
+@settings(derandomize=True, max_examples=50, deadline=None)
+@given(_texts, st.booleans())
+def test_an_error_result_raises_with_its_text(text, with_text):
+    blocks = [types.TextContent(type="text", text=text)] if with_text else []
+    with pytest.raises(McpToolError) as raised:
+        result_text(types.CallToolResult(content=blocks, is_error=True), _reader({}))
+    assert str(raised.value) == (
+        text.strip()
+        if with_text and text.strip()
+        else "the server reported an error and gave no text"
+    )
+
+
+def test_structured_content_alone_is_its_json_and_limits_hold():
+    only = types.CallToolResult(content=[], structured_content=[1, {"a": "é"}])
+    assert result_text(only, _reader({})) == '[1, {"a": "é"}]'
+    big = types.CallToolResult(content=[types.TextContent(type="text", text="é" * 60)])
+    with pytest.raises(McpResultTooLarge, match="over 100 bytes"):
+        result_text(big, _reader({}), max_bytes=100)
+    link = types.ResourceLink(type="resource_link", uri="test://x", name="x")
+    many = types.CallToolResult(content=[link] * (MAX_LINKS_PER_RESULT + 1))
+    with pytest.raises(McpResultTooLarge, match="links to 17 resources"):
+        result_text(many, _reader({"test://x": ""}))
+
+
+def test_the_reserved_names_are_the_workbooks_model_only_tools():
+    assert {
+        "fetch_tool_output",
+        "internal_resource",
+        "internal_resource_grep",
+    } <= RESERVED_TOOL_NAMES
+    assert {"tool_search", "run_program"} <= RESERVED_TOOL_NAMES
+    assert "yt_transcribe" not in RESERVED_TOOL_NAMES

@@ -1,0 +1,363 @@
+"""``workbook mcp-server`` with the official SDK's client on the other end.
+
+Most tests start the real command over stdio (``python -m helpers.course.cli mcp-server``) and
+talk to it with :class:`mcp.Client`, as any MCP client would: the tools listed, a long result as
+a resource link read back byte for byte, another session's uri refused, hostile arguments
+answered with tool execution errors and the server still serving. A property test runs the
+server in-process (the SDK's in-memory transport) on generated outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from hang import HANG_GUARD_S
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from helpers import ids
+from helpers.context.resolve_tools import resolve_tools
+from helpers.mcp.server import WorkbookMcpServer, server_policy
+from helpers.tooling.registry import ToolRegistry, tool_from_function
+from helpers.tooling.store import ToolOutputStore
+from helpers.tooling.tools import default_registry, yt_transcribe
+
+ROOT = Path(__file__).resolve().parent.parent
+CASE1 = (
+    "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep "
+    "Check for analysis."
+)
+URI_RE = re.compile(r"internal://[A-Za-z0-9_-]{8,64}")
+
+
+def server_params(
+    db_url: str, *extra: str, script: list[str] | None = None
+) -> StdioServerParameters:
+    """How a client starts the server: the workbook command, this test's store, this session's
+    run-time folder (the SDK passes only HOME, PATH and a few others on)."""
+    args = script or ["-m", "helpers.course.cli", "mcp-server", "--db", db_url, *extra]
+    return StdioServerParameters(
+        command=sys.executable,
+        args=args,
+        cwd=str(ROOT),
+        env={"WORKBOOK_VAR_DIR": os.environ["WORKBOOK_VAR_DIR"]},
+    )
+
+
+def with_client(params: StdioServerParameters, work: Callable[[Client], Awaitable[Any]]) -> Any:
+    """``work(client)`` in one session of the server, on a fresh event loop."""
+
+    async def main() -> Any:
+        with anyio.fail_after(HANG_GUARD_S):
+            async with Client(params) as client:
+                return await work(client)
+
+    return anyio.run(main)
+
+
+def only_block(result: types.CallToolResult) -> Any:
+    assert len(result.content) == 1, result.content
+    return result.content[0]
+
+
+def test_it_lists_the_registrys_tools_with_their_schemas_then_the_resolve_tools(db_url):
+    listed = with_client(server_params(db_url), lambda c: c.list_tools())
+    registry = default_registry()
+    resolve = resolve_tools("five")
+    assert [t.name for t in listed.tools] == [*registry.names(), *(t.name for t in resolve)]
+    for tool in listed.tools:
+        ours = registry.get(tool.name) if tool.name in registry else None
+        expected = ours or next(t for t in resolve if t.name == tool.name)
+        assert tool.input_schema == expected.parameters
+        assert tool.description == expected.description
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (expected.read_only or expected.internal)
+    assert listed.ttl_ms > 0  # the registry does not change while the server runs (SEP-2549)
+
+
+def test_a_long_result_is_a_resource_link_that_resources_read_returns_byte_for_byte(db_url):
+    async def work(client: Client) -> tuple[Any, types.ReadResourceResult]:
+        link = only_block(await client.call_tool("yt_transcribe", {"video_id": "123"}))
+        return link, await client.read_resource(link.uri)
+
+    link, read = with_client(server_params(db_url), work)
+    transcript = yt_transcribe("123")
+    assert isinstance(link, types.ResourceLink)
+    assert URI_RE.fullmatch(link.uri)
+    assert link.name == "yt_transcribe result"
+    assert link.mime_type == "text/plain"
+    assert link.size == len(transcript.encode("utf-8"))
+    (contents,) = read.contents
+    assert isinstance(contents, types.TextResourceContents)
+    assert contents.uri == link.uri
+    assert contents.text == transcript
+    assert len(contents.text) == 10_244
+    assert read.cache_scope == "private"
+
+
+def test_the_resource_holds_the_characters_workbook_ask_shows(db_url, tmp_path):
+    """The acceptance's words: the 10,244 characters `workbook ask` shows for that transcript."""
+    ask = subprocess.run(
+        [sys.executable, "-m", "helpers.course.cli", "ask", "--json", "--db", db_url, CASE1],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=HANG_GUARD_S,
+        check=False,
+    )
+    shown = json.loads(ask.stdout)
+    transcribed = next(c for c in shown["tool_calls"] if c["name"] == "yt_transcribe")
+
+    async def work(client: Client) -> str:
+        link = only_block(await client.call_tool("yt_transcribe", {"video_id": "123"}))
+        return (await client.read_resource(link.uri)).contents[0].text
+
+    text = with_client(server_params(f"sqlite:///{tmp_path / 'server.sqlite'}"), work)
+    assert transcribed["output_chars"] == len(text) == 10_244
+    assert transcribed["output_sha256"] == ids.content_sha256(text)
+
+
+def test_a_short_result_is_its_text(db_url):
+    block = with_client(
+        server_params(db_url),
+        lambda c: c.call_tool("yt_transcribe", {"video_id": "999"}),
+    )
+    text = only_block(block)
+    assert isinstance(text, types.TextContent)
+    assert text.text == yt_transcribe("999")
+
+
+def test_another_sessions_uri_is_refused_and_its_own_is_read(db_url):
+    params = server_params(db_url)
+
+    async def make(client: Client) -> str:
+        return only_block(await client.call_tool("yt_transcribe", {"video_id": "123"})).uri
+
+    uri = with_client(params, make)
+
+    async def other(client: Client) -> tuple[MCPError, types.CallToolResult, types.CallToolResult]:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(uri)
+        as_argument = await client.call_tool("deep_check", {"text": uri})
+        looked_inside = await client.call_tool(
+            "internal_resource_length", {"opaque_reference": uri}
+        )
+        return refused.value, as_argument, looked_inside
+
+    refused, as_argument, looked_inside = with_client(params, other)
+    assert refused.code == types.INVALID_PARAMS
+    assert "another session" in refused.message and uri in refused.message
+    assert refused.data == {"uri": uri}
+    for result in (as_argument, looked_inside):
+        assert result.is_error
+        assert "another thread" in only_block(result).text
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "internal://AAAAAAAAAAAAAAAAAAAAAA",  # well formed, never made
+        "internal://../../etc/passwd",
+        "internal://",
+        "file:///etc/passwd",
+        "relay://report/3",
+        "INTERNAL://AAAAAAAAAAAAAAAAAAAAAA",
+        " internal://AAAAAAAAAAAAAAAAAAAAAA",
+        "x" * 5000,
+    ],
+)
+def test_a_uri_that_is_not_one_of_its_resources_is_refused_as_invalid_params(db_url, uri):
+    async def work(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(uri)
+        return refused.value
+
+    refused = with_client(server_params(db_url), work)
+    assert refused.code == types.INVALID_PARAMS
+    assert len(refused.message) < 300  # the uri is shown cut, never echoed whole
+
+
+def test_a_reference_passed_whole_reaches_the_tool_byte_for_byte(db_url):
+    async def work(client: Client) -> tuple[str, str]:
+        link = only_block(await client.call_tool("yt_transcribe", {"video_id": "123"}))
+        checked = only_block(await client.call_tool("deep_check", {"text": link.uri}))
+        length = only_block(
+            await client.call_tool("internal_resource_length", {"opaque_reference": link.uri})
+        )
+        return checked.text, length.text
+
+    checked, length = with_client(server_params(db_url), work)
+    transcript = yt_transcribe("123")
+    assert f"received {len(transcript)} chars" in checked
+    assert f"sha256 {ids.content_sha256(transcript)[:16]}" in checked
+    assert json.loads(length) == {"length_chars": len(transcript)}
+
+
+def test_resources_list_names_the_sessions_outputs(db_url):
+    async def work(client: Client) -> tuple[str, types.ListResourcesResult]:
+        link = only_block(await client.call_tool("yt_transcribe", {"video_id": "123"}))
+        return link.uri, await client.list_resources()
+
+    uri, listed = with_client(server_params(db_url), work)
+    assert [(r.uri, r.name, r.size) for r in listed.resources] == [
+        (uri, "yt_transcribe result", len(yt_transcribe("123").encode()))
+    ]
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+#: (tool, arguments, what the error says); ``{uri}`` is a resource link of this session.
+HOSTILE: list[tuple[str, dict[str, Any], str]] = [
+    ("deep_check", {"text": 5}, "argument 'text' must be string"),
+    ("deep_check", {}, "missing required argument(s): text"),
+    ("deep_check", {"text": "x", "extra": 1}, "unexpected argument(s): extra"),
+    ("no_such_tool", {}, "unknown tool 'no_such_tool'"),
+    ("deep_check", {"text": _deep(40)}, "nested more than 32 levels deep"),
+    ("deep_check", {"text": "a" * 1_000_001}, "over the limit of 1,000,000"),
+    ("deep_check", {"text": "see {uri} please"}, "inside longer text"),
+    ("deep_check", {"text": "internal://AAAAAAAAAAAAAAAAAAAAAA"}, "unknown opaque reference"),
+    ("get_page", {"url": "file:///etc/passwd"}, "is not available offline"),
+    (
+        "google_drive_write_file",
+        {"file_name": "../../.bashrc", "file_content": "x"},
+        "google_drive_write_file failed",
+    ),
+    (
+        "internal_resource_read_slice",
+        {"opaque_reference": "{uri}", "start_index": 0, "length": 10**9},
+        "length must be between 0 and 100000",
+    ),
+    ("internal_resource_grep", {"opaque_reference": "{uri}", "pattern": "(", "window": 1}, "grep"),
+]
+
+
+def test_hostile_arguments_get_tool_execution_errors_and_the_server_goes_on(db_url):
+    async def work(client: Client) -> list[types.CallToolResult]:
+        uri = only_block(await client.call_tool("yt_transcribe", {"video_id": "123"})).uri
+        results = []
+        for name, arguments, _ in HOSTILE:
+            filled = json.loads(json.dumps(arguments).replace("{uri}", uri))
+            results.append(await client.call_tool(name, filled))
+        results.append(await client.call_tool("yt_transcribe", {"video_id": "999"}))
+        return results
+
+    *refused, after = with_client(server_params(db_url), work)
+    for (name, _, says), result in zip(HOSTILE, refused, strict=True):
+        assert result.is_error, (name, result)
+        assert says in only_block(result).text, (name, only_block(result).text)
+    assert not after.is_error and only_block(after).text == yt_transcribe("999")
+
+
+def test_arguments_that_are_not_valid_unicode_are_refused_before_the_tool_runs(echo_server):
+    """A JSON escape can carry half an emoji (``"\\ud83d"``), which the SDK's client will not
+    send; the handler refuses what a raw client could."""
+    result = echo_server.call_tool("echo", {"text": "half an emoji \ud83d"})
+    assert result.is_error
+    assert "not valid Unicode" in only_block(result).text
+
+
+def test_nothing_but_the_protocol_reaches_stdout_even_when_a_tool_prints(tmp_path):
+    """A tool that prints (or writes to fd 1 itself) cannot corrupt the wire: the SDK points fd 1
+    at stderr while it serves."""
+    script = tmp_path / "noisy_server.py"
+    store_url = f"sqlite:///{tmp_path / 'noisy.sqlite'}"
+    script.write_text(
+        "import os, sys, anyio\n"
+        "from helpers.mcp.server import WorkbookMcpServer\n"
+        "from helpers.tooling.registry import ToolRegistry, tool_from_function\n"
+        "from helpers.tooling.store import ToolOutputStore\n"
+        "def noisy(text: str) -> str:\n"
+        "    '''Print, then answer.\n\n    Args:\n        text: what to say.\n    '''\n"
+        '    print(\'{"jsonrpc": "2.0", "id": 1, "result": {}}\')\n'
+        "    os.write(1, b'garbage on fd 1\\n')\n"
+        "    return text.upper()\n"
+        f"store = ToolOutputStore({store_url!r})\n"
+        "server = WorkbookMcpServer(store, registry=ToolRegistry([tool_from_function(noisy)]))\n"
+        "anyio.run(server.serve_stdio)\n",
+        encoding="utf-8",
+    )
+    params = server_params("", script=[str(script)])
+
+    async def work(client: Client) -> list[str]:
+        said = []
+        for word in ("one", "two"):
+            said.append(only_block(await client.call_tool("noisy", {"text": word})).text)
+        return said
+
+    assert with_client(params, work) == ["ONE", "TWO"]
+
+
+# -- the rule, on generated outputs (in-process) --------------------------------------------------
+
+
+def _echo(text: str) -> str:
+    """Say the text back.
+
+    Args:
+        text: any text.
+    """
+    return text
+
+
+@pytest.fixture(scope="module")
+def echo_server(tmp_path_factory) -> WorkbookMcpServer:
+    url = f"sqlite:///{tmp_path_factory.mktemp('echo') / 'echo.sqlite'}"
+    registry = ToolRegistry([tool_from_function(_echo, name="echo")])
+    return WorkbookMcpServer(ToolOutputStore(url), registry=registry, threshold_tokens=8)
+
+
+@settings(
+    derandomize=True,
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    text=st.one_of(
+        st.just(""),
+        st.text(max_size=20),
+        st.text(min_size=20, max_size=400),
+        st.text(alphabet=st.characters(codec="utf-8"), min_size=40, max_size=300),
+    )
+)
+def test_every_output_comes_back_whole_as_text_or_behind_a_link(echo_server, text):
+    """Property: the text a tool returns is what a client gets, as a text block when the
+    threshold keeps it, else through ``resources/read`` of the link (whose ``size`` is its UTF-8
+    bytes); which of the two is the policy's rule."""
+
+    async def work() -> tuple[types.CallToolResult, types.ReadResourceResult | None]:
+        async with Client(echo_server.server) as client:
+            result = await client.call_tool("echo", {"text": text})
+            block = only_block(result)
+            read = None
+            if isinstance(block, types.ResourceLink):
+                read = await client.read_resource(block.uri)
+            return result, read
+
+    result, read = anyio.run(work)
+    assert not result.is_error, result
+    block = only_block(result)
+    long = server_policy(8).is_long(text)
+    if long:
+        assert isinstance(block, types.ResourceLink) and read is not None
+        assert read.contents[0].text == text
+        assert block.size == len(text.encode("utf-8"))
+    else:
+        assert isinstance(block, types.TextContent) and block.text == text
