@@ -9,7 +9,8 @@ is stale, so a new provider profile, strategy or tool reaches the docs with no p
 - :data:`helpers.context.strategies.STRATEGY_REGISTRY`: each strategy, its family, its role in
   the comparison and its line for people;
 - :func:`helpers.tooling.tools.default_registry` and the model-only tools of the strategies:
-  each tool's signature, category, modes and the first line of what the model reads.
+  each tool's signature, category, modes and the first line of what the model reads;
+- the MCP client's and server's bounds (``mcp_limits`` in docs/mcp.md), each from its constant.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ import inspect
 from helpers.context.strategies import STRATEGY_REGISTRY, StrategyOptions
 from helpers.course.sources import CITED_PROJECTS
 from helpers.escaping import for_markdown
+from helpers.mcp import client as mcp_client
+from helpers.mcp import content as mcp_content
+from helpers.mcp import settings as mcp_settings
+from helpers.mcp import stdio_guard
+from helpers.mcp.server import CACHE_TTL_MS
 from helpers.providers import PROFILES
 from helpers.tooling.registry import Tool
 from helpers.tooling.tools import default_registry
@@ -120,10 +126,72 @@ def _with_links(block: str) -> str:
     return f"{block}\n\nThe anchors' tools are their agents' own: {links}."
 
 
+def mcp_limits_markdown() -> str:
+    """The bounds on what an MCP server sends the agent, and on the workbook's server, each
+    read from the constant that enforces it."""
+    rows = [
+        (
+            "one message from a server (the guard)",
+            f"{stdio_guard.DEFAULT_MAX_MESSAGE_BYTES:,} bytes",
+            "helpers/mcp/stdio_guard.py",
+        ),
+        (
+            "a server's stderr passed on",
+            f"{stdio_guard.DEFAULT_MAX_STDERR_BYTES:,} bytes",
+            "helpers/mcp/stdio_guard.py",
+        ),
+        (
+            "one request (`MCP_<NAME>_TIMEOUT`'s default)",
+            f"{mcp_settings.DEFAULT_MCP_TIMEOUT_S:g} s",
+            "helpers/mcp/settings.py",
+        ),
+        (
+            "one result, its resources read included",
+            f"{mcp_content.MAX_RESULT_BYTES:,} bytes",
+            "helpers/mcp/content.py",
+        ),
+        (
+            "resource links read for one result",
+            f"{mcp_content.MAX_LINKS_PER_RESULT}",
+            "helpers/mcp/content.py",
+        ),
+        (
+            "a server's error message",
+            f"{mcp_content.MAX_ERROR_CHARS:,} characters",
+            "helpers/mcp/content.py",
+        ),
+        (
+            "tools taken from one server",
+            f"{mcp_client.MAX_TOOLS_PER_SERVER}",
+            "helpers/mcp/client.py",
+        ),
+        (
+            "a tool's description",
+            f"{mcp_client.MAX_DESCRIPTION_CHARS:,} characters",
+            "helpers/mcp/client.py",
+        ),
+        (
+            "a tool's input schema",
+            f"{mcp_client.MAX_SCHEMA_BYTES:,} bytes of JSON",
+            "helpers/mcp/client.py",
+        ),
+        ("`tools/list` pages read", f"{mcp_client.MAX_LIST_PAGES}", "helpers/mcp/client.py"),
+        (
+            "the workbook's server: how long a client may cache `tools/list` and `resources/read`",
+            f"{CACHE_TTL_MS:,} ms",
+            "helpers/mcp/server.py",
+        ),
+    ]
+    lines = ["| what | at most | where |", "|---|---|---|"]
+    lines += [f"| {what} | {value} | `{where}` |" for what, value, where in rows]
+    return "\n".join(lines)
+
+
 def registry_blocks() -> dict[str, str]:
     """Each registry's block, by name."""
     return {
         "profiles": profiles_markdown(),
         "strategies": strategies_markdown(),
         "tools": tools_markdown(),
+        "mcp_limits": mcp_limits_markdown(),
     }

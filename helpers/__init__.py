@@ -123,6 +123,16 @@ _PUBLIC: dict[str, str] = {
     "ToolContext": "helpers.tooling.registry",
     "tool_from_function": "helpers.tooling.registry",
     "default_registry": "helpers.tooling.tools",
+    # MCP: the workbook's tools served, MCP servers' tools in the agent
+    "WorkbookMcpServer": "helpers.mcp.server",
+    "workbook_server_spec": "helpers.mcp.server",
+    "McpServerSpec": "helpers.mcp.settings",
+    "mcp_servers_from_env": "helpers.mcp.settings",
+    "McpServer": "helpers.mcp.client",
+    "McpServers": "helpers.mcp.client",
+    "McpServerError": "helpers.mcp.client",
+    "McpToolError": "helpers.mcp.content",
+    "mcp_result_text": "helpers.mcp.content",
     # models
     "ModelConfig": "helpers.models.llm",
     "resolve_model": "helpers.models.llm",
@@ -229,6 +239,7 @@ _PUBLIC: dict[str, str] = {
     "check_summarize": "helpers.course.checks.modes",
     "check_bridge": "helpers.course.checks.code_mode",
     "check_error_report_program": "helpers.course.checks.code_mode",
+    "check_mcp_result_text": "helpers.course.checks.mcp",
     "ALL_CASES": "helpers.cases",
 }
 
@@ -261,6 +272,11 @@ __all__ = [
     "DeepAgentsPolicy",
     "DualStreamPolicy",
     "InlinePolicy",
+    "McpServer",
+    "McpServerError",
+    "McpServerSpec",
+    "McpServers",
+    "McpToolError",
     "MiddleTruncatePolicy",
     "ModelCallRecord",
     "ModelConfig",
@@ -286,6 +302,7 @@ __all__ = [
     "TruncatePolicy",
     "TurnLimits",
     "TurnRecord",
+    "WorkbookMcpServer",
     "answer_html",
     "approve_spend",
     "build_policy",
@@ -301,6 +318,7 @@ __all__ = [
     "check_handle_tool_calls",
     "check_log_tool",
     "check_make_preview",
+    "check_mcp_result_text",
     "check_prune",
     "check_read_slice",
     "check_schemas_for_mode",
@@ -340,6 +358,8 @@ __all__ = [
     "make_engine",
     "make_reference",
     "markdown_view",
+    "mcp_result_text",
+    "mcp_servers_from_env",
     "messages_html",
     "new_thread_id",
     "offline_client",
@@ -374,6 +394,7 @@ __all__ = [
     "turn_cost",
     "var_dir",
     "why",
+    "workbook_server_spec",
     "write_report",
     "yt_transcribe",
 ]
@@ -459,6 +480,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         check_summarize_writes,
     )
     from helpers.course.checks.dispatch import check_handle_tool_calls
+    from helpers.course.checks.mcp import check_mcp_result_text
     from helpers.course.checks.modes import (
         check_guarded_call,
         check_schemas_for_mode,
@@ -503,6 +525,10 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         new_thread_id,
     )
     from helpers.loop.threads import load_history, open_thread
+    from helpers.mcp.client import McpServer, McpServerError, McpServers
+    from helpers.mcp.content import McpToolError, mcp_result_text
+    from helpers.mcp.server import WorkbookMcpServer, workbook_server_spec
+    from helpers.mcp.settings import McpServerSpec, mcp_servers_from_env
     from helpers.models.llm import ModelConfig, make_client, resolve_model
     from helpers.models.offline import OfflineModel, offline_client
     from helpers.models.offline_server import OfflineServer

@@ -621,3 +621,37 @@ def summarize(result, max_chars=300):
         ),
     ],
 }
+
+CORRECT_ANSWERS[("09", 1)] = [
+    (
+        "match on the block's type field, a dispatch of its own for resource contents",
+        """def _resource_text(contents):
+    match contents.model_dump(mode="json", by_alias=True, exclude_none=True):
+        case {"text": str(text)}:
+            return text
+        case dumped:
+            return json.dumps(dumped)
+
+
+def mcp_result_text(result, read):
+    texts = [b.text for b in result.content if b.type == "text"]
+    if result.is_error:
+        raise McpToolError("\\n".join(texts).strip() or "failed")
+    out = []
+    for block in result.content:
+        match block.type:
+            case "text":
+                out.append(block.text)
+            case "resource_link":
+                for contents in read(block.uri).contents:
+                    out.append(_resource_text(contents))
+            case "resource":
+                out.append(_resource_text(block.resource))
+            case _:
+                out.append(json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    if out or result.structured_content is None:
+        return "\\n".join(out)
+    return json.dumps(result.structured_content, ensure_ascii=False)
+""",
+    ),
+]

@@ -32,7 +32,7 @@ from helpers.mcp.content import (
     MAX_LINKS_PER_RESULT,
     McpResultTooLarge,
     McpToolError,
-    result_text,
+    mcp_result_text,
 )
 from helpers.mcp.settings import McpConfigError, McpServerSpec, mcp_servers_from_env
 from helpers.mcp.stdio_guard import over_limit_error
@@ -126,6 +126,25 @@ def test_a_servers_tool_is_never_offered_by_a_modes_name_list(relay_server):
     registry = for_mode(default_registry().merged(as_deep_check), "explore")
     assert "deep_check" not in registry.names()
     assert "yt_transcribe" in registry.names()
+
+
+def test_a_pattern_in_a_servers_schema_never_runs_in_the_agent():
+    """A backtracking pattern (the classic ``(a+)+$``) in a server's schema: the client checks
+    the top level's types only. Were the pattern run on this argument, the check would not end
+    in a lifetime (the hang guard would stop the test)."""
+    from helpers.tooling.registry import Tool, ToolArgumentError
+
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "pattern": "^(a+)+$"}, "n": {"type": "integer"}},
+        "required": ["text"],
+    }
+    tool = Tool("hostile", "a server's tool", schema, fn=lambda **_: "", server="evil")
+    assert tool.check_arguments({"text": "a" * 5_000 + "!", "extra": 1})  # extra: not closed
+    with pytest.raises(ToolArgumentError, match="argument 'n' must be integer, got bool"):
+        tool.check_arguments({"text": "x", "n": True})
+    with pytest.raises(ToolArgumentError, match="missing required argument"):
+        tool.check_arguments({"n": 1})
 
 
 # -- results under the policy -------------------------------------------------------------------
@@ -421,7 +440,7 @@ def _reader(resources: dict[str, str]) -> Any:
 @given(_results())
 def test_one_text_holds_every_block_in_order_with_every_link_read(generated):
     result, resources, expected = generated
-    assert result_text(result, _reader(resources)) == expected
+    assert mcp_result_text(result, _reader(resources)) == expected
 
 
 @settings(derandomize=True, max_examples=50, deadline=None)
@@ -429,7 +448,7 @@ def test_one_text_holds_every_block_in_order_with_every_link_read(generated):
 def test_an_error_result_raises_with_its_text(text, with_text):
     blocks = [types.TextContent(type="text", text=text)] if with_text else []
     with pytest.raises(McpToolError) as raised:
-        result_text(types.CallToolResult(content=blocks, is_error=True), _reader({}))
+        mcp_result_text(types.CallToolResult(content=blocks, is_error=True), _reader({}))
     assert str(raised.value) == (
         text.strip()
         if with_text and text.strip()
@@ -439,14 +458,14 @@ def test_an_error_result_raises_with_its_text(text, with_text):
 
 def test_structured_content_alone_is_its_json_and_limits_hold():
     only = types.CallToolResult(content=[], structured_content=[1, {"a": "é"}])
-    assert result_text(only, _reader({})) == '[1, {"a": "é"}]'
+    assert mcp_result_text(only, _reader({})) == '[1, {"a": "é"}]'
     big = types.CallToolResult(content=[types.TextContent(type="text", text="é" * 60)])
     with pytest.raises(McpResultTooLarge, match="over 100 bytes"):
-        result_text(big, _reader({}), max_bytes=100)
+        mcp_result_text(big, _reader({}), max_bytes=100)
     link = types.ResourceLink(type="resource_link", uri="test://x", name="x")
     many = types.CallToolResult(content=[link] * (MAX_LINKS_PER_RESULT + 1))
     with pytest.raises(McpResultTooLarge, match="links to 17 resources"):
-        result_text(many, _reader({"test://x": ""}))
+        mcp_result_text(many, _reader({"test://x": ""}))
 
 
 def test_the_reserved_names_are_the_workbooks_model_only_tools():

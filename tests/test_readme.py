@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hang import HANG_GUARD_S
 
 ROOT = Path(__file__).parent.parent
@@ -24,14 +25,15 @@ def test_readme_figures_are_current() -> None:
     assert done.returncode == 0, done.stdout + done.stderr + " (run `make figures`)"
 
 
-def test_the_public_api_example_in_the_readme_runs(tmp_path) -> None:
-    """The library page's example, run as a user would run it (its own process and folder)."""
+def run_page_example(page: str, name: str, tmp_path: Path) -> str:
+    """The ``<!-- example:NAME -->`` Python block of ``docs/PAGE``, run as a user would run it
+    (its own process and folder, offline, the public API only); returns its standard output."""
     import os
     import re
 
-    page = (DOCS / "library.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- example:api -->\n```python\n(.*?)```", page, re.DOTALL)
-    assert block, "docs/library.md lost its <!-- example:api --> block"
+    text = (DOCS / page).read_text(encoding="utf-8")
+    block = re.search(rf"<!-- example:{name} -->\n```python\n(.*?)```", text, re.DOTALL)
+    assert block, f"docs/{page} lost its <!-- example:{name} --> block"
     code = block[1]
     assert "from helpers import" in code and "from helpers." not in code  # the public API only
     (tmp_path / "var").mkdir()
@@ -48,7 +50,26 @@ def test_the_public_api_example_in_the_readme_runs(tmp_path) -> None:
         timeout=HANG_GUARD_S,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("ok ") and "('yt_transcribe', 'boxed')" in done.stdout
+    return done.stdout
+
+
+def test_the_public_api_example_in_the_readme_runs(tmp_path) -> None:
+    """The library page's example, run as a user would run it (its own process and folder)."""
+    out = run_page_example("library.md", "api", tmp_path)
+    assert out.startswith("ok ") and "('yt_transcribe', 'boxed')" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("mcp-server", "resource_link text/plain 10280 bytes; 10244 characters read back"),
+        ("mcp-client", "ok [('yt_transcribe', 'boxed'), ('deep_check', 'inline')]"),
+    ],
+)
+def test_the_mcp_pages_examples_run(tmp_path, name, says) -> None:
+    """docs/mcp.md's examples: the SDK's client on workbook mcp-server, and a turn whose tools
+    an MCP server serves."""
+    assert run_page_example("mcp.md", name, tmp_path).strip() == says
 
 
 def test_the_public_api_is_listed_and_every_name_loads() -> None:
@@ -154,6 +175,7 @@ def test_the_threat_model_states_the_limits_in_force() -> None:
     from helpers import limits
     from helpers.cases import MAX_CASE_FILE_BYTES
     from helpers.context import compaction
+    from helpers.mcp import settings, stdio_guard
     from helpers.tooling import outbox, program_sandbox, sql_sandbox
 
     page = (DOCS / "threat-model.md").read_text(encoding="utf-8")
@@ -173,6 +195,9 @@ def test_the_threat_model_states_the_limits_in_force() -> None:
         "program",
         "program memory": f"{program_sandbox.PROGRAM_MAX_RSS_BYTES // 2**20} MiB",
         "program error": f"{program_sandbox.MAX_PROGRAM_ERROR_CHARS:,} characters",
+        "mcp message": f"holding at most {stdio_guard.DEFAULT_MAX_MESSAGE_BYTES:,} bytes",
+        "mcp stderr": f"up to {stdio_guard.DEFAULT_MAX_STDERR_BYTES:,} bytes",
+        "mcp timeout": f"({settings.DEFAULT_MCP_TIMEOUT_S:g} s by default)",
     }
     missing = {name: text for name, text in stated.items() if text not in threat_model}
     assert not missing, f"docs/threat-model.md does not say: {missing}"

@@ -2119,3 +2119,117 @@ def bridge(tools, name, arguments_json, max_output_chars):
 }
 for _key, _answers in _ROUND_SIX.items():
     WRONG_ANSWERS[_key] = WRONG_ANSWERS[_key] + _answers
+
+#: Notebook 09: an MCP tool result as one text. The right answer's pieces, for the wrong ones
+#: below to change one thing each.
+_MCP_RIGHT = {
+    "head": """def mcp_result_text(result, read):
+    def as_json(value):
+        return json.dumps(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    def contents_text(contents):
+        if isinstance(contents, mcp_types.TextResourceContents):
+            return contents.text
+        return as_json(contents)
+
+""",
+    "error": """    if result.is_error:
+        said = "\\n".join(b.text for b in result.content if isinstance(b, mcp_types.TextContent))
+        raise McpToolError(said.strip() or "the server reported an error")
+""",
+    "blocks": """    parts = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, mcp_types.ResourceLink):
+            parts.extend(contents_text(c) for c in read(block.uri).contents)
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            parts.append(contents_text(block.resource))
+        else:
+            parts.append(as_json(block))
+""",
+    "tail": """    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "\\n".join(parts)
+""",
+}
+
+
+def _mcp_answer(**changed: str) -> str:
+    """The right answer with the pieces ``changed`` names replaced."""
+    pieces = {**_MCP_RIGHT, **changed}
+    return pieces["head"] + pieces["error"] + pieces["blocks"] + pieces["tail"]
+
+
+WRONG_ANSWERS[("09", 1)] = [
+    (
+        "a resource link passed on as its uri, never read",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                "parts.append(block.uri)",
+            )
+        ),
+    ),
+    (
+        "blocks joined with nothing between them",
+        _mcp_answer(
+            tail=_MCP_RIGHT["tail"].replace('return "\\n".join(parts)', 'return "".join(parts)')
+        ),
+    ),
+    (
+        "each text stripped of its spaces and line ends",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.append(block.text)", "parts.append(block.text.strip())"
+            )
+        ),
+    ),
+    (
+        "binary content dropped (images and audio are not text)",
+        _mcp_answer(blocks=_MCP_RIGHT["blocks"].replace("parts.append(as_json(block))", "pass")),
+    ),
+    (
+        "an error result returned as text (isError not looked at)",
+        _mcp_answer(error=""),
+    ),
+    (
+        "structuredContent left out: a result without blocks is empty",
+        _mcp_answer(
+            tail="""    return "\\n".join(parts)
+"""
+        ),
+    ),
+    (
+        "every link read twice (once to see that it exists)",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                "read(block.uri)\n            parts.extend(contents_text(c) for c in read(block.uri).contents)",
+            )
+        ),
+    ),
+    (
+        "binary JSON with Python's field names (mime_type, not mimeType)",
+        _mcp_answer(head=_MCP_RIGHT["head"].replace("by_alias=True, ", "")),
+    ),
+    (
+        "only the first block",
+        """def mcp_result_text(result, read):
+    if result.is_error:
+        raise McpToolError(result.content[0].text if result.content else "error")
+    if not result.content:
+        return ""
+    block = result.content[0]
+    return getattr(block, "text", "")
+""",
+    ),
+    (
+        "an embedded resource shown as its whole block's JSON, not its text",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.append(contents_text(block.resource))", "parts.append(as_json(block))"
+            )
+        ),
+    ),
+]

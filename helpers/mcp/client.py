@@ -12,7 +12,7 @@ tool. :class:`McpServers` starts several and closes them::
 
 Each tool a server lists becomes a :class:`~helpers.tooling.registry.Tool` whose ``server`` is
 the server's name and whose schema is the server's ``inputSchema``. Calling it sends
-``tools/call`` and makes one text of the result (:func:`helpers.mcp.content.result_text`: a
+``tools/call`` and makes one text of the result (:func:`helpers.mcp.content.mcp_result_text`: a
 resource link read through ``resources/read``), and from there the call is the turn's like any
 other (:func:`helpers.loop.dispatch.dispatch`): references in its arguments are unboxed before
 it is sent, its output is kept in the store, and the model sees what the policy makes of it: a
@@ -60,7 +60,7 @@ from helpers.context.code_mode import RUN_PROGRAM
 from helpers.context.modes import MODEL_ONLY_TOOLS
 from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.mcp import stdio_guard
-from helpers.mcp.content import cut, result_text
+from helpers.mcp.content import cut, mcp_result_text
 from helpers.mcp.settings import McpConfigError, McpServerSpec, setting
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
 from helpers.paths import workbook_version, workspace_dir
@@ -91,6 +91,10 @@ _T = TypeVar("_T")
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 
+#: What makes one text of a ``tools/call`` result, given ``resources/read`` on its server.
+TextOf = Callable[[types.CallToolResult, Callable[[str], types.ReadResourceResult]], str]
+
+
 class McpServerError(RuntimeError):
     """A server did not start, died, timed out, refused a request or answered with something
     that is not MCP; ``str()`` names the server and says which, with its reason."""
@@ -104,15 +108,24 @@ class McpServer:
         spec: what to start and how long a request may take.
         max_message_bytes: the longest message the guard passes on (a longer answer is an error
             of that call).
+        text_of: makes one text of a ``tools/call`` result, given ``resources/read`` (default
+            :func:`helpers.mcp.content.mcp_result_text`; notebook 09 gives the attendee's).
 
     Attributes:
         tools: its tools as the registry takes them (after :meth:`start`).
         notes: what a user should know of them: tools left out or renamed, descriptions cut.
     """
 
-    def __init__(self, spec: McpServerSpec, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+    def __init__(
+        self,
+        spec: McpServerSpec,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        text_of: TextOf = mcp_result_text,
+    ):
         self.spec = spec
         self.max_message_bytes = max_message_bytes
+        self.text_of = text_of
         self.tools: list[Tool] = []
         self.notes: list[str] = []
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
@@ -213,7 +226,7 @@ class McpServer:
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """Call the server's tool ``name`` (its own name) and return the text of its result
-        (:func:`helpers.mcp.content.result_text`; a resource link read through
+        (:func:`helpers.mcp.content.mcp_result_text`; a resource link read through
         :meth:`read_resource`).
 
         Raises:
@@ -224,7 +237,7 @@ class McpServer:
         """
         client = self._live()
         result = self._request(lambda: client.call_tool(name, arguments), f"tools/call {name}")
-        return result_text(result, self.read_resource)
+        return self.text_of(result, self.read_resource)
 
     def read_resource(self, uri: str) -> types.ReadResourceResult:
         """``resources/read`` of ``uri``.
@@ -391,13 +404,14 @@ class McpServers:
 
     Args:
         specs: the servers (:func:`helpers.mcp.settings.mcp_servers_from_env`).
+        text_of: what makes one text of a result (:class:`McpServer`).
 
     ``with McpServers(specs) as servers:`` starts them (:meth:`start`) and stops them on the way
     out, whatever happened.
     """
 
-    def __init__(self, specs: Iterable[McpServerSpec]):
-        self.servers = [McpServer(spec) for spec in specs]
+    def __init__(self, specs: Iterable[McpServerSpec], *, text_of: TextOf = mcp_result_text):
+        self.servers = [McpServer(spec, text_of=text_of) for spec in specs]
 
     def start(self) -> McpServers:
         """Start every server, in order; returns ``self``.

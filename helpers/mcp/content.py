@@ -2,7 +2,7 @@
 
 MCP 2026-07-28 ("Tools › Tool Result") lets a result hold text, images, audio, resource links
 and embedded resources, plus ``structuredContent``. A chat-completions ``tool`` message is one
-text, and the policy (preview, boxing, the store) works on one text, so :func:`result_text`
+text, and the policy (preview, boxing, the store) works on one text, so :func:`mcp_result_text`
 makes one of them, losing nothing:
 
 - a ``text`` block is its text;
@@ -66,7 +66,7 @@ def _contents_text(contents: types.TextResourceContents | types.BlobResourceCont
     return _block_json(contents)
 
 
-def result_text(
+def mcp_result_text(
     result: types.CallToolResult,
     read: Callable[[str], types.ReadResourceResult],
     *,

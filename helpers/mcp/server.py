@@ -41,6 +41,8 @@ thread, so a slow tool never stops the server from reading its input.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 from dataclasses import replace
 from typing import Any
@@ -67,7 +69,8 @@ from helpers.context.strategies import strategy_named
 from helpers.limits import TurnLimits
 from helpers.loop.dispatch import dispatch
 from helpers.loop.records import ToolCallRecord, new_tool_call_id
-from helpers.paths import workbook_version
+from helpers.mcp.settings import McpServerSpec
+from helpers.paths import workbook_version, workspace_dir
 from helpers.tooling.registry import ToolContext, ToolRegistry
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
@@ -79,8 +82,7 @@ SERVER_STRATEGY = "box-json"
 #: How long a client may cache ``tools/list`` (the registry does not change while the server
 #: runs) and ``resources/read`` (the bytes under a uri never change: each output has an id of
 #: its own), in milliseconds (SEP-2549 caching hints, MCP 2026-07-28).
-TOOLS_TTL_MS = 3_600_000
-RESOURCE_TTL_MS = 3_600_000
+CACHE_TTL_MS = 3_600_000
 
 #: What the server tells its clients (the ``instructions`` of MCP's server info).
 SERVER_INSTRUCTIONS = (
@@ -96,6 +98,44 @@ SERVER_INSTRUCTIONS = (
 def new_session_id() -> str:
     """A fresh, unguessable session id: ``mcp_session_<16 hex>`` (the store's thread)."""
     return "mcp_session_" + ids.token_hex(8)
+
+
+#: The settings a server the workbook starts takes from the process that starts it (the SDK
+#: passes only HOME, LOGNAME, PATH, SHELL, TERM and USER on): where its data and store are, and
+#: how large its offline documents are.
+SETTINGS_PASSED_ON = (
+    "WORKBOOK_VAR_DIR",
+    "WORKBOOK_DB_URL",
+    "WORKBOOK_DOCUMENT_SCALE",
+    "TIKTOKEN_CACHE_DIR",
+)
+
+
+def workbook_server_spec(
+    *,
+    name: str = "workbook",
+    db_url: str | None = None,
+    threshold_tokens: int | None = None,
+    tools: tuple[str, ...] | None = None,
+) -> McpServerSpec:
+    """``workbook mcp-server`` as an MCP client starts it from this process: this Python, the
+    workbook's folder, and the settings of :data:`SETTINGS_PASSED_ON` that are set here.
+
+    Args:
+        name: the server's name (in messages and ``MCP_<NAME>_*``).
+        db_url: its store (``--db``; default: ``WORKBOOK_DB_URL``, else ``var/``).
+        threshold_tokens: its ``--threshold`` (default: ``box-json``'s).
+        tools: the tools a client takes from it (``None``: all).
+    """
+    args = ["-m", "helpers.course.cli", "mcp-server"]
+    if db_url is not None:
+        args += ["--db", db_url]
+    if threshold_tokens is not None:
+        args += ["--threshold", str(threshold_tokens)]
+    env = {key: os.environ[key] for key in SETTINGS_PASSED_ON if os.environ.get(key)}
+    return McpServerSpec(
+        name, sys.executable, tuple(args), env=env, cwd=str(workspace_dir()), tools=tools
+    )
 
 
 def server_policy(threshold_tokens: int | None = None) -> BoxPolicy:
@@ -166,8 +206,8 @@ class WorkbookMcpServer:
             title="Context Relay Workbook",
             instructions=SERVER_INSTRUCTIONS,
             cache_hints={
-                "tools/list": CacheHint(ttl_ms=TOOLS_TTL_MS, scope="public"),
-                "resources/read": CacheHint(ttl_ms=RESOURCE_TTL_MS, scope="private"),
+                "tools/list": CacheHint(ttl_ms=CACHE_TTL_MS, scope="public"),
+                "resources/read": CacheHint(ttl_ms=CACHE_TTL_MS, scope="private"),
                 "resources/list": CacheHint(ttl_ms=0, scope="private"),
             },
             on_list_tools=self._on_list_tools,

@@ -30,6 +30,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mcp import StdioServerParameters
+
 #: The setting that names the servers.
 MCP_SERVERS = "MCP_SERVERS"
 #: Seconds one request to a server may take unless ``MCP_<NAME>_TIMEOUT`` says otherwise.
@@ -90,6 +92,13 @@ class McpServerSpec:
     def command_line(self) -> str:
         """The command and its arguments, quoted as a shell would take them."""
         return shlex.join([self.command, *self.args])
+
+    def stdio_parameters(self) -> StdioServerParameters:
+        """What the SDK's client starts for this server (``mcp.Client(spec.stdio_parameters())``),
+        without the client's guard (:class:`helpers.mcp.client.McpServer` adds it)."""
+        return StdioServerParameters(
+            command=self.command, args=list(self.args), env=dict(self.env), cwd=self.cwd
+        )
 
 
 def setting(name: str, key: str) -> str:

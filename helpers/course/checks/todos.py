@@ -10,6 +10,7 @@ from helpers.course.checks import (
     code_mode,
     compaction,
     dispatch,
+    mcp,
     modes,
     persist,
     preview,
@@ -34,4 +35,5 @@ CHECKS: dict[tuple[str, int], Callable[[Any], None]] = {
     ("07", 3): modes.check_summarize,
     ("08", 1): code_mode.check_bridge,
     ("08", 2): code_mode.check_error_report_program,
+    ("09", 1): mcp.check_mcp_result_text,
 }

@@ -48,10 +48,9 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, str(exc))
     try:
         server = WorkbookMcpServer(store, threshold_tokens=args.threshold)
-        names = ", ".join(tool.name for tool in server.tools)
         print(
-            f"workbook mcp-server: session {server.session_id}, {len(server.tools)} tools "
-            f"({for_terminal(names)}) over stdio; outputs in {for_terminal(repr(store))}",
+            f"workbook mcp-server: session {server.session_id}, {len(server.tools)} tools over "
+            f"stdio, outputs in {for_terminal(repr(store))}",
             file=sys.stderr,
             flush=True,
         )

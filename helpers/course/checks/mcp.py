@@ -1,0 +1,222 @@
+"""Notebook 09's checkpoint: an MCP tool result as the one text a tool returns.
+
+The reference is :func:`helpers.mcp.content.mcp_result_text` (the rules of the MCP 2026-07-28
+spec's "Tool Result" as the client takes them: text blocks as they are, a resource link read
+through ``resources/read``, an embedded resource's text, binary content as its block's JSON,
+one ``\\n`` between blocks, structured content alone as JSON, an error raised). Each input is a
+real ``mcp_types.CallToolResult`` made of generated blocks, with the resources its links name;
+``read`` is a probe that records every uri it was asked for.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from hypothesis import strategies as st
+
+from helpers.course.checkpoint import (
+    Checkpoint,
+    Property,
+    attempt,
+    attempt_or,
+    expect,
+    short,
+)
+from helpers.course.checks.inputs import json_values, texts
+from helpers.mcp.content import McpToolError, mcp_result_text
+
+#: The kinds of content block a generated result holds.
+KINDS = ("text", "link", "embedded", "image", "audio", "blob")
+
+
+@dataclass(frozen=True)
+class ResultCase:
+    """A generated ``tools/call`` result: its blocks as (kind, text) pairs, whether it is an
+    error, its structured content (``None``: none), and the text behind each link's uri."""
+
+    blocks: tuple[tuple[str, str], ...]
+    is_error: bool = False
+    structured: Any = None
+    resources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def result(self) -> types.CallToolResult:
+        content: list[Any] = []
+        for i, (kind, text) in enumerate(self.blocks):
+            content.append(_block(kind, text, i))
+        structured = self.structured if self.structured is not None else None
+        return types.CallToolResult(
+            content=content, is_error=self.is_error, structured_content=structured
+        )
+
+    def shown(self) -> str:
+        parts = [f"{kind}({short(text, 18)})" for kind, text in self.blocks]
+        extra = " isError" if self.is_error else ""
+        if self.structured is not None:
+            extra += f" structuredContent={short(self.structured, 30)}"
+        return f"CallToolResult [{', '.join(parts) or 'no blocks'}]{extra}"
+
+
+def _uri(i: int) -> str:
+    return f"test://resource/{i}"
+
+
+def _block(kind: str, text: str, i: int) -> Any:
+    """One content block of ``kind`` standing for ``text`` (binary kinds: its UTF-8 bytes in
+    base64)."""
+    data = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    if kind == "text":
+        return types.TextContent(type="text", text=text)
+    if kind == "link":
+        return types.ResourceLink(type="resource_link", uri=_uri(i), name=f"r{i}.txt")
+    if kind == "embedded":
+        inner = types.TextResourceContents(uri=_uri(i), mime_type="text/plain", text=text)
+        return types.EmbeddedResource(type="resource", resource=inner)
+    if kind == "image":
+        return types.ImageContent(type="image", data=data, mime_type="image/png")
+    if kind == "audio":
+        return types.AudioContent(type="audio", data=data, mime_type="audio/wav")
+    blob = types.BlobResourceContents(uri=_uri(i), mime_type="application/octet-stream", blob=data)
+    return types.EmbeddedResource(type="resource", resource=blob)
+
+
+@st.composite
+def result_cases(
+    draw: Any, kinds: tuple[str, ...] = KINDS, *, errors: bool = False, structured: bool = False
+) -> ResultCase:
+    """Results of zero to five blocks of ``kinds``; with ``errors``, an error result (its text
+    blocks say why); with ``structured``, structured content and no blocks."""
+    if structured:
+        return ResultCase((), structured=draw(json_values()))
+    blocks = tuple(
+        (draw(st.sampled_from(kinds)), draw(texts(30)))
+        for _ in range(draw(st.integers(1 if errors else 0, 5)))
+    )
+    resources = {_uri(i): text for i, (kind, text) in enumerate(blocks) if kind == "link"}
+    return ResultCase(blocks, is_error=errors, resources=resources)
+
+
+class ReadProbe:
+    """``resources/read`` over a case's resources, recording each uri asked for."""
+
+    def __init__(self, resources: dict[str, str]):
+        self.resources, self.asked = resources, []
+
+    def __call__(self, uri: str) -> types.ReadResourceResult:
+        self.asked.append(uri)
+        if uri not in self.resources:
+            raise KeyError(f"no resource {uri!r}")
+        contents = types.TextResourceContents(uri=uri, text=self.resources[uri])
+        return types.ReadResourceResult(contents=[contents])
+
+
+class _ResultTextChecks:
+    """The properties of notebook 09's ``mcp_result_text``."""
+
+    def __init__(self, mcp_result_text_fn: Callable[..., str]):
+        self.fn = mcp_result_text_fn
+
+    def text_of(self, case: ResultCase) -> tuple[str, ReadProbe]:
+        read = ReadProbe(case.resources)
+        got = attempt(self.fn, case.result(), read)
+        expect(isinstance(got, str), "a str", f"{type(got).__name__}: {short(got)}")
+        return got, read
+
+    def same(self, case: ResultCase) -> None:
+        got, _ = self.text_of(case)
+        want = mcp_result_text(case.result(), ReadProbe(case.resources))
+        expect(got == want, short(want), short(got))
+
+    def links_read(self, case: ResultCase) -> None:
+        got, read = self.text_of(case)
+        links = [_uri(i) for i, (kind, _) in enumerate(case.blocks) if kind == "link"]
+        expect(
+            sorted(read.asked) == sorted(links),
+            f"read(uri) once for each link: {links}",
+            f"read asked for {read.asked}",
+        )
+        want = mcp_result_text(case.result(), ReadProbe(case.resources))
+        expect(got == want, short(want), short(got))
+
+    def error(self, case: ResultCase) -> None:
+        read = ReadProbe(case.resources)
+        got = attempt_or(Exception, self.fn, case.result(), read)
+        said = "\n".join(text for kind, text in case.blocks if kind == "text").strip()
+        expect(
+            isinstance(got, McpToolError),
+            f"McpToolError({short(said or 'a message')})",
+            short(got) if not isinstance(got, Exception) else f"{type(got).__name__}: {got}",
+        )
+        for text in [t for kind, t in case.blocks if kind == "text" and t.strip()]:
+            expect(text.strip() in str(got), f"the message holding {short(text)}", short(str(got)))
+        expect(read.asked == [], "nothing read for an error", f"read asked for {read.asked}")
+
+
+def check_mcp_result_text(mcp_result_text_fn: Callable[..., str]) -> None:
+    """Notebook 09, TODO 1: the attendee's ``mcp_result_text(result, read)``.
+
+    Raises:
+        helpers.course.checkpoint.CheckpointFailed: a property did not hold.
+        helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
+    """
+    checks = _ResultTextChecks(mcp_result_text_fn)
+    show = ResultCase.shown
+    return Checkpoint(
+        "09",
+        1,
+        "mcp_result_text",
+        [
+            Property(
+                "text blocks come whole and in order, joined by one line break (\\n): an empty "
+                "text is a block too, nothing is stripped",
+                result_cases(("text",)),
+                checks.same,
+                show,
+                terms=("in order", "one line break", "stripped"),
+                always=(ResultCase((("text", ""), ("text", ""))), ResultCase(())),
+            ),
+            Property(
+                "a resource link stands for the text read(uri) gives, read once for each link, "
+                "never its uri",
+                result_cases(("text", "link")),
+                checks.links_read,
+                show,
+                terms=("read(uri)", "resource link", "once"),
+                always=(ResultCase((("link", ""),), resources={_uri(0): ""}),),
+            ),
+            Property(
+                "an embedded resource is its text; binary content is JSON, every field as "
+                "model_dump(mode='json', by_alias=True, exclude_none=True) gives it: an image or "
+                "audio block's, a blob's resource contents (uri, mimeType, blob)",
+                result_cases(KINDS),
+                checks.same,
+                show,
+                terms=(
+                    "embedded resource",
+                    "model_dump",
+                    "by_alias=True",
+                    "exclude_none=True",
+                    "blob",
+                ),
+                examples=80,
+            ),
+            Property(
+                "a result with isError raises McpToolError holding its text, reading nothing",
+                result_cases(KINDS, errors=True),
+                checks.error,
+                show,
+                terms=("isError", "McpToolError"),
+            ),
+            Property(
+                "a result with no blocks but structuredContent is that value as JSON "
+                "(json.dumps(..., ensure_ascii=False))",
+                result_cases(structured=True),
+                checks.same,
+                show,
+                terms=("structuredContent", "json.dumps", "ensure_ascii=False"),
+            ),
+        ],
+    ).run()
