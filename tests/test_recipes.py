@@ -309,7 +309,7 @@ CALL_ID = "call_" + "0" * 24
 
 
 def check_saved_chars(saved_chars: Callable[[str, str], int]) -> None:
-    """Notebook 09, TODO 1: ``saved_chars(output, preview)`` against the reference.
+    """Notebook 10, TODO 1: ``saved_chars(output, preview)`` against the reference.
 
     Raises:
         helpers.course.checkpoint.CheckpointFailed: a property did not hold.
@@ -324,7 +324,7 @@ def check_saved_chars(saved_chars: Callable[[str, str], int]) -> None:
         expect(got == want, repr(want), short(got))
 
     return Checkpoint(
-        "09",
+        "10",
         1,
         "saved_chars",
         [
@@ -341,7 +341,7 @@ def check_saved_chars(saved_chars: Callable[[str, str], int]) -> None:
     ).run()
 '''
 
-SAVED_WRONG_DICT = """WRONG_ANSWERS[("09", 1)] = [
+SAVED_WRONG_DICT = """WRONG_ANSWERS[("10", 1)] = [
         ("bytes, not characters", '''def saved_chars(output, preview):
     return max(0, len(output.encode()) - len(preview.encode()))
 '''),
@@ -362,7 +362,7 @@ SAVED_WRONG_DICT = """WRONG_ANSWERS[("09", 1)] = [
 """
 
 
-SAVED_CORRECT = """    ("09", 1): [
+SAVED_CORRECT = """    ("10", 1): [
         ("a conditional expression on the difference", '''def saved_chars(output, preview):
     kept_out = len(output) - len(preview)
     return kept_out if kept_out > 0 else 0
@@ -371,7 +371,7 @@ SAVED_CORRECT = """    ("09", 1): [
 """
 
 
-def _notebook_09() -> str:
+def _notebook_10() -> str:
     import nbformat
 
     from helpers.theme import MERMAID_FRONTMATTER
@@ -379,7 +379,7 @@ def _notebook_09() -> str:
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     cells = [
         md(
-            "# 09 · What a preview keeps out\n\n**In this notebook you will**\n\n"
+            "# 10 · What a preview keeps out\n\n**In this notebook you will**\n\n"
             "- count the characters a truncated preview keeps out of the context.\n\n"
             "<!-- guide:time -->\nabout 1 minutes\n<!-- /guide:time -->"
         ),
@@ -436,13 +436,13 @@ def test_the_notebook_recipe(project: Path) -> None:
     """A solution notebook with one TODO, its checkpoint in checks/ (and todos.py), its name in
     _PUBLIC, five wrong answers and a correct one in another style, then ``make student``, ``make guide`` and ``make figures``: every notebook
     test passes on it, its checkpoint stops each wrong answer, and it runs top to bottom."""
-    (project / "solutions/09_what_a_preview_keeps_out.ipynb").write_text(
-        _notebook_09(), encoding="utf-8"
+    (project / "solutions/10_what_a_preview_keeps_out.ipynb").write_text(
+        _notebook_10(), encoding="utf-8"
     )
     (project / "helpers/course/checks/saved.py").write_text(SAVED_CHECK, encoding="utf-8")
     todos = project / "helpers/course/checks/todos.py"
     edit(todos, ")\n\n#: Each TODO's checkpoint", "    saved,\n")  # the last of the imports
-    edit(todos, "}\n", '    ("09", 1): saved.check_saved_chars,\n')
+    edit(todos, "}\n", '    ("10", 1): saved.check_saved_chars,\n')
     edit(
         project / "helpers/__init__.py",
         '    "check_categorize":',
@@ -454,12 +454,12 @@ def test_the_notebook_recipe(project: Path) -> None:
     edit(
         project / "docs/library.md",
         "                      boxing.py (04)",
-        "                      saved.py (09, the recipe's)\n",
+        "                      saved.py (10, the recipe's)\n",
     )
     edit(
         project / "README.md",
         "| `01_inline_tool_results` |",
-        "| `09_what_a_preview_keeps_out` | TODO 1: the characters a preview keeps out |\n",
+        "| `10_what_a_preview_keeps_out` | TODO 1: the characters a preview keeps out |\n",
     )
     run(project, "tests/public_api.py", "--write")
     run(project, "-m", "helpers.course.install_cell")  # make student: the install cell,
@@ -477,9 +477,9 @@ def test_the_notebook_recipe(project: Path) -> None:
         "tests/test_public_api.py",
         "tests/test_stored_notebooks.py",
         "tests/test_readme.py",
-        "solutions/09_what_a_preview_keeps_out.ipynb",
+        "solutions/10_what_a_preview_keeps_out.ipynb",
         "--nbval-lax",
         "--nbval-current-env",
         "-k",
-        "09 or not (notebooks or answers) or every_todo_has",
+        "10 or not (notebooks or answers) or every_todo_has",
     )
