@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import sys
 import tempfile
@@ -196,8 +197,14 @@ class McpServer:
             read_timeout_seconds=spec.timeout_s,
             client_info=CLIENT_INFO,
         )
-        async with client:
-            yield client
+        # the start (the 2026-07-28 probe, then the initialize handshake for an older server)
+        # gets one timeout in all; the scope encloses the whole session, so it closes in order
+        with anyio.CancelScope(deadline=anyio.current_time() + spec.timeout_s) as started:
+            async with client:
+                started.deadline = math.inf
+                yield client
+        if started.cancelled_caught:
+            raise TimeoutError(f"no answer within {spec.timeout_s:g} s")
 
     def close(self) -> None:
         """Stop the server (its stdin closed, then the SDK's bounded wait and kill) and the

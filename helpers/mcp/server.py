@@ -67,7 +67,7 @@ from helpers.context.boxing import (
 from helpers.context.policies import BoxPolicy, box_design, guess_mime_type
 from helpers.context.strategies import strategy_named
 from helpers.limits import TurnLimits
-from helpers.loop.dispatch import dispatch
+from helpers.loop.dispatch import CallInProgress, dispatch
 from helpers.loop.records import ToolCallRecord, new_tool_call_id
 from helpers.mcp.settings import McpServerSpec
 from helpers.paths import workbook_version, workspace_dir
@@ -234,16 +234,18 @@ class WorkbookMcpServer:
         """Run one ``tools/call`` the way a turn runs a tool call, under a fresh
         ``tool_call_id``, in this session's thread; returns its record (never raises, but for
         Ctrl-C)."""
+        ctx = ToolContext(store=self.store, thread_id=self.session_id, limits=self.limits)
+        call_id = new_tool_call_id()
         try:
             raw = json.dumps(arguments or {}, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError, RecursionError):  # NaN, or nested past Python's limit
-            raw = "{not JSON}"
-        ctx = ToolContext(store=self.store, thread_id=self.session_id, limits=self.limits)
+        except (TypeError, ValueError, RecursionError):  # nested past what JSON text can hold
+            unread = CallInProgress.start(call_id, name, "", None, ctx)
+            return unread.refuse(f"arguments for {name} cannot be read as JSON; nothing was run")
         with self._one_call_at_a_time:
             if not self._thread_started:  # `workbook outputs list` shows the session
                 self._thread_started = True
                 self.store.ensure_thread(self.session_id)
-            return dispatch(new_tool_call_id(), name, raw, self.tools, self.policy, ctx)
+            return dispatch(call_id, name, raw, self.tools, self.policy, ctx)
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """The MCP result of one call: a resource link, a text, or a tool execution error."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from typing import Any
@@ -11,7 +12,6 @@ from rich.console import Console
 from rich.panel import Panel
 
 from helpers.context.modes import for_mode
-from helpers.context.policies import ResultPolicy
 from helpers.context.strategies import build_policy
 from helpers.course.cli.common import (
     KIND_STYLE,
@@ -36,10 +36,10 @@ from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecor
 from helpers.loop.threads import ThreadError, open_thread
 from helpers.mcp.client import McpServerError, McpServers
 from helpers.mcp.settings import McpConfigError, mcp_servers_from_env
-from helpers.models.llm import ConfigError, ModelConfig, load_env, make_client, resolve_model
+from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
 from helpers.models.offline import OfflineModel, Suggestion
 from helpers.replies import has_unpaired_surrogate
-from helpers.tooling.registry import ToolContext
+from helpers.tooling.registry import ToolContext, ToolRegistry
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
@@ -213,87 +213,76 @@ def run(args: argparse.Namespace) -> int:
     client = make_client(
         config, max_retries=args.max_retries, timeout_s=args.timeout, offline_model=offline
     )
-    servers = McpServers(mcp_specs)
-    try:
-        servers.start()  # their tools join the registry; nothing of them runs without a call
-    except (McpServerError, McpConfigError) as exc:
-        store.close()
-        return usage_error(args, str(exc))
-    try:
-        return _run_turn(args, config, policy, store, thread_id, history, offline, client, servers)
-    finally:
-        servers.close()
+    with contextlib.ExitStack() as stack:  # the servers stop, then the store closes
+        stack.callback(store.close)
+        try:  # their tools join the registry; nothing of them runs without a call
+            servers = stack.enter_context(McpServers(mcp_specs))
+        except (McpServerError, McpConfigError) as exc:
+            return usage_error(args, str(exc))
+        base = default_registry()
+        registry = for_mode(servers.registry(base), args.mode)
+        out = console(args.color)
+        human = not args.json
 
+        if args.print_tools:  # what the first model call offers (a policy may narrow it)
+            first = ToolContext(store=None, thread_id=thread_id, prompt=args.prompt)
+            schemas = policy.task_tools(registry, first).merged(policy.tools_for(first)).schemas()
+            if human:
+                out.print_json(json.dumps(schemas))
+            else:
+                print(for_json(schemas), file=sys.stderr)
 
-def _run_turn(
-    args: argparse.Namespace,
-    config: ModelConfig,
-    policy: ResultPolicy,
-    store: ToolOutputStore,
-    thread_id: str,
-    history: list[dict[str, Any]],
-    offline: OfflineModel | None,
-    client: Any,
-    servers: McpServers,
-) -> int:
-    """The turn itself, once the store, the thread, the client and the MCP servers are ready."""
-    base = default_registry()
-    registry = for_mode(servers.registry(base), args.mode)
-    out = console(args.color)
-    human = not args.json
-
-    if args.print_tools:  # what the first model call offers (a policy may narrow it)
-        first = ToolContext(store=None, thread_id=thread_id, prompt=args.prompt)
-        schemas = policy.task_tools(registry, first).merged(policy.tools_for(first)).schemas()
+        status = None
         if human:
-            out.print_json(json.dumps(schemas))
-        else:
-            print(for_json(schemas), file=sys.stderr)
+            out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
+            out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
+            if args.mode:
+                out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
+            print_servers(out, servers, base)
+            if history:
+                out.print(
+                    f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} "
+                    "earlier messages"
+                )
+            if not config.offline:
+                status = out.status("waiting for the model…")
+                status.start()
 
-    status = None
-    if human:
-        out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
-        out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
-        if args.mode:
-            out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
-        for server in servers.servers:
-            names = ", ".join(tool.name for tool in server.tools) or "none"
-            out.print(f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names)})")
-        for name, notes in servers.notes(base).items():
-            for note in notes:
-                out.print(f"[bold cyan]Note:[/] MCP server {for_rich(name)}: {for_rich(note)}")
-        if history:
-            out.print(
-                f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} earlier messages"
+        try:
+            agent = Agent(client, config.model, policy, registry, store)
+            record = agent.run(
+                args.prompt,
+                thread_id=thread_id,
+                history=history,
+                config=RunConfig(
+                    max_iterations=args.max_iterations,
+                    few_shot=args.few_shot,
+                    temperature=config.temperature,
+                    compaction=compaction(args),
+                ),
+                on_event=(lambda event: show_event(out, event)) if human else None,
             )
-        if not config.offline:
-            status = out.status("waiting for the model…")
-            status.start()
-
-    try:
-        agent = Agent(client, config.model, policy, registry, store)
-        record = agent.run(
-            args.prompt,
-            thread_id=thread_id,
-            history=history,
-            config=RunConfig(
-                max_iterations=args.max_iterations,
-                few_shot=args.few_shot,
-                temperature=config.temperature,
-                compaction=compaction(args),
-            ),
-            on_event=(lambda event: show_event(out, event)) if human else None,
-        )
-    finally:
-        if status is not None:
-            status.stop()
-        store.close()
+        finally:
+            if status is not None:
+                status.stop()
+        mcp = mcp_summary(servers, base)
 
     suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
-    return report(args, out, record, suggestions, mcp=mcp_summary(servers, base))
+    return report(args, out, record, suggestions, mcp=mcp)
 
 
-def mcp_summary(servers: McpServers, base: Any) -> list[dict[str, Any]]:
+def print_servers(out: Console, servers: McpServers, base: ToolRegistry) -> None:
+    """A line per MCP server of the run (its tools), then its notes (a tool left out or
+    renamed, one that stands in for a workbook tool of ``base``)."""
+    for server in servers.servers:
+        names = ", ".join(tool.name for tool in server.tools) or "none"
+        out.print(f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names)})")
+    for name, notes in servers.notes(base).items():
+        for note in notes:
+            out.print(f"[bold cyan]Note:[/] MCP server {for_rich(name)}: {for_rich(note)}")
+
+
+def mcp_summary(servers: McpServers, base: ToolRegistry) -> list[dict[str, Any]]:
     """The MCP servers of the run for ``--json``: each one's name, the tools taken and the
     notes (empty when ``.env`` names none)."""
     notes = servers.notes(base)

@@ -21,6 +21,10 @@ def add_command(sub: Any, name: str, help: str) -> None:
     parser = sub.add_parser(
         name,
         help=help,
+        description="Serve the workbook's tools over MCP on stdio, for an MCP client to start\n"
+        "(docs/mcp.md). A long result goes back as a resource link (uri internal://<id>)\n"
+        "that resources/read returns byte for byte, in this session (this process) only;\n"
+        "stdout carries the protocol and nothing else.",
         parents=[store_options("where the outputs are kept (default: WORKBOOK_DB_URL, else var/)")],
     )
     parser.add_argument(
@@ -28,6 +32,7 @@ def add_command(sub: Any, name: str, help: str) -> None:
         "--threshold",
         type=non_negative,
         default=None,
+        metavar="TOKENS",
         help="the longest result sent as text, in o200k_base tokens; a longer one goes back as "
         "a resource link (default: box-json's, 1,000)",
     )
