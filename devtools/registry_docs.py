@@ -156,9 +156,24 @@ def mcp_limits_markdown() -> str:
             "helpers/mcp/content.py",
         ),
         (
-            "a server's error message",
+            "a tool execution error's text (`isError`)",
             f"{mcp_content.MAX_ERROR_CHARS:,} characters",
             "helpers/mcp/content.py",
+        ),
+        (
+            "a server's JSON-RPC error message, as an error quotes it",
+            f"{mcp_client.MAX_MESSAGE_CHARS:,} characters",
+            "helpers/mcp/client.py",
+        ),
+        (
+            "a server's stderr, as an error quotes its end",
+            f"{mcp_client.STDERR_TAIL_CHARS:,} characters",
+            "helpers/mcp/client.py",
+        ),
+        (
+            "a server's time to exit once its client has closed its stdin",
+            f"{stdio_guard.STOP_GRACE_S:g} s",
+            "helpers/mcp/stdio_guard.py",
         ),
         (
             "tools taken from one server",

@@ -85,9 +85,10 @@ _MCP_ENV_RE = re.compile(r"MCP_[A-Z][A-Z0-9_]*_ENV")
 def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str, ...]:
     """The secret values configured here: every setting of the environment and of ``.env`` whose
     name looks secret (:data:`SECRET_NAME_RE`), and the password of any URL setting (a
-    ``postgresql://user:password@host/db`` store URL), and every value of a
-    ``<NAME>_EXTRA_HEADERS`` setting (headers) or an ``MCP_<NAME>_ENV`` one (an MCP server's
-    environment). Values shorter than 8 characters are left
+    ``postgresql://user:password@host/db`` store URL), every value of a
+    ``<NAME>_EXTRA_HEADERS`` setting (headers), and each variable of an ``MCP_<NAME>_ENV`` one
+    (an MCP server's environment) whose name looks secret (``GITHUB_TOKEN``, not ``NODE_ENV``:
+    an ordinary value redacted would change every output that holds it). Values shorter than 8 characters are left
     out (placeholders such as ``none``). Reading ``.env`` warns if other users can read it
     (:func:`warn_if_env_file_shared`)."""
     if env is None:
@@ -102,14 +103,22 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
         value = (value or "").strip()
         if SECRET_NAME_RE.search(name):
             found.add(value)
-        elif name.upper().endswith("_EXTRA_HEADERS") or _MCP_ENV_RE.fullmatch(name.upper()):
-            # a project id or a gateway's token; an MCP server's environment (its keys)
+        elif name.upper().endswith("_EXTRA_HEADERS"):  # a project id or a gateway's token
             try:
                 headers = json.loads(value)
             except ValueError:
                 continue
             if isinstance(headers, dict):
                 found.update(str(v).strip() for v in headers.values())
+        elif _MCP_ENV_RE.fullmatch(name.upper()):  # an MCP server's keys, by their names
+            try:
+                variables = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(variables, dict):
+                found.update(
+                    str(v).strip() for k, v in variables.items() if SECRET_NAME_RE.search(str(k))
+                )
         elif "://" in value and "@" in value:
             try:
                 found.add(urlsplit(value).password or "")

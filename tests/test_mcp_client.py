@@ -35,7 +35,6 @@ from helpers.mcp.content import (
     mcp_result_text,
 )
 from helpers.mcp.settings import McpConfigError, McpServerSpec, mcp_servers_from_env
-from helpers.mcp.stdio_guard import over_limit_error
 from helpers.models.offline import OfflineModel
 from helpers.paths import CASES_DIR
 from helpers.redaction import REDACTED, configured_secrets
@@ -187,24 +186,40 @@ def test_a_tool_execution_error_is_an_error_result_with_the_servers_reason(relay
     assert "McpToolError: account <b>closed</b>" in call.error
 
 
-def test_its_environment_comes_from_the_setting_and_its_values_never_reach_the_model(store):
+def test_its_environment_comes_from_the_setting_and_its_keys_never_reach_the_model(store):
+    """``MCP_<NAME>_ENV`` reaches the server; a variable whose name looks secret is redacted
+    from everything the server sends back (and from the configured secrets of every turn), an
+    ordinary one is not: "definition" is a word of many outputs."""
     secret = "relay-token-0123456789abcdef"
+    variables = {"RELAY_TOKEN": secret, "GREETING_STYLE": "definition"}
     env = {"MCP_SERVERS": "relay", "MCP_RELAY_COMMAND": sys.executable, "MCP_RELAY_ARGS": RELAY}
-    env["MCP_RELAY_ENV"] = json.dumps({"RELAY_TOKEN": secret})
+    env["MCP_RELAY_ENV"] = json.dumps(variables)
     (spec,) = mcp_servers_from_env(env)
     assert secret in configured_secrets(env)
+    assert "definition" not in configured_secrets(env)
     with McpServer(spec) as server:
-        assert tools_of(server)["getenv"].call({"name": "RELAY_TOKEN"}) == secret
-        assert tools_of(server)["getenv"].call({"name": "WORKBOOK_VAR_DIR"}) == "(unset)"
-        os.environ["MCP_RELAY_ENV"] = env["MCP_RELAY_ENV"]
-        try:
-            prompt = "Read RELAY_TOKEN with getenv."
-            plan = [{"call": "getenv", "args": {"name": "RELAY_TOKEN"}}, {"answer": "{result1}"}]
-            record = turn(server.tools, prompt, plan, store)
-        finally:
-            del os.environ["MCP_RELAY_ENV"]
+        getenv = tools_of(server)["getenv"]
+        assert getenv.call({"name": "RELAY_TOKEN"}) == REDACTED  # it was there, and went no further
+        assert getenv.call({"name": "GREETING_STYLE"}) == "definition"
+        assert getenv.call({"name": "WORKBOOK_VAR_DIR"}) == "(unset)"
+        with pytest.raises(McpToolError) as refused:
+            tools_of(server)["refuse"].call({"reason": f"bad token {secret}"})
+        assert secret not in str(refused.value)
+        prompt = "Read RELAY_TOKEN with getenv."
+        plan = [{"call": "getenv", "args": {"name": "RELAY_TOKEN"}}, {"answer": "{result1}"}]
+        record = turn(server.tools, prompt, plan, store)
     assert record.tool_calls[0].result == REDACTED
     assert secret not in json.dumps(record.messages)
+
+
+def test_a_key_a_server_prints_as_it_fails_to_start_is_redacted():
+    secret = "start-token-0123456789abcdef"
+    code = "import os, sys; sys.stderr.write('cannot log in with ' + os.environ['API_TOKEN']); sys.exit(3)"
+    spec = McpServerSpec("broken", sys.executable, ("-c", code), env={"API_TOKEN": secret})
+    with pytest.raises(McpServerError) as failed:
+        McpServer(spec).start()
+    assert "cannot log in with [redacted]" in str(failed.value)
+    assert secret not in str(failed.value)
 
 
 # -- a server that fails -------------------------------------------------------------------------
@@ -225,6 +240,29 @@ def test_a_server_that_dies_ends_in_error_results_and_the_turn_goes_on(store):
     assert "the server stopped" in crashed.error
     assert "relay-test: crashing on purpose" in crashed.error  # its stderr
     assert "exited with code 3" in crashed.error
+
+
+@pytest.mark.parametrize(
+    ("code", "message"), [(-32000, "custom failure"), (-32001, "Unauthorized: token expired")]
+)
+def test_a_servers_own_error_codes_are_its_errors(relay_server, code, message):
+    """-32000 and -32001 are also the SDK's own codes for a closed connection and a timeout: a
+    server's error with one of them is still the server's, with its message."""
+    tools = tools_of(relay_server)
+    with pytest.raises(McpServerError) as failed:
+        tools["fail_with"].call({"code": code, "message": message})
+    assert f"it answered with error {code}: {message}" in str(failed.value)
+    assert tools["fingerprint"].call({"text": "z"}) == fingerprint_of("z")
+
+
+def test_after_it_stopped_a_server_says_so_and_why():
+    with McpServer(relay()) as server:
+        with pytest.raises(McpServerError, match="the connection closed"):
+            tools_of(server)["crash"].call({})
+        with pytest.raises(McpServerError) as later:
+            tools_of(server)["fingerprint"].call({"text": "x"})
+    assert "is not running: it stopped earlier (failed on tools/call crash" in str(later.value)
+    assert "exited with code 3" in str(later.value)
 
 
 def test_a_server_that_hangs_is_given_up_after_its_timeout_and_still_serves():
@@ -258,13 +296,6 @@ def test_a_server_that_does_not_start_says_why(command, args, says):
         McpServer(McpServerSpec("broken", command, args, timeout_s=1)).start()
     assert "the MCP server 'broken' did not start" in str(failed.value)
     assert says in str(failed.value)
-
-
-def test_a_guard_answers_for_the_request_whose_answer_it_dropped():
-    line = over_limit_error(b"7", 100)
-    message = json.loads(line)
-    assert message["id"] == 7 and message["error"]["code"] == -32603
-    assert "over 100 bytes" in message["error"]["message"]
 
 
 # -- the acceptance: case1 with its tools served by workbook mcp-server ----------------------------
@@ -476,3 +507,36 @@ def test_the_reserved_names_are_the_workbooks_model_only_tools():
     } <= RESERVED_TOOL_NAMES
     assert {"tool_search", "run_program"} <= RESERVED_TOOL_NAMES
     assert "yt_transcribe" not in RESERVED_TOOL_NAMES
+
+
+# -- which tools join, on listings made here (no process) ----------------------------------------
+
+
+def _listed(*names: str, schema: dict[str, Any] | None = None) -> list[types.Tool]:
+    return [
+        types.Tool(name=n, description=f"{n}'s", input_schema=schema or {"type": "object"})
+        for n in names
+    ]
+
+
+def test_the_tool_list_is_applied_before_the_cap():
+    server = McpServer(relay(tools=("t200",)))
+    taken = server._tools_of(_listed(*(f"t{i}" for i in range(300))))
+    assert [t.name for t in taken] == ["t200"] and server.notes == []
+
+
+def test_a_name_a_function_can_have_comes_before_one_renamed_into_it():
+    for order in (("a.b", "a_b"), ("a_b", "a.b")):
+        server = McpServer(relay())
+        taken = server._tools_of(_listed(*order))
+        assert [(t.name, t.fn.__name__) for t in taken] == [("a_b", "a_b")]
+        assert any("'a.b' is left out: 'a_b' is taken" in n for n in server.notes)
+    server = McpServer(relay())
+    (long,) = server._tools_of(_listed("x" * 70))
+    assert long.name == "x" * 64 and any("is offered as" in n for n in server.notes)
+
+
+def test_a_tool_whose_schema_is_not_an_objects_is_left_out():
+    server = McpServer(relay())
+    assert server._tools_of(_listed("odd", schema={"type": "array"})) == []
+    assert server.notes == ["'odd' is left out: its input schema is not an object's"]

@@ -361,3 +361,56 @@ def test_every_output_comes_back_whole_as_text_or_behind_a_link(echo_server, tex
         assert block.size == len(text.encode("utf-8"))
     else:
         assert isinstance(block, types.TextContent) and block.text == text
+
+
+def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_url):
+    """``resource_link`` came with MCP 2025-06-18: a 2024-11-05 client (the initialize handshake,
+    written here by hand, as such a client writes it) gets the link's JSON text, and reads it."""
+    import subprocess
+
+    params = server_params(db_url)
+    server = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=params.cwd,
+        env={**os.environ, **(params.env or {})},
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        server.stdin.write((json.dumps(message) + "\n").encode())
+        server.stdin.flush()
+
+    def answer(request_id: int) -> dict[str, Any]:
+        while True:
+            message = json.loads(server.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    try:
+        info = {"name": "old-client", "version": "1"}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": info},
+            }
+        )
+        assert answer(1)["result"]["protocolVersion"] == "2024-11-05"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "yt_transcribe", "arguments": {"video_id": "123"}}
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        (block,) = answer(2)["result"]["content"]
+        assert block["type"] == "text"
+        link = json.loads(block["text"])
+        assert link["type"] == "resource_link" and URI_RE.fullmatch(link["uri"])
+        send(
+            {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": link["uri"]}}
+        )
+        assert answer(3)["result"]["contents"][0]["text"] == yt_transcribe("123")
+    finally:
+        server.stdin.close()
+        server.wait(timeout=HANG_GUARD_S)

@@ -2233,3 +2233,43 @@ WRONG_ANSWERS[("09", 1)] = [
         ),
     ),
 ]
+
+# found by a fresh pair of eyes: structured content with blocks, a link's several contents
+WRONG_ANSWERS[("09", 1)] += [
+    (
+        "structuredContent whenever it is there, blocks or not",
+        _mcp_answer(
+            tail="""    if result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "\\n".join(parts)
+"""
+        ),
+    ),
+    (
+        "structuredContent added after the blocks",
+        _mcp_answer(
+            tail="""    if result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\\n".join(parts)
+"""
+        ),
+    ),
+    (
+        "only the first of a link's contents",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                "parts.append(contents_text(read(block.uri).contents[0]))",
+            )
+        ),
+    ),
+    (
+        "a link's contents run together with nothing between them",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                'parts.append("".join(contents_text(c) for c in read(block.uri).contents))',
+            )
+        ),
+    ),
+]

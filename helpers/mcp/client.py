@@ -61,10 +61,11 @@ from helpers.context.code_mode import RUN_PROGRAM
 from helpers.context.modes import MODEL_ONLY_TOOLS
 from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.mcp import stdio_guard
-from helpers.mcp.content import cut, mcp_result_text
+from helpers.mcp.content import McpToolError, cut, mcp_result_text
 from helpers.mcp.settings import McpConfigError, McpServerSpec, setting
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
 from helpers.paths import workbook_version, workspace_dir
+from helpers.redaction import SECRET_NAME_RE, configured_secrets, redact
 from helpers.tooling.registry import Tool, ToolRegistry
 
 #: The most tools taken from one server (OpenAI takes at most 128 in one request).
@@ -77,6 +78,8 @@ MAX_SCHEMA_BYTES = 64_000
 MAX_LIST_PAGES = 20
 #: How much of the end of a server's stderr an error quotes, in characters.
 STDERR_TAIL_CHARS = 1_000
+#: A server's JSON-RPC error message (or an exception's) is cut to this many characters.
+MAX_MESSAGE_CHARS = 500
 #: What a chat-completions function name may be.
 FUNCTION_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: Names the workbook's own strategies give tools for the model: a server's tool may not take one.
@@ -94,6 +97,29 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 #: What makes one text of a ``tools/call`` result, given ``resources/read`` on its server.
 TextOf = Callable[[types.CallToolResult, Callable[[str], types.ReadResourceResult]], str]
+
+
+def _sdk_says(exc: BaseException, code: int) -> bool:
+    """Whether ``exc`` is the SDK's own ``CONNECTION_CLOSED`` or ``REQUEST_TIMEOUT`` (its
+    words, ``mcp/shared/jsonrpc_dispatcher.py``), not a server's error that uses the same code
+    (-32000 is the usual code of a server's own failure)."""
+    if not isinstance(exc, MCPError) or exc.code != code:
+        return False
+    if code == types.CONNECTION_CLOSED:
+        return exc.message == "Connection closed"
+    return exc.message.startswith("Request ") and exc.message.endswith(" timed out")
+
+
+def _first_error(exc: ValidationError) -> str:
+    """Where a result broke the schema, and how: ``tools.3.inputSchema.type: Input should be
+    'object'`` (of how many)."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return type(exc).__name__
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    more = f", and {len(errors) - 1} more" if len(errors) > 1 else ""
+    return cut(f"{exc.title}: {where}: {first.get('msg', '')}{more}", MAX_MESSAGE_CHARS)
 
 
 class McpServerError(RuntimeError):
@@ -127,6 +153,13 @@ class McpServer:
         self.spec = spec
         self.max_message_bytes = max_message_bytes
         self.text_of = text_of
+        #: values of the server's environment whose names look secret (``MCP_<NAME>_ENV`` or
+        #: ``spec.env``): redacted from its results and from every error that quotes it
+        self.secrets = (
+            tuple(value for key, value in spec.env.items() if SECRET_NAME_RE.search(key))
+            + configured_secrets()
+        )
+        self._stopped: str | None = None  # why the server stopped, once it has
         self.tools: list[Tool] = []
         self.notes: list[str] = []
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
@@ -244,7 +277,11 @@ class McpServer:
         """
         client = self._live()
         result = self._request(lambda: client.call_tool(name, arguments), f"tools/call {name}")
-        return self.text_of(result, self.read_resource)
+        try:
+            text = self.text_of(result, self.read_resource)
+        except McpToolError as exc:  # the server's words: a key it was given never goes on
+            raise McpToolError(redact(str(exc), self.secrets)) from None
+        return redact(text, self.secrets)
 
     def read_resource(self, uri: str) -> types.ReadResourceResult:
         """``resources/read`` of ``uri``.
@@ -256,6 +293,11 @@ class McpServer:
         return self._request(lambda: client.read_resource(uri), "resources/read")
 
     def _live(self) -> Client:
+        if self._stopped is not None:
+            raise McpServerError(
+                f"the MCP server {self.spec.name!r} is not running: it stopped earlier "
+                f"({self._stopped})"
+            )
         if self._client is None or self._closed:
             raise McpServerError(f"the MCP server {self.spec.name!r} is not running")
         return self._client
@@ -268,8 +310,11 @@ class McpServer:
             page = await client.list_tools(cursor=cursor)
             listed.extend(page.tools)
             cursor = page.next_cursor
-            if cursor is None or len(listed) > MAX_TOOLS_PER_SERVER:
-                break
+            if cursor is None:
+                return listed
+        self.notes.append(
+            f"its tool list goes on past {MAX_LIST_PAGES} pages: the rest is not read"
+        )
         return listed
 
     def _request(self, send: Callable[[], Awaitable[_T]], what: str) -> _T:
@@ -298,24 +343,26 @@ class McpServer:
             exc = exc.exceptions[0]
         name = self.spec.name
         answered = False
-        if isinstance(exc, TimeoutError) or (
-            isinstance(exc, MCPError) and exc.code == types.REQUEST_TIMEOUT
-        ):
+        if isinstance(exc, TimeoutError) or _sdk_says(exc, types.REQUEST_TIMEOUT):
             reason = f"no answer within {self.spec.timeout_s:g} s ({setting(name, 'TIMEOUT')})"
-        elif isinstance(exc, MCPError) and exc.code != types.CONNECTION_CLOSED:
-            reason = f"it answered with error {exc.code}: {cut(exc.message, 500)}"
+        elif _sdk_says(exc, types.CONNECTION_CLOSED) or isinstance(
+            exc, anyio.ClosedResourceError | anyio.BrokenResourceError
+        ):
+            reason = "the connection closed: the server stopped"
+        elif isinstance(exc, MCPError):
+            reason = f"it answered with error {exc.code}: {cut(exc.message, MAX_MESSAGE_CHARS)}"
             answered = True
         elif isinstance(exc, ValidationError):
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            reason = f"it answered with something that is not MCP ({cut(first, 300)})"
+            reason = f"it answered with something that is not MCP ({_first_error(exc)})"
             answered = True
-        elif isinstance(exc, MCPError | anyio.ClosedResourceError | anyio.BrokenResourceError):
-            reason = "the connection closed: the server stopped"
         else:
-            reason = f"{type(exc).__name__}: {cut(str(exc), 300)}"
+            reason = f"{type(exc).__name__}: {cut(str(exc), MAX_MESSAGE_CHARS)}"
         tail = "" if answered else self.stderr_tail(stderr_from)
         said = f"; its stderr ends: {tail}" if tail else ""
-        return McpServerError(f"the MCP server {name!r} {doing}: {reason}{said}")
+        if reason.startswith("the connection closed"):
+            self._stopped = f"{doing}{said}"
+        message = redact(f"the MCP server {name!r} {doing}: {reason}{said}", self.secrets)
+        return McpServerError(message)
 
     def _stderr_size(self) -> int:
         log = self._errlog
@@ -346,20 +393,35 @@ class McpServer:
     # -- its tools ------------------------------------------------------------------------------
 
     def _tools_of(self, listed: list[types.Tool]) -> list[Tool]:
-        """The registry's tools for what ``tools/list`` gave (the rules of the module doc)."""
+        """The registry's tools for what ``tools/list`` gave (the rules of the module doc):
+        the tools ``MCP_<NAME>_TOOLS`` names (all by default), those whose names a function
+        can have first, then the renamed ones, at most :data:`MAX_TOOLS_PER_SERVER`."""
         spec, notes = self.spec, self.notes
-        wanted = None if spec.tools is None else set(spec.tools)
+        if spec.tools is not None:
+            missing = sorted(set(spec.tools) - {item.name for item in listed})
+            if missing:
+                notes.append(
+                    f"{setting(spec.name, 'TOOLS')} names {', '.join(map(repr, missing))}, "
+                    "which it does not list"
+                )
+            listed = [item for item in listed if item.name in spec.tools]
         if len(listed) > MAX_TOOLS_PER_SERVER:
             notes.append(f"it lists over {MAX_TOOLS_PER_SERVER} tools: the first are taken")
             listed = listed[:MAX_TOOLS_PER_SERVER]
+        named = [(spec.prefix + item.name, item) for item in listed]
+        fitting = [(n, item, False) for n, item in named if FUNCTION_NAME_RE.fullmatch(n)]
+        renamed = [
+            (re.sub(r"[^A-Za-z0-9_-]", "_", n)[:64] or "_", item, True)
+            for n, item in named
+            if not FUNCTION_NAME_RE.fullmatch(n)
+        ]
         tools: dict[str, Tool] = {}
-        for item in listed:
-            if wanted is not None and item.name not in wanted:
-                continue
-            name = spec.prefix + item.name
-            if not FUNCTION_NAME_RE.fullmatch(name):
-                name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
-                notes.append(f"{item.name!r} is offered as {name!r} (a function name's characters)")
+        for name, item, was_renamed in [*fitting, *renamed]:
+            if was_renamed:
+                notes.append(
+                    f"{item.name!r} is offered as {name!r} (the characters and length a "
+                    "function name may have)"
+                )
             if name in RESERVED_TOOL_NAMES:
                 notes.append(f"{name!r} is left out: the workbook's strategies give that name")
                 continue
@@ -371,9 +433,7 @@ class McpServer:
             schema = item.input_schema
             size = len(json.dumps(schema, ensure_ascii=False, default=str).encode())
             if schema.get("type") != "object" or size > MAX_SCHEMA_BYTES:
-                why = (
-                    "is not an object's" if schema.get("type") != "object" else f"is {size:,} bytes"
-                )
+                why = f"is {size:,} bytes" if size > MAX_SCHEMA_BYTES else "is not an object's"
                 notes.append(f"{item.name!r} is left out: its input schema {why}")
                 continue
             description = item.description or item.title or ""
@@ -389,13 +449,6 @@ class McpServer:
                 fn=self._caller(item.name),
                 server=spec.name,
             )
-        if wanted is not None:
-            missing = sorted(wanted - {item.name for item in listed})
-            if missing:
-                notes.append(
-                    f"{setting(spec.name, 'TOOLS')} names {', '.join(map(repr, missing))}, "
-                    "which it does not list"
-                )
         return list(tools.values())
 
     def _caller(self, server_name: str) -> Callable[..., str]:

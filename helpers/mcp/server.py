@@ -53,6 +53,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import LATEST_PROTOCOL_VERSION, is_version_at_least
 
 from helpers import ids
 from helpers.context.boxing import (
@@ -84,15 +85,23 @@ SERVER_STRATEGY = "box-json"
 #: its own), in milliseconds (SEP-2549 caching hints, MCP 2026-07-28).
 CACHE_TTL_MS = 3_600_000
 
-#: What the server tells its clients (the ``instructions`` of MCP's server info).
-SERVER_INSTRUCTIONS = (
-    "The Context Relay Workbook's tools. A result longer than about 1,000 tokens comes back as a "
-    "resource link (uri internal://<id>) instead of its text, kept by this server for this "
-    "session. To give that value to another of these tools, pass its uri, whole and exactly, "
-    "as the argument value: the server puts the value in its place. To read it: resources/read "
-    "(all of it), or internal_resource_length, internal_resource_read_slice, "
-    "internal_resource_read_lines and internal_resource_grep for a part."
-)
+
+def server_instructions(box_rule: str) -> str:
+    """What the server tells its clients (the ``instructions`` of its server info), for the rule
+    it boxes by (``over 1,000 tokens``)."""
+    return (
+        f"The Context Relay Workbook's tools. A result {box_rule} comes back as a resource link "
+        "(uri internal://<id>) instead of its text, kept by this server for this session. To "
+        "give that value to another of these tools, pass its uri, whole and exactly, as the "
+        "argument value: the server puts the value in its place. To read it: resources/read "
+        "(all of it), or internal_resource_length, internal_resource_read_slice, "
+        "internal_resource_read_lines and internal_resource_grep for a part."
+    )
+
+
+#: The first protocol version with a ``resource_link`` content block (MCP 2025-06-18, "Tools ›
+#: Resource links"): an older client gets the link as its JSON text in a text block instead.
+FIRST_LINK_VERSION = "2025-06-18"
 
 
 def new_session_id() -> str:
@@ -204,7 +213,7 @@ class WorkbookMcpServer:
             SERVER_NAME,
             version=workbook_version(),
             title="Context Relay Workbook",
-            instructions=SERVER_INSTRUCTIONS,
+            instructions=server_instructions(self.policy.design.rule()),
             cache_hints={
                 "tools/list": CacheHint(ttl_ms=CACHE_TTL_MS, scope="public"),
                 "resources/read": CacheHint(ttl_ms=CACHE_TTL_MS, scope="private"),
@@ -247,9 +256,15 @@ class WorkbookMcpServer:
                 self.store.ensure_thread(self.session_id)
             return dispatch(call_id, name, raw, self.tools, self.policy, ctx)
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """The MCP result of one call: a resource link, a text, or a tool execution error."""
-        return call_result(self.dispatch(name, arguments))
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        protocol_version: str = LATEST_PROTOCOL_VERSION,
+    ) -> types.CallToolResult:
+        """The MCP result of one call: a resource link (as text for a client of a protocol
+        version before :data:`FIRST_LINK_VERSION`), a text, or a tool execution error."""
+        return call_result(self.dispatch(name, arguments), protocol_version)
 
     def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The stored output behind ``uri``, byte for byte, if this session made it.
@@ -289,8 +304,8 @@ class WorkbookMcpServer:
             return resolve_in_thread(self.store, self.session_id, ref_id)
         except ForeignReference:
             raise invalid_params(
-                f"{shown} belongs to another session of this server: a resource link is valid "
-                "only in the session whose tool call made it",
+                f"{shown} is not this session's: a resource link is valid only in the session "
+                "whose tool call made it (it belongs to another session or thread of the store)",
                 uri,
             ) from None
         except UnknownReference:
@@ -309,7 +324,10 @@ class WorkbookMcpServer:
     async def _on_call_tool(
         self, _ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(self.call_tool, params.name, params.arguments)
+        version = getattr(_ctx, "protocol_version", None) or LATEST_PROTOCOL_VERSION
+        return await anyio.to_thread.run_sync(
+            self.call_tool, params.name, params.arguments, version
+        )
 
     async def _on_list_resources(
         self, _ctx: Any, _params: types.PaginatedRequestParams | None
@@ -331,15 +349,19 @@ class WorkbookMcpServer:
             )
 
 
-def call_result(record: ToolCallRecord) -> types.CallToolResult:
+def call_result(
+    record: ToolCallRecord, protocol_version: str = LATEST_PROTOCOL_VERSION
+) -> types.CallToolResult:
     """What ``tools/call`` returns for a dispatched call: a tool execution error (``isError``)
-    with the reason, the resource link the policy made of a long result, or the text."""
+    with the reason, the resource link the policy made of a long result (a client of a version
+    before :data:`FIRST_LINK_VERSION` has no such block: it gets the link's JSON text, as the
+    ``box-json`` strategy shows it to a model), or the text."""
     if record.result_kind == "error":
         message = record.error or record.result
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=message)], is_error=True
         )
-    if record.result_kind == "boxed":
+    if record.result_kind == "boxed" and is_version_at_least(protocol_version, FIRST_LINK_VERSION):
         link = types.ResourceLink.model_validate(json.loads(record.result))
         return types.CallToolResult(content=[link])
     return types.CallToolResult(content=[types.TextContent(type="text", text=record.result)])

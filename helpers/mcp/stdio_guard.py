@@ -10,12 +10,20 @@ library, so it starts wherever the client runs), which:
 
 - passes the client's stdin to the server unchanged;
 - passes the server's stdout to the client one whole message at a time, holding at most ``N``
-  bytes. A message over ``N`` is not passed on: when its start names a request id, an error
-  response for that id goes instead (``-32603``, "the server's answer was over N bytes"), so
-  that call fails with a reason and the session goes on; a message without an id ends the
-  server;
+  bytes. A line that is not JSON is not passed on (the SDK would drop it without a word): a
+  line on stderr quotes its start. A message over ``N`` is not passed on either: it is read to
+  its end without being held (:class:`MessageScanner`), and when it is a response (its top
+  level has an ``id`` and no ``method``), an error response for that id goes instead
+  (``-32603``, "the server's answer was over N bytes"), so that call fails with a reason and
+  the session goes on; a request or notification over ``N`` is dropped, said on stderr; a
+  message whose id cannot be read ends the server;
 - passes the first ``M`` bytes of the server's stderr on, then one line saying the rest was
-  dropped.
+  dropped;
+- when the client closes stdin (it is done, or it died), gives the server
+  :data:`STOP_GRACE_S` seconds to exit, then stops it (SIGTERM, then SIGKILL), so no server
+  outlives its client;
+- says on stderr when the server exits with a code other than 0, or exits while its client is
+  still connected.
 
 It exits with the server's exit code. Standard library only: it starts before anything else.
 """
@@ -39,11 +47,133 @@ from typing import BinaryIO
 DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
 #: How much of a server's stderr reaches the client's log, in bytes.
 DEFAULT_MAX_STDERR_BYTES = 64 << 10
+#: Seconds a server has to exit once its client has closed stdin, before it is stopped.
+STOP_GRACE_S = 3.0
 _CHUNK_BYTES = 64 << 10
-#: How far into a message its request id is looked for (the SDK and most servers write
-#: ``{"jsonrpc":"2.0","id":…`` first).
-_ID_WINDOW_BYTES = 256
-_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,128}")')
+#: The most bytes of a top-level ``id`` value read (a JSON-RPC id is a number or a string).
+_MAX_ID_BYTES = 512
+#: How much of a line that is not JSON the note on stderr quotes, in characters.
+_QUOTED_CHARS = 200
+
+
+class MessageScanner:
+    """Reads one JSON-RPC message a piece at a time, holding none of it but its top-level
+    ``id`` (at most :data:`_MAX_ID_BYTES`): what a response over the limit needs to be answered
+    for. Strings are skipped with a regular expression, so a long value costs little.
+
+    After the whole message is fed: :meth:`response_id` is the id's JSON text when the message
+    is a response (an ``id`` at its top level and no ``method``), else ``None``; and
+    :attr:`has_method` says it is a request or a notification.
+    """
+
+    _OUTSIDE = re.compile(rb'["{}\[\],:]')
+    _INSIDE = re.compile(rb'["\\]')
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.expect_key = False
+        self.key: bytearray | None = None  # a top-level key being read
+        self.last_key = b""
+        self.value: bytearray | None = None  # the top-level id's value being read
+        self.id: bytes | None = None
+        self.has_method = False
+
+    def _take(self, data: bytes, start: int, end: int) -> None:
+        if start >= end:
+            return
+        if self.key is not None:
+            self.key += data[start:end][: 16 - len(self.key)]
+        if self.value is not None:
+            self.value += data[start:end]
+            if len(self.value) > _MAX_ID_BYTES:
+                self.value = None  # not an id this client ever sent
+                self.id = b""
+
+    def feed(self, data: bytes) -> None:
+        """Read the next piece of the message."""
+        pos = 0
+        while pos < len(data):
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                    self._take(data, pos, pos + 1)
+                    pos += 1
+                    continue
+                found = self._INSIDE.search(data, pos)
+                end = found.start() if found else len(data)
+                self._take(data, pos, end)
+                if found is None:
+                    return
+                pos = end + 1
+                if data[end] == 0x5C:  # a backslash: the next byte is escaped
+                    self._take(data, end, end + 1)
+                    self.escaped = True
+                    continue
+                self.in_string = False
+                if self.key is not None:
+                    self.last_key, self.key = bytes(self.key), None
+                    self.has_method = self.has_method or self.last_key == b"method"
+                else:
+                    self._take(data, end, end + 1)
+                continue
+            found = self._OUTSIDE.search(data, pos)
+            end = found.start() if found else len(data)
+            self._take(data, pos, end)
+            if found is None:
+                return
+            pos = end + 1
+            self._token(data, end)
+
+    def _token(self, data: bytes, at: int) -> None:
+        char = data[at : at + 1]
+        top = self.depth == 1
+        if char == b'"':
+            self.in_string = True
+            if top and self.expect_key:
+                self.key, self.expect_key = bytearray(), False
+            else:
+                self._take(data, at, at + 1)
+        elif char in (b"{", b"["):
+            self._take(data, at, at + 1)
+            self.depth += 1
+            self.expect_key = self.depth == 1 and char == b"{"
+        elif char in (b"}", b"]"):
+            if top:
+                self._end_value()
+            else:
+                self._take(data, at, at + 1)
+            self.depth -= 1
+        elif char == b",":
+            if top:
+                self._end_value()
+                self.expect_key = True
+            else:
+                self._take(data, at, at + 1)
+        elif char == b":":
+            if top and self.last_key == b"id" and self.id is None:
+                self.value = bytearray()
+            else:
+                self._take(data, at, at + 1)
+
+    def _end_value(self) -> None:
+        if self.value is not None:
+            self.id, self.value = bytes(self.value).strip(), None
+        self.last_key = b""
+
+    def response_id(self) -> bytes | None:
+        """The top-level id's JSON text (a number or a string) when the message is a response;
+        ``None`` when it is not one, or its id cannot be read."""
+        if self.has_method or not self.id:
+            return None
+        try:
+            value = json.loads(self.id)
+        except ValueError:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            return None
+        return json.dumps(value).encode()
 
 
 def _write(out: BinaryIO, data: bytes) -> bool:
@@ -55,8 +185,19 @@ def _write(out: BinaryIO, data: bytes) -> bool:
         return False
 
 
-def _pass_stdin(server: subprocess.Popen[bytes]) -> None:
-    """The client's stdin to the server's, until either closes."""
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL two seconds later, for a server still running."""
+    with contextlib.suppress(OSError):
+        server.terminate()
+        try:
+            server.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def _pass_stdin(server: subprocess.Popen[bytes], closed: threading.Event) -> None:
+    """The client's stdin to the server's, until either closes; then the server has
+    :data:`STOP_GRACE_S` seconds to exit before it is stopped."""
     assert server.stdin is not None
     try:
         while chunk := os.read(0, _CHUNK_BYTES):
@@ -65,8 +206,13 @@ def _pass_stdin(server: subprocess.Popen[bytes]) -> None:
     except (BrokenPipeError, OSError, ValueError):
         pass
     finally:
+        closed.set()
         with contextlib.suppress(BrokenPipeError, OSError):
             server.stdin.close()
+    try:
+        server.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _stop(server)
 
 
 def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
@@ -79,47 +225,77 @@ def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
     return b'{"jsonrpc":"2.0","id":' + request_id + b',"error":' + body.encode() + b"}\n"
 
 
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except ValueError:
+        return False
+
+
+def _note(log: BinaryIO, text: str) -> None:
+    _write(log, f"stdio guard: {text}\n".encode(errors="replace"))
+
+
 def _pass_stdout(
     server: subprocess.Popen[bytes], out: BinaryIO, log: BinaryIO, max_bytes: int
 ) -> None:
-    """The server's stdout to the client, one whole message at a time; a message over
-    ``max_bytes`` is replaced (see above). At most ``max_bytes`` are held."""
+    """The server's stdout to the client, one whole JSON message at a time (see above)."""
     assert server.stdout is not None
-    held = bytearray()  # the current message so far
-    dropping = False  # its start is past, and it is over the limit: skip to its end
+    held = bytearray()  # the current message so far, while it is within the limit
+    scanner: MessageScanner | None = None  # reads the rest of a message over the limit
     while chunk := server.stdout.read1(_CHUNK_BYTES):
         while chunk:
             newline = chunk.find(b"\n")
             piece = chunk if newline < 0 else chunk[: newline + 1]
             chunk = b"" if newline < 0 else chunk[newline + 1 :]
-            if not dropping:
+            if scanner is not None:
+                scanner.feed(piece)
+            else:
                 held += piece
                 if len(held) > max_bytes:
-                    dropping = True
-                    found = _ID_RE.search(bytes(held[:_ID_WINDOW_BYTES]))
+                    scanner = MessageScanner()
+                    scanner.feed(bytes(held))
                     del held[:]
-                    if found is None:
-                        _write(
-                            log,
-                            f"stdio guard: a message over {max_bytes:,} bytes without "
-                            "a request id; stopping the server\n".encode(),
-                        )
-                        server.kill()
-                        return
-                    _write(
-                        log, f"stdio guard: an answer over {max_bytes:,} bytes dropped\n".encode()
-                    )
-                    if not _write(out, over_limit_error(found[1], max_bytes)):
-                        server.kill()
-                        return
-            if newline >= 0:
-                if not dropping and not _write(out, bytes(held)):
-                    server.kill()
+            if newline < 0:
+                continue
+            if scanner is not None:
+                if not _over_limit(server, out, log, scanner, max_bytes):
                     return
-                del held[:]
-                dropping = False
-    if held and not dropping:
-        _write(out, bytes(held))
+                scanner = None
+                continue
+            line, held = bytes(held), bytearray()
+            if not line.strip():
+                continue
+            if not _is_json(line):
+                text = line.decode("utf-8", "replace").rstrip("\r\n")
+                _note(log, f"the server wrote a line that is not JSON: {text[:_QUOTED_CHARS]!r}")
+                continue
+            if not _write(out, line):
+                server.kill()
+                return
+    if held.strip():
+        _note(log, "the server's last line ended without a line break: dropped")
+
+
+def _over_limit(
+    server: subprocess.Popen[bytes],
+    out: BinaryIO,
+    log: BinaryIO,
+    scanner: MessageScanner,
+    max_bytes: int,
+) -> bool:
+    """Answer for a message over ``max_bytes``; ``False`` when the server had to be stopped."""
+    request_id = scanner.response_id()
+    if request_id is not None:
+        _note(log, f"an answer over {max_bytes:,} bytes dropped")
+        return _write(out, over_limit_error(request_id, max_bytes))
+    if scanner.has_method:
+        _note(log, f"a request or notification over {max_bytes:,} bytes dropped")
+        return True
+    _note(log, f"a message over {max_bytes:,} bytes whose id cannot be read; stopping the server")
+    server.kill()
+    return False
 
 
 def _pass_stderr(server: subprocess.Popen[bytes], log: BinaryIO, max_bytes: int) -> None:
@@ -134,11 +310,7 @@ def _pass_stderr(server: subprocess.Popen[bytes], log: BinaryIO, max_bytes: int)
             _write(log, keep)
         elif not told:
             told = True
-            _write(
-                log,
-                f"\nstdio guard: the server's stderr past {max_bytes:,} bytes "
-                "is dropped\n".encode(),
-            )
+            _note(log, f"the server's stderr past {max_bytes:,} bytes is dropped")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stdio guard: cannot start {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
         return 127
     out, log = sys.stdout.buffer, sys.stderr.buffer
-    threading.Thread(target=_pass_stdin, args=(server,), daemon=True).start()
+    client_closed = threading.Event()
+    threading.Thread(target=_pass_stdin, args=(server, client_closed), daemon=True).start()
     errors = threading.Thread(
         target=_pass_stderr, args=(server, log, args.max_stderr_bytes), daemon=True
     )
@@ -168,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     code = server.wait()
     errors.join(timeout=1.0)
     code = code if code >= 0 else 128 - code
-    if code:
-        _write(log, f"stdio guard: the server exited with code {code}\n".encode())
+    if code or not client_closed.is_set():
+        while_connected = "" if client_closed.is_set() else " while its client was connected"
+        _note(log, f"the server exited with code {code}{while_connected}")
     return code
 
 

@@ -15,6 +15,7 @@ import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CallToolResult,
     ImageContent,
@@ -145,6 +146,17 @@ def huge(megabytes: int) -> str:
         megabytes: how many.
     """
     return "x" * (megabytes << 20)
+
+
+@server.tool()
+def fail_with(code: int, message: str) -> str:
+    """A JSON-RPC error with this code and message, as a server's own failure.
+
+    Args:
+        code: the error code.
+        message: the message.
+    """
+    raise MCPError(code, message)
 
 
 @server.tool()

@@ -36,12 +36,13 @@ KINDS = ("text", "link", "embedded", "image", "audio", "blob")
 @dataclass(frozen=True)
 class ResultCase:
     """A generated ``tools/call`` result: its blocks as (kind, text) pairs, whether it is an
-    error, its structured content (``None``: none), and the text behind each link's uri."""
+    error, its structured content (``None``: none), and what ``resources/read`` gives for each
+    link's uri: one text content or several."""
 
     blocks: tuple[tuple[str, str], ...]
     is_error: bool = False
     structured: Any = None
-    resources: dict[str, str] = field(default_factory=dict, compare=False)
+    resources: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
     def result(self) -> types.CallToolResult:
         content: list[Any] = []
@@ -53,7 +54,12 @@ class ResultCase:
         )
 
     def shown(self) -> str:
-        parts = [f"{kind}({short(text, 18)})" for kind, text in self.blocks]
+        parts = [
+            f"link({' + '.join(short(t, 12) for t in self.resources.get(_uri(i), ()))})"
+            if kind == "link"
+            else f"{kind}({short(text, 18)})"
+            for i, (kind, text) in enumerate(self.blocks)
+        ]
         extra = " isError" if self.is_error else ""
         if self.structured is not None:
             extra += f" structuredContent={short(self.structured, 30)}"
@@ -87,30 +93,37 @@ def _block(kind: str, text: str, i: int) -> Any:
 def result_cases(
     draw: Any, kinds: tuple[str, ...] = KINDS, *, errors: bool = False, structured: bool = False
 ) -> ResultCase:
-    """Results of zero to five blocks of ``kinds``; with ``errors``, an error result (its text
-    blocks say why); with ``structured``, structured content and no blocks."""
-    if structured:
-        return ResultCase((), structured=draw(json_values()))
+    """Results of zero to five blocks of ``kinds`` (a link's resource read as one to three
+    text contents); with ``errors``, an error result (its text blocks say why); with
+    ``structured``, structured content, with no blocks or with some."""
+    low = 1 if errors else 0
     blocks = tuple(
         (draw(st.sampled_from(kinds)), draw(texts(30)))
-        for _ in range(draw(st.integers(1 if errors else 0, 5)))
+        for _ in range(draw(st.integers(low, 2 if structured else 5)))
     )
-    resources = {_uri(i): text for i, (kind, text) in enumerate(blocks) if kind == "link"}
-    return ResultCase(blocks, is_error=errors, resources=resources)
+    if structured and draw(st.booleans()):
+        blocks = ()
+    resources = {
+        _uri(i): tuple(draw(st.lists(texts(20), min_size=1, max_size=3)))
+        for i, (kind, _) in enumerate(blocks)
+        if kind == "link"
+    }
+    value = draw(json_values()) if structured else None
+    return ResultCase(blocks, is_error=errors, structured=value, resources=resources)
 
 
 class ReadProbe:
     """``resources/read`` over a case's resources, recording each uri asked for."""
 
-    def __init__(self, resources: dict[str, str]):
+    def __init__(self, resources: dict[str, tuple[str, ...]]):
         self.resources, self.asked = resources, []
 
     def __call__(self, uri: str) -> types.ReadResourceResult:
         self.asked.append(uri)
         if uri not in self.resources:
             raise KeyError(f"no resource {uri!r}")
-        contents = types.TextResourceContents(uri=uri, text=self.resources[uri])
-        return types.ReadResourceResult(contents=[contents])
+        contents = [types.TextResourceContents(uri=uri, text=t) for t in self.resources[uri]]
+        return types.ReadResourceResult(contents=contents)
 
 
 class _ResultTextChecks:
@@ -180,12 +193,15 @@ def check_mcp_result_text(mcp_result_text_fn: Callable[..., str]) -> None:
             ),
             Property(
                 "a resource link stands for the text read(uri) gives, read once for each link, "
-                "never its uri",
+                "never its uri: each of its contents, one line break between them too",
                 result_cases(("text", "link")),
                 checks.links_read,
                 show,
-                terms=("read(uri)", "resource link", "once"),
-                always=(ResultCase((("link", ""),), resources={_uri(0): ""}),),
+                terms=("read(uri)", "resource link", "once", "each of its contents"),
+                always=(
+                    ResultCase((("link", ""),), resources={_uri(0): ("",)}),
+                    ResultCase((("link", ""),), resources={_uri(0): ("a", "b")}),
+                ),
             ),
             Property(
                 "an embedded resource is its text; binary content is JSON, every field as "
@@ -212,11 +228,15 @@ def check_mcp_result_text(mcp_result_text_fn: Callable[..., str]) -> None:
             ),
             Property(
                 "a result with no blocks but structuredContent is that value as JSON "
-                "(json.dumps(..., ensure_ascii=False))",
+                "(json.dumps(..., ensure_ascii=False)); with blocks, the blocks are the text",
                 result_cases(structured=True),
                 checks.same,
                 show,
-                terms=("structuredContent", "json.dumps", "ensure_ascii=False"),
+                terms=("structuredContent", "json.dumps", "ensure_ascii=False", "with blocks"),
+                always=(
+                    ResultCase((("text", "a"),), structured={"n": 1}),
+                    ResultCase((), structured=[]),
+                ),
             ),
         ],
     ).run()

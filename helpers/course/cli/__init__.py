@@ -199,7 +199,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok; 1 error or max_iterations; 2 bad usage; 3 incomplete answer; "
         "4 no plan (the offline model knows only the case prompts). "
         "Environment: WORKBOOK_PROFILE (the model), WORKBOOK_DB_URL (the store), "
-        "WORKBOOK_VAR_DIR (run-time folder), NO_COLOR.",
+        "WORKBOOK_VAR_DIR (run-time folder), MCP_SERVERS (MCP servers whose tools ask offers), "
+        "NO_COLOR.",
     )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

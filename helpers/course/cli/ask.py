@@ -96,6 +96,11 @@ def add_command(sub: Any, name: str, help: str) -> None:
     )
     add_context_controls(ask)
     add_model_controls(ask)
+    ask.add_argument(
+        "--no-mcp",
+        action="store_true",
+        help="run without the MCP servers MCP_SERVERS names (docs/mcp.md)",
+    )
     ask.add_argument("--print-tools", action="store_true", help="print the tool schemas first")
     ask.add_argument("--dump-context", action="store_true", help="print the final messages")
 
@@ -197,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         policy = build_policy(
             args.strategy, limit_chars=args.limit, threshold=args.threshold, boxing=args.boxing
         )
-        mcp_specs = mcp_servers_from_env(load_env())
+        mcp_specs = [] if args.no_mcp else mcp_servers_from_env(load_env())
     except (ConfigError, ValueError) as exc:
         return usage_error(args, str(exc))
     args.prompt = read_prompt(args)
