@@ -363,54 +363,78 @@ def test_every_output_comes_back_whole_as_text_or_behind_a_link(echo_server, tex
         assert isinstance(block, types.TextContent) and block.text == text
 
 
-def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_url):
-    """``resource_link`` came with MCP 2025-06-18: a 2024-11-05 client (the initialize handshake,
-    written here by hand, as such a client writes it) gets the link's JSON text, and reads it."""
-    import subprocess
+class RawClient:
+    """The server over its stdin and stdout with JSON-RPC written by hand, as a client of any
+    version (or a broken one) writes it."""
 
-    params = server_params(db_url)
-    server = subprocess.Popen(
-        [params.command, *params.args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=params.cwd,
-        env={**os.environ, **(params.env or {})},
-    )
-    assert server.stdin is not None and server.stdout is not None
+    def __init__(self, db_url: str):
+        params = server_params(db_url)
+        self.server = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=params.cwd,
+            env={**os.environ, **(params.env or {})},
+        )
 
-    def send(message: dict[str, Any]) -> None:
-        server.stdin.write((json.dumps(message) + "\n").encode())
-        server.stdin.flush()
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        assert self.server.stdin is not None
+        line = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.server.stdin.write(line + b"\n")
+        self.server.stdin.flush()
 
-    def answer(request_id: int) -> dict[str, Any]:
+    def answer(self, request_id: int | None) -> dict[str, Any]:
+        assert self.server.stdout is not None
         while True:
-            message = json.loads(server.stdout.readline())
+            message = json.loads(self.server.stdout.readline())
             if message.get("id") == request_id:
                 return message
 
+    def initialize(self, version: str) -> dict[str, Any]:
+        info = {"name": "raw-client", "version": "1"}
+        params = {"protocolVersion": version, "capabilities": {}, "clientInfo": info}
+        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        answered = self.answer(1)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answered
+
+    def close(self) -> None:
+        assert self.server.stdin is not None
+        self.server.stdin.close()
+        self.server.wait(timeout=HANG_GUARD_S)
+
+
+def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_url):
+    """``resource_link`` came with MCP 2025-06-18: a 2024-11-05 client gets the link's JSON
+    text, and reads it."""
+    raw = RawClient(db_url)
     try:
-        info = {"name": "old-client", "version": "1"}
-        send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": info},
-            }
-        )
-        assert answer(1)["result"]["protocolVersion"] == "2024-11-05"
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert raw.initialize("2024-11-05")["result"]["protocolVersion"] == "2024-11-05"
         call = {"name": "yt_transcribe", "arguments": {"video_id": "123"}}
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
-        (block,) = answer(2)["result"]["content"]
+        raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        (block,) = raw.answer(2)["result"]["content"]
         assert block["type"] == "text"
         link = json.loads(block["text"])
         assert link["type"] == "resource_link" and URI_RE.fullmatch(link["uri"])
-        send(
-            {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": link["uri"]}}
-        )
-        assert answer(3)["result"]["contents"][0]["text"] == yt_transcribe("123")
+        read = {"uri": link["uri"]}
+        raw.send({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": read})
+        assert raw.answer(3)["result"]["contents"][0]["text"] == yt_transcribe("123")
     finally:
-        server.stdin.close()
-        server.wait(timeout=HANG_GUARD_S)
+        raw.close()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"{not json", b"\x00garbage", b"[1, 2]", b'{"jsonrpc": "2.0", "id": 5}', b"\xff\xfe"],
+)
+def test_a_line_it_cannot_read_gets_a_parse_error_and_the_server_goes_on(db_url, line):
+    raw = RawClient(db_url)
+    try:
+        raw.send(line)
+        refused = raw.answer(None)
+        assert refused["error"]["code"] == -32700
+        assert refused["error"]["message"].startswith("not a JSON-RPC message this server can read")
+        assert raw.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
+    finally:
+        raw.close()

@@ -53,7 +53,9 @@ from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import LATEST_PROTOCOL_VERSION, is_version_at_least
+from pydantic import ValidationError
 
 from helpers import ids
 from helpers.context.boxing import (
@@ -342,11 +344,39 @@ class WorkbookMcpServer:
 
     async def serve_stdio(self) -> None:
         """Serve this session over the process's stdin and stdout until the client closes them
-        (the SDK points fd 1 at stderr meanwhile, so nothing a tool prints reaches the wire)."""
+        (the SDK points fd 1 at stderr meanwhile, so nothing a tool prints reaches the wire).
+        A line that is not a JSON-RPC message gets JSON-RPC's parse error (``-32700``, id
+        ``null``), where the SDK would drop it without a word."""
         async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
-            )
+            messages, received = anyio.create_memory_object_stream[SessionMessage | Exception]()
+
+            async def answer_what_cannot_be_read() -> None:
+                async with messages:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            await write_stream.send(SessionMessage(parse_error(item)))
+                        else:
+                            await messages.send(item)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(answer_what_cannot_be_read)
+                await self.server.run(
+                    received, write_stream, self.server.create_initialization_options()
+                )
+                tasks.cancel_scope.cancel()
+
+
+def parse_error(exc: Exception) -> types.JSONRPCError:
+    """JSON-RPC 2.0's answer to a message it cannot read (``-32700``, id ``null``: which request
+    it was cannot be known), saying what the reader found, on one line."""
+    errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
+    said = errors[0].get("msg", "") if errors else str(exc)
+    first = " ".join(said.split())[:200] or type(exc).__name__
+    data = types.ErrorData(
+        code=types.PARSE_ERROR,
+        message=f"not a JSON-RPC message this server can read ({first})",
+    )
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=data)
 
 
 def call_result(
