@@ -25,14 +25,20 @@ server that does not start, dies, hangs or answers with something that is not MC
 :class:`McpServerError` saying which and why, with the end of what it wrote on stderr; during a
 turn that is an error result, and the turn goes on.
 
-Which tools join (the MCP spec, "Tools › Tool Names"): a name a chat-completions function cannot
-have (a dot, over 64 characters) is offered with ``_`` in place of each character it cannot
-hold; a name one of the workbook's own model-only tools has (``fetch_tool_output``, the resolve
-tools, ``tool_search``, ``run_program``) is left out, as the client's own (the workbook's own
-server lists its resolve tools: they look inside the server's references, which the model never
-sees); two servers offering one name is a :class:`~helpers.mcp.settings.McpConfigError` (give
-one a prefix); a server's tool of the same name as one of the workbook's stands in for it
-(:meth:`McpServers.registry` says so). Each is said in :attr:`McpServer.notes`.
+Which tools join (the MCP spec, "Tools › Tool Names"): of the tools ``MCP_<NAME>_TOOLS`` names
+(all by default), at most :data:`MAX_TOOLS_PER_SERVER`, those whose names a chat-completions
+function can have come first; a name it cannot have (a dot, over 64 characters) is offered with
+``_`` in place of each character it cannot hold, cut to 64, and left out if that name is taken;
+a name one of the workbook's own model-only tools has (``fetch_tool_output``, the resolve tools,
+``tool_search``, ``run_program``) is left out, as the client's own (the workbook's own server
+lists its resolve tools: they look inside the server's references, which the model never sees);
+two servers offering one name is a :class:`~helpers.mcp.settings.McpConfigError` (give one a
+prefix); a server's tool of the same name as one of the workbook's stands in for it. Each is
+said in :attr:`McpServer.notes` (:meth:`McpServers.notes` adds the tools that stand in).
+
+A variable of a server's environment whose name looks secret (``GITHUB_TOKEN``:
+:data:`helpers.redaction.SECRET_NAME_RE`) is redacted from everything the server sends back and
+every error that quotes it (:attr:`McpServer.secrets`).
 """
 
 from __future__ import annotations
@@ -141,6 +147,7 @@ class McpServer:
     Attributes:
         tools: its tools as the registry takes them (after :meth:`start`).
         notes: what a user should know of them: tools left out or renamed, descriptions cut.
+        secrets: the values redacted from what it sends back and from every error about it.
     """
 
     def __init__(
