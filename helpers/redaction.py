@@ -70,11 +70,13 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     return text
 
 
-#: Setting names whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``…):
-#: one of the words of the name (split at ``_``) says so. A word that only contains one does not
-#: (``TIKTOKEN_CACHE_DIR`` is a folder, ``TOKENIZERS_PARALLELISM`` a switch).
+#: Setting names whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``,
+#: ``GH_PAT``…): one of the words of the name (split at ``_``) says so, or the name holds
+#: ``PASSWORD``/``PASSWD`` anywhere (libpq's ``PGPASSWORD``). A word that only contains one does
+#: not (``TIKTOKEN_CACHE_DIR`` is a folder, ``TOKENIZERS_PARALLELISM`` a switch, ``PATH`` a path).
 SECRET_NAME_RE = re.compile(
-    r"(?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)(?:_|$)", re.I
+    r"(?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASS|PAT|CREDENTIALS?)(?:_|$)|PASSWORD|PASSWD",
+    re.I,
 )
 
 
@@ -82,14 +84,31 @@ SECRET_NAME_RE = re.compile(
 _MCP_ENV_RE = re.compile(r"MCP_[A-Z][A-Z0-9_]*_ENV")
 
 
+def secrets_of(variables: Mapping[str, str | None]) -> set[str]:
+    """The secret values among ``variables`` (names → values, as an environment): each value
+    whose name looks secret (:data:`SECRET_NAME_RE`), and the password of each URL
+    (``postgresql://user:password@host/db``, a ``DATABASE_URL``). Nothing else: an ordinary
+    value redacted would change every output that holds it (``production``, ``definition``)."""
+    found: set[str] = set()
+    for name, value in variables.items():
+        value = str(value or "").strip()
+        if SECRET_NAME_RE.search(str(name)):
+            found.add(value)
+        elif "://" in value and "@" in value:
+            try:
+                found.add(urlsplit(value).password or "")
+            except ValueError:
+                continue
+    return found
+
+
 def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str, ...]:
-    """The secret values configured here: every setting of the environment and of ``.env`` whose
-    name looks secret (:data:`SECRET_NAME_RE`), and the password of any URL setting (a
-    ``postgresql://user:password@host/db`` store URL), every value of a
-    ``<NAME>_EXTRA_HEADERS`` setting (headers), and each variable of an ``MCP_<NAME>_ENV`` one
-    (an MCP server's environment) whose name looks secret (``GITHUB_TOKEN``, not ``NODE_ENV``:
-    an ordinary value redacted would change every output that holds it). Values shorter than 8 characters are left
-    out (placeholders such as ``none``). Reading ``.env`` warns if other users can read it
+    """The secret values configured here: those of the environment and of ``.env``
+    (:func:`secrets_of`: settings whose names look secret, URL passwords), every value of a
+    ``<NAME>_EXTRA_HEADERS`` setting (headers), and the secrets of each ``MCP_<NAME>_ENV`` one
+    (an MCP server's environment, :func:`secrets_of` again). Values shorter than
+    :data:`MIN_SECRET_CHARS` characters are left out (placeholders such as ``none``): they are
+    never redacted. Reading ``.env`` warns if other users can read it
     (:func:`warn_if_env_file_shared`)."""
     if env is None:
         env_file = workspace_dir() / ".env"
@@ -98,32 +117,21 @@ def configured_secrets(env: Mapping[str, str | None] | None = None) -> tuple[str
             warn_if_env_file_shared(env_file)
             file_values = dotenv_values(env_file)
         env = {**file_values, **os.environ}
-    found: set[str] = set()
+    found = secrets_of(env)
     for name, value in env.items():
-        value = (value or "").strip()
-        if SECRET_NAME_RE.search(name):
-            found.add(value)
-        elif name.upper().endswith("_EXTRA_HEADERS"):  # a project id or a gateway's token
-            try:
-                headers = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(headers, dict):
-                found.update(str(v).strip() for v in headers.values())
-        elif _MCP_ENV_RE.fullmatch(name.upper()):  # an MCP server's keys, by their names
-            try:
-                variables = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(variables, dict):
-                found.update(
-                    str(v).strip() for k, v in variables.items() if SECRET_NAME_RE.search(str(k))
-                )
-        elif "://" in value and "@" in value:
-            try:
-                found.add(urlsplit(value).password or "")
-            except ValueError:
-                continue
+        name = name.upper()
+        if not (name.endswith("_EXTRA_HEADERS") or _MCP_ENV_RE.fullmatch(name)):
+            continue
+        try:
+            parsed = json.loads((value or "").strip())
+        except ValueError:
+            continue
+        if not isinstance(parsed, dict):
+            continue
+        if name.endswith("_EXTRA_HEADERS"):  # a project id or a gateway's token
+            found.update(str(v).strip() for v in parsed.values())
+        else:  # an MCP server's keys, by their names
+            found.update(secrets_of(parsed))
     return tuple(sorted(v for v in found if len(v) >= MIN_SECRET_CHARS))
 
 

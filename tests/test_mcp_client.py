@@ -243,11 +243,17 @@ def test_a_server_that_dies_ends_in_error_results_and_the_turn_goes_on(store):
 
 
 @pytest.mark.parametrize(
-    ("code", "message"), [(-32000, "custom failure"), (-32001, "Unauthorized: token expired")]
+    ("code", "message"),
+    [
+        (-32000, "custom failure"),
+        (-32001, "Unauthorized: token expired"),
+        (-32000, "Connection closed"),  # a gateway forwarding its upstream's words
+    ],
 )
 def test_a_servers_own_error_codes_are_its_errors(relay_server, code, message):
     """-32000 and -32001 are also the SDK's own codes for a closed connection and a timeout: a
-    server's error with one of them is still the server's, with its message."""
+    server's error with one of them (even in the SDK's own words, from a server that still
+    answers a ping) is still the server's, with its message."""
     tools = tools_of(relay_server)
     with pytest.raises(McpServerError) as failed:
         tools["fail_with"].call({"code": code, "message": message})
@@ -419,6 +425,7 @@ def test_the_settings_describe_each_server():
         ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_ENV": '{"K": 1}'}, "MCP_A_ENV"),
         ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_PREFIX": "a.b"}, "MCP_A_PREFIX"),
         ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_TOOLS": " , "}, "MCP_A_TOOLS"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_CWD": "/nonexistent"}, "MCP_A_CWD"),
     ],
 )
 def test_a_setting_that_cannot_be_used_is_named(env, names):

@@ -60,16 +60,65 @@ print(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"ok": True}}))
     assert [m["id"] for m in messages] == [1, 42, 'ab"c', 2]
     assert messages[1]["error"]["code"] == -32603
     assert "over 1,048,576 bytes" in messages[1]["error"]["message"]
-    assert "a line that is not JSON: 'this is not json at all'" in err
+    assert "a line that is not a JSON object: 'this is not json at all'" in err
     assert "a request or notification over 1,048,576 bytes dropped" in err
 
 
-def test_a_message_over_the_limit_without_an_id_stops_the_server():
-    script = f"import sys, time; sys.stdout.write('[' + '1,' * {1 << 20} + '1]\\n'); time.sleep(60)"
+def test_every_readable_id_is_answered_for_and_nothing_stops_the_server():
+    """Ids as JSON allows them (``null``, ``3.0``, the key written ``\\u0069d``, a second ``id``
+    key, which JSON readers take): each answered for; a message over the limit whose id is not
+    one (``true``, none at all, a bare list) is dropped, and the server goes on."""
+    script = """
+import json, sys
+big = "x" * (2 << 20)
+def out(text): sys.stdout.write(text + "\\n")
+out('{"jsonrpc": "2.0", "id": null, "result": "' + big + '"}')
+out('{"jsonrpc": "2.0", "id": 3.0, "result": "' + big + '"}')
+out('{"jsonrpc": "2.0", "\\\\u0069d": 4, "result": "' + big + '"}')
+out('{"jsonrpc": "2.0", "id": 1, "result": "' + big + '", "id": 5}')
+out('{"jsonrpc": "2.0", "id": true, "result": "' + big + '"}')
+out('{"jsonrpc": "2.0", "result": "' + big + '"}')
+out('[' + '1,' * (1 << 20) + '1]')
+out(json.dumps({"jsonrpc": "2.0", "id": 6, "result": {"ok": True}}))
+"""
+    messages, err = finished(guarded(script))
+    assert [m["id"] for m in messages] == [None, 3, 4, 5, 6]
+    assert all(m["error"]["code"] == -32603 for m in messages[:4])
+    assert err.count("whose id cannot be read dropped") == 3
+    assert "exited" not in err  # never stopped for what it sent
+
+
+def test_the_limit_counts_the_message_not_its_line_break():
+    def line_of(size: int, end: str) -> str:
+        head = '{"jsonrpc":"2.0","id":1,"result":"'
+        return head + "x" * (size - len(head) - 2) + '"}' + end
+
+    for end in ("\n", "\r\n"):
+        at_limit, over = line_of(1000, end), line_of(1001, end)
+        script = f"import sys; sys.stdout.write({at_limit!r} + {over!r})"
+        messages, err = finished(guarded(script, max_bytes=1000))
+        assert [m.get("result", "error")[:1] for m in messages] == ["x", "e"], end
+        assert "an answer over 1,000 bytes dropped" in err
+
+
+def test_lines_that_are_not_json_objects_are_dropped_and_quoted():
+    script = """
+import json, sys
+for line in ['\\ufeff{"jsonrpc": "2.0", "id": 1, "result": {}}', 'NaN', '123', '"hello"',
+             '{"jsonrpc": "2.0", "id": 2, "result": NaN}']:
+    sys.stdout.write(line + "\\n")
+print(json.dumps({"jsonrpc": "2.0", "id": 3, "result": {}}))
+"""
+    messages, err = finished(guarded(script))
+    assert [m["id"] for m in messages] == [3]
+    assert err.count("a line that is not a JSON object") == 5
+
+
+def test_a_server_that_closes_its_stdout_and_goes_on_is_said_to():
+    script = "import os, time; os.close(1); time.sleep(60)"
     messages, err = finished(guarded(script))
     assert messages == []
-    assert "whose id cannot be read; stopping the server" in err
-    assert "the server exited with code 137" in err
+    assert "closed its stdout and goes on running" in err
 
 
 def test_a_server_never_outlives_its_client():

@@ -425,16 +425,25 @@ def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_u
 
 
 @pytest.mark.parametrize(
-    "line",
-    [b"{not json", b"\x00garbage", b"[1, 2]", b'{"jsonrpc": "2.0", "id": 5}', b"\xff\xfe"],
+    ("line", "code"),
+    [
+        (b"{not json", -32700),
+        (b"\x00garbage", -32700),
+        (b"\xff\xfe", -32700),
+        (b"[1, 2]", -32600),
+        (b'{"jsonrpc": "2.0", "id": 5}', -32600),
+        (b"   ", None),
+    ],
 )
-def test_a_line_it_cannot_read_gets_a_parse_error_and_the_server_goes_on(db_url, line):
+def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_url, line, code):
+    """Not JSON: -32700; JSON that is not a message: -32600; a blank line: nothing at all."""
     raw = RawClient(db_url)
     try:
         raw.send(line)
-        refused = raw.answer(None)
-        assert refused["error"]["code"] == -32700
-        assert refused["error"]["message"].startswith("not a JSON-RPC message this server can read")
+        if code is not None:
+            refused = raw.answer(None)
+            assert refused["error"]["code"] == code
+            assert refused["error"]["message"].startswith("a line this server cannot read")
         assert raw.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
     finally:
         raw.close()

@@ -2273,3 +2273,48 @@ WRONG_ANSWERS[("09", 1)] += [
         ),
     ),
 ]
+
+# found by a second pair of eyes: a read that fails, and binary contents behind a link
+WRONG_ANSWERS[("09", 1)] += [
+    (
+        "a link that cannot be read turned into text (its error swallowed)",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                """try:
+                parts.extend(contents_text(c) for c in read(block.uri).contents)
+            except Exception as exc:
+                parts.append(f"[could not read {block.uri}: {exc}]")""",
+            )
+        ),
+    ),
+    (
+        "a blob behind a link as its raw base64",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                'parts.extend(getattr(c, "text", None) or getattr(c, "blob", "") '
+                "for c in read(block.uri).contents)",
+            )
+        ),
+    ),
+    (
+        "a link's contents that are not text left out",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                "parts.extend(c.text for c in read(block.uri).contents "
+                "if isinstance(c, mcp_types.TextResourceContents))",
+            )
+        ),
+    ),
+    (
+        "one text per link, so a link with no contents adds an empty line",
+        _mcp_answer(
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                'parts.append("\\n".join(contents_text(c) for c in read(block.uri).contents))',
+            )
+        ),
+    ),
+]

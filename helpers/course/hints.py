@@ -18,12 +18,21 @@ from helpers.course.student_notebooks import solution_notebooks, solution_parts,
 LEVELS = {1: "the idea", 2: "the approach", 3: "close to code"}
 
 
-def hints_for(notebook: str, todo: int) -> dict[int, str]:
-    """The three hints of TODO ``todo`` of notebook ``notebook`` (``"04"`` or its full name).
+def notebook_key(notebook: str | int) -> str:
+    """``notebook`` as the start of a notebook's file name: a number (``9``, ``"9"``) as its
+    two digits (``"09"``), a name as it is."""
+    text = str(notebook).strip()
+    return text.zfill(2) if text.isdigit() and len(text) < 2 else text
+
+
+def hints_for(notebook: str | int, todo: int) -> dict[int, str]:
+    """The three hints of TODO ``todo`` of notebook ``notebook`` (``"04"``, ``4`` or its full
+    name).
 
     Raises:
         LookupError: no such notebook or TODO.
     """
+    notebook = notebook_key(notebook)
     matches = [p for p in solution_notebooks() if p.name.startswith(notebook)]
     if not notebook or not matches:
         raise LookupError(f"no notebook {notebook!r}; use its number, e.g. hint('04', 2)")
@@ -34,10 +43,12 @@ def hints_for(notebook: str, todo: int) -> dict[int, str]:
     raise LookupError(f"notebook {matches[0].stem} has no TODO {todo}")
 
 
-def hint(notebook: str, todo: int, level: int = 1) -> None:
-    """Print the hints of a TODO up to ``level`` (1-3)."""
+def hint(notebook: str | int, todo: int, level: int = 1) -> None:
+    """Print the hints of a TODO up to ``level`` (1-3); ``notebook`` is its number, ``"04"``
+    (or ``4``)."""
     if level not in LEVELS:
         raise ValueError("level is 1 (the idea), 2 (the approach) or 3 (close to code)")
+    notebook = notebook_key(notebook)
     hints = hints_for(notebook, todo)
     text = "\n".join(f"Hint {n} ({LEVELS[n]}): {hints[n]}" for n in range(1, level + 1))
     if level < 3:

@@ -129,6 +129,7 @@ class CallInProgress:
     provider_id: str | None
     ctx: ToolContext
     guards_before: int
+    server: str | None = None  # the MCP server of the tool, once the tool is known
 
     @classmethod
     def start(
@@ -165,6 +166,7 @@ class CallInProgress:
             ran=ran,
             provider_id=self.provider_id,
             guards=self.take_fired_guards() + ([guard] if guard else []),
+            server=self.server,
         )
 
 
@@ -234,6 +236,7 @@ def _run_call(
         return read
     tool, arguments = read
     name, refuse = tool.name, call.refuse
+    call.server = tool.server
     try:
         tool.check_arguments(_arguments_for_shape_check(arguments))
         real_arguments = policy.prepare_arguments(call.ctx, tool, arguments)
@@ -279,6 +282,7 @@ def _run_call(
         ran=True,
         provider_id=call.provider_id,
         guards=call.take_fired_guards(),
+        server=tool.server,
     )
 
 

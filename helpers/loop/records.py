@@ -99,7 +99,9 @@ class ToolCallRecord:
     differs only there. ``guards`` names
     the guards (:data:`helpers.guards.GUARDS`) that repaired or refused this call.
     ``program_call_id`` is, in code mode, the ``run_program`` call whose program made this call:
-    its ``result`` went to the program, not into the context.
+    its ``result`` went to the program, not into the context. ``server`` names the MCP server
+    that ran the tool (:attr:`helpers.tooling.registry.Tool.server`; ``None``: the workbook's
+    own process).
     """
 
     id: str
@@ -118,6 +120,7 @@ class ToolCallRecord:
     guards: list[str] = field(default_factory=list)
     fatal: str | None = None  # the turn cannot go on (the store failed)
     program_call_id: str | None = None
+    server: str | None = None
 
 
 @dataclass
@@ -195,6 +198,7 @@ class TurnRecord:
                     "output_sha256": t.output_sha256,
                     "received_sha256": t.received_sha256,
                     "guards": t.guards,
+                    **({"server": t.server} if t.server is not None else {}),
                 }
                 for t in self.tool_calls
             ],

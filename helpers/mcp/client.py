@@ -36,9 +36,10 @@ two servers offering one name is a :class:`~helpers.mcp.settings.McpConfigError`
 prefix); a server's tool of the same name as one of the workbook's stands in for it. Each is
 said in :attr:`McpServer.notes` (:meth:`McpServers.notes` adds the tools that stand in).
 
-A variable of a server's environment whose name looks secret (``GITHUB_TOKEN``:
-:data:`helpers.redaction.SECRET_NAME_RE`) is redacted from everything the server sends back and
-every error that quotes it (:attr:`McpServer.secrets`).
+A variable of a server's environment whose name looks secret (``GITHUB_TOKEN``,
+``PGPASSWORD``), and the password of a URL in it (:func:`helpers.redaction.secrets_of`), is
+redacted from everything the server sends (its tools' descriptions and schemas, its results, its
+errors and its stderr as an error quotes it) (:attr:`McpServer.secrets`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ from helpers.mcp.content import McpToolError, cut, mcp_result_text
 from helpers.mcp.settings import McpConfigError, McpServerSpec, setting
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
 from helpers.paths import workbook_version, workspace_dir
-from helpers.redaction import SECRET_NAME_RE, configured_secrets, redact
+from helpers.redaction import MIN_SECRET_CHARS, configured_secrets, redact, secrets_of
+from helpers.replies import map_strings
 from helpers.tooling.registry import Tool, ToolRegistry
 
 #: The most tools taken from one server (OpenAI takes at most 128 in one request).
@@ -163,7 +165,7 @@ class McpServer:
         #: values of the server's environment whose names look secret (``MCP_<NAME>_ENV`` or
         #: ``spec.env``): redacted from its results and from every error that quotes it
         self.secrets = (
-            tuple(value for key, value in spec.env.items() if SECRET_NAME_RE.search(key))
+            tuple(v for v in secrets_of(spec.env) if len(v) >= MIN_SECRET_CHARS)
             + configured_secrets()
         )
         self._stopped: str | None = None  # why the server stopped, once it has
@@ -352,7 +354,7 @@ class McpServer:
         answered = False
         if isinstance(exc, TimeoutError) or _sdk_says(exc, types.REQUEST_TIMEOUT):
             reason = f"no answer within {self.spec.timeout_s:g} s ({setting(name, 'TIMEOUT')})"
-        elif _sdk_says(exc, types.CONNECTION_CLOSED) or isinstance(
+        elif (_sdk_says(exc, types.CONNECTION_CLOSED) and not self._still_answers()) or isinstance(
             exc, anyio.ClosedResourceError | anyio.BrokenResourceError
         ):
             reason = "the connection closed: the server stopped"
@@ -370,6 +372,24 @@ class McpServer:
             self._stopped = f"{doing}{said}"
         message = redact(f"the MCP server {name!r} {doing}: {reason}{said}", self.secrets)
         return McpServerError(message)
+
+    def _still_answers(self) -> bool:
+        """Whether the server still answers (``tools/list``, not from the cache, within 2 s at
+        most; MCP 2026-07-28 removed ``ping``): a server (a gateway forwarding another's
+        failure) may send the SDK's own words for a closed connection."""
+        client, portal = self._client, self._portal
+        if client is None or portal is None or self._closed:
+            return False
+
+        async def ping() -> None:
+            with anyio.fail_after(min(2.0, self.spec.timeout_s)):
+                await client.list_tools(cache_mode="bypass")
+
+        try:
+            portal.call(ping)
+        except Exception:
+            return False
+        return True
 
     def _stderr_size(self) -> int:
         log = self._errlog
@@ -429,6 +449,9 @@ class McpServer:
                     f"{item.name!r} is offered as {name!r} (the characters and length a "
                     "function name may have)"
                 )
+            if redact(name, self.secrets) != name:
+                notes.append("a tool is left out: its name holds a key the server was given")
+                continue
             if name in RESERVED_TOOL_NAMES:
                 notes.append(f"{name!r} is left out: the workbook's strategies give that name")
                 continue
@@ -437,13 +460,13 @@ class McpServer:
                     f"{item.name!r} is left out: {name!r} is taken by another of its tools"
                 )
                 continue
-            schema = item.input_schema
+            schema = map_strings(item.input_schema, lambda text: redact(text, self.secrets))
             size = len(json.dumps(schema, ensure_ascii=False, default=str).encode())
             if schema.get("type") != "object" or size > MAX_SCHEMA_BYTES:
                 why = f"is {size:,} bytes" if size > MAX_SCHEMA_BYTES else "is not an object's"
                 notes.append(f"{item.name!r} is left out: its input schema {why}")
                 continue
-            description = item.description or item.title or ""
+            description = redact(item.description or item.title or "", self.secrets)
             if len(description) > MAX_DESCRIPTION_CHARS:
                 notes.append(
                     f"{item.name!r}'s description is cut to {MAX_DESCRIPTION_CHARS:,} characters"

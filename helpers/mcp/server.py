@@ -345,8 +345,8 @@ class WorkbookMcpServer:
     async def serve_stdio(self) -> None:
         """Serve this session over the process's stdin and stdout until the client closes them
         (the SDK points fd 1 at stderr meanwhile, so nothing a tool prints reaches the wire).
-        A line that is not a JSON-RPC message gets JSON-RPC's parse error (``-32700``, id
-        ``null``), where the SDK would drop it without a word."""
+        A line that is not a JSON-RPC message gets JSON-RPC's answer (:func:`unreadable_answer`:
+        ``-32700`` or ``-32600``, id ``null``), where the SDK would drop it without a word."""
         async with stdio_server() as (read_stream, write_stream):
             messages, received = anyio.create_memory_object_stream[SessionMessage | Exception]()
 
@@ -354,7 +354,9 @@ class WorkbookMcpServer:
                 async with messages:
                     async for item in read_stream:
                         if isinstance(item, Exception):
-                            await write_stream.send(SessionMessage(parse_error(item)))
+                            answer = unreadable_answer(item)
+                            if answer is not None:
+                                await write_stream.send(SessionMessage(answer))
                         else:
                             await messages.send(item)
 
@@ -366,17 +368,24 @@ class WorkbookMcpServer:
                 tasks.cancel_scope.cancel()
 
 
-def parse_error(exc: Exception) -> types.JSONRPCError:
-    """JSON-RPC 2.0's answer to a message it cannot read (``-32700``, id ``null``: which request
-    it was cannot be known), saying what the reader found, on one line."""
+def unreadable_answer(exc: Exception) -> types.JSONRPCError | None:
+    """JSON-RPC 2.0's answer to a line the server cannot take (id ``null``: which request it
+    was cannot be known): ``-32700`` Parse error for a line that is not JSON, ``-32600``
+    Invalid Request for JSON that is not a message (a batch, a request without its method), each
+    saying what the reader found on one line; ``None`` for a blank line (nothing to answer)."""
     errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
-    said = errors[0].get("msg", "") if errors else str(exc)
-    first = " ".join(said.split())[:200] or type(exc).__name__
-    data = types.ErrorData(
-        code=types.PARSE_ERROR,
-        message=f"not a JSON-RPC message this server can read ({first})",
+    first = errors[0] if errors else {}
+    if isinstance(first.get("input"), str) and not first["input"].strip():
+        return None
+    said = " ".join(str(first.get("msg") or exc).split())[:200] or type(exc).__name__
+    if first.get("type") == "json_invalid" or not errors:
+        code, what = types.PARSE_ERROR, "not JSON"
+    else:
+        code, what = types.INVALID_REQUEST, "JSON, but not a JSON-RPC message"
+    message = f"a line this server cannot read: {what} ({said})"
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
     )
-    return types.JSONRPCError(jsonrpc="2.0", id=None, error=data)
 
 
 def call_result(

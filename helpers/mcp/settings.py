@@ -8,9 +8,10 @@
 - ``MCP_N_ARGS``: its arguments, split as a POSIX shell splits words (``shlex``), e.g.
   ``mcp-server --threshold 500``;
 - ``MCP_N_ENV``: environment variables for it, as a JSON object of strings (the SDK passes only
-  ``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM`` and ``USER`` through; its values are
-  redacted from every output like keys: :func:`helpers.redaction.configured_secrets`);
-- ``MCP_N_CWD``: the folder it starts in (default: the workbook's folder);
+  ``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM`` and ``USER`` through); a variable whose
+  name looks secret (``GITHUB_TOKEN``), and a URL's password, is redacted from every output
+  like a key (:func:`helpers.redaction.secrets_of`);
+- ``MCP_N_CWD``: the folder it starts in, which must exist (default: the workbook's folder);
 - ``MCP_N_TIMEOUT``: seconds one request may take (default 60), starting the server included;
 - ``MCP_N_TOOLS``: the tools to take from it, comma-separated (default: all of them);
 - ``MCP_N_PREFIX``: put before each of its tools' names, to keep two servers' ``search`` apart
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -170,12 +172,15 @@ def _spec(name: str, env: Mapping[str, str]) -> McpServerSpec:
             f"{setting(name, 'PREFIX')}={prefix!r}: a prefix may hold only A-Z a-z 0-9 _ - "
             "(at most 32), as a tool's name may"
         )
+    cwd = get("CWD") or None
+    if cwd is not None and not os.path.isdir(cwd):
+        raise McpConfigError(f"{setting(name, 'CWD')}={cwd!r} is not a folder")
     return McpServerSpec(
         name=name,
         command=command,
         args=args,
         env=_env_object(setting(name, "ENV"), get("ENV")),
-        cwd=get("CWD") or None,
+        cwd=cwd,
         timeout_s=timeout,
         tools=tools,
         prefix=prefix,
@@ -195,6 +200,6 @@ def _env_object(key: str, raw: str) -> dict[str, str]:
     ):
         raise McpConfigError(
             f'{key} must be a JSON object of strings, e.g. {{"GITHUB_TOKEN": "..."}} '
-            "(its values are kept out of every output, like keys)"
+            "(a variable whose name looks secret is kept out of every output, like a key)"
         )
     return value

@@ -10,20 +10,21 @@ library, so it starts wherever the client runs), which:
 
 - passes the client's stdin to the server unchanged;
 - passes the server's stdout to the client one whole message at a time, holding at most ``N``
-  bytes. A line that is not JSON is not passed on (the SDK would drop it without a word): a
-  line on stderr quotes its start. A message over ``N`` is not passed on either: it is read to
-  its end without being held (:class:`MessageScanner`), and when it is a response (its top
-  level has an ``id`` and no ``method``), an error response for that id goes instead
-  (``-32603``, "the server's answer was over N bytes"), so that call fails with a reason and
-  the session goes on; a request or notification over ``N`` is dropped, said on stderr; a
-  message whose id cannot be read ends the server;
+  bytes (its line break aside). A line that is not a JSON object (the SDK would drop it without
+  a word: broken JSON, a bare value, ``NaN``, a byte-order mark) is not passed on: a line on
+  stderr quotes its start. A message over ``N`` is not passed on either: it is read to its end
+  without being held (:class:`MessageScanner`), and when it is a response (its top level has an
+  ``id`` and no ``method``), an error response for that id goes instead (``-32603``, "the
+  server's answer was over N bytes"), so that call fails with a reason and the session goes on;
+  a request, a notification, or a response whose id cannot be read is dropped, said on stderr;
+  the server is never stopped for what it sent;
 - passes the first ``M`` bytes of the server's stderr on, then one line saying the rest was
   dropped;
 - when the client closes stdin (it is done, or it died), gives the server
   :data:`STOP_GRACE_S` seconds to exit, then stops it (SIGTERM, then SIGKILL), so no server
   outlives its client;
 - says on stderr when the server exits with a code other than 0, or exits while its client is
-  still connected.
+  still connected, or closes its stdout and goes on running.
 
 It exits with the server's exit code. Standard library only: it starts before anything else.
 """
@@ -52,6 +53,8 @@ STOP_GRACE_S = 3.0
 _CHUNK_BYTES = 64 << 10
 #: The most bytes of a top-level ``id`` value read (a JSON-RPC id is a number or a string).
 _MAX_ID_BYTES = 512
+#: The most bytes of a top-level key read (``"id"`` and ``"method"`` written with escapes fit).
+_MAX_KEY_BYTES = 64
 #: How much of a line that is not JSON the note on stderr quotes, in characters.
 _QUOTED_CHARS = 200
 
@@ -74,17 +77,17 @@ class MessageScanner:
         self.in_string = False
         self.escaped = False
         self.expect_key = False
-        self.key: bytearray | None = None  # a top-level key being read
-        self.last_key = b""
+        self.key: bytearray | None = None  # a top-level key being read (its first bytes)
+        self.last_key = ""
         self.value: bytearray | None = None  # the top-level id's value being read
-        self.id: bytes | None = None
+        self.id: bytes | None = None  # the last top-level id's JSON text (JSON takes the last)
         self.has_method = False
 
     def _take(self, data: bytes, start: int, end: int) -> None:
         if start >= end:
             return
         if self.key is not None:
-            self.key += data[start:end][: 16 - len(self.key)]
+            self.key += data[start:end][: _MAX_KEY_BYTES + 1 - len(self.key)]
         if self.value is not None:
             self.value += data[start:end]
             if len(self.value) > _MAX_ID_BYTES:
@@ -113,8 +116,8 @@ class MessageScanner:
                     continue
                 self.in_string = False
                 if self.key is not None:
-                    self.last_key, self.key = bytes(self.key), None
-                    self.has_method = self.has_method or self.last_key == b"method"
+                    self.last_key, self.key = _key_text(bytes(self.key)), None
+                    self.has_method = self.has_method or self.last_key == "method"
                 else:
                     self._take(data, end, end + 1)
                 continue
@@ -152,7 +155,7 @@ class MessageScanner:
             else:
                 self._take(data, at, at + 1)
         elif char == b":":
-            if top and self.last_key == b"id" and self.id is None:
+            if top and self.last_key == "id":
                 self.value = bytearray()
             else:
                 self._take(data, at, at + 1)
@@ -160,20 +163,35 @@ class MessageScanner:
     def _end_value(self) -> None:
         if self.value is not None:
             self.id, self.value = bytes(self.value).strip(), None
-        self.last_key = b""
+        self.last_key = ""
 
     def response_id(self) -> bytes | None:
-        """The top-level id's JSON text (a number or a string) when the message is a response;
-        ``None`` when it is not one, or its id cannot be read."""
+        """The top-level id's JSON text when the message is a response (a string, a whole
+        number, a number with a zero fraction read as that number, or ``null``, which JSON-RPC
+        answers with ``null`` too); ``None`` when it is not a response, or its id is not one."""
         if self.has_method or not self.id:
             return None
         try:
             value = json.loads(self.id)
         except ValueError:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | str):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int | str | None):
             return None
         return json.dumps(value).encode()
+
+
+def _key_text(raw: bytes) -> str:
+    """A top-level key as JSON reads it (``\\u0069d`` is ``id``), from its first bytes; a key
+    longer than any this scanner looks for reads as ``""``."""
+    if len(raw) > _MAX_KEY_BYTES:
+        return ""
+    try:
+        key = json.loads(b'"' + raw + b'"')
+    except ValueError:
+        return ""
+    return key if isinstance(key, str) else ""
 
 
 def _write(out: BinaryIO, data: bytes) -> bool:
@@ -225,16 +243,29 @@ def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
     return b'{"jsonrpc":"2.0","id":' + request_id + b',"error":' + body.encode() + b"}\n"
 
 
-def _is_json(line: bytes) -> bool:
+def _not_a_number(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_message(line: bytes) -> bool:
+    """Whether ``line`` is one JSON object in UTF-8, as a JSON-RPC message is (no byte-order
+    mark, no ``NaN``: what the SDK's reader would drop without a word)."""
     try:
-        json.loads(line)
-        return True
-    except ValueError:
+        value = json.loads(line.decode("utf-8"), parse_constant=_not_a_number)
+    except (UnicodeDecodeError, ValueError):
         return False
+    return isinstance(value, dict)
 
 
 def _note(log: BinaryIO, text: str) -> None:
     _write(log, f"stdio guard: {text}\n".encode(errors="replace"))
+
+
+def _content_bytes(held: bytearray) -> int:
+    """How many bytes of a line are the message, its line break (``\\n`` or ``\\r\\n``) aside."""
+    if held.endswith(b"\r\n"):
+        return len(held) - 2
+    return len(held) - 1 if held.endswith(b"\n") else len(held)
 
 
 def _pass_stdout(
@@ -253,49 +284,53 @@ def _pass_stdout(
                 scanner.feed(piece)
             else:
                 held += piece
-                if len(held) > max_bytes:
+                if _content_bytes(held) > max_bytes:
                     scanner = MessageScanner()
                     scanner.feed(bytes(held))
                     del held[:]
             if newline < 0:
                 continue
             if scanner is not None:
-                if not _over_limit(server, out, log, scanner, max_bytes):
+                if not _over_limit(out, log, scanner, max_bytes):
+                    server.kill()  # the client has gone: nothing more can reach it
                     return
                 scanner = None
                 continue
             line, held = bytes(held), bytearray()
             if not line.strip():
                 continue
-            if not _is_json(line):
+            if not _is_message(line):
                 text = line.decode("utf-8", "replace").rstrip("\r\n")
-                _note(log, f"the server wrote a line that is not JSON: {text[:_QUOTED_CHARS]!r}")
+                _note(
+                    log,
+                    f"the server wrote a line that is not a JSON object: {text[:_QUOTED_CHARS]!r}",
+                )
                 continue
             if not _write(out, line):
                 server.kill()
                 return
-    if held.strip():
+    if scanner is not None:
+        _note(log, f"a message over {max_bytes:,} bytes ended without a line break: dropped")
+    elif held.strip():
         _note(log, "the server's last line ended without a line break: dropped")
+    try:
+        server.wait(timeout=1.0)  # a server that exits closes its stdout a moment before
+    except subprocess.TimeoutExpired:
+        _note(log, "the server closed its stdout and goes on running: it can answer nothing")
 
 
-def _over_limit(
-    server: subprocess.Popen[bytes],
-    out: BinaryIO,
-    log: BinaryIO,
-    scanner: MessageScanner,
-    max_bytes: int,
-) -> bool:
-    """Answer for a message over ``max_bytes``; ``False`` when the server had to be stopped."""
+def _over_limit(out: BinaryIO, log: BinaryIO, scanner: MessageScanner, max_bytes: int) -> bool:
+    """Answer for a message over ``max_bytes`` (a response: an error for its id), or drop it;
+    ``False`` when the client can no longer be written to."""
     request_id = scanner.response_id()
     if request_id is not None:
         _note(log, f"an answer over {max_bytes:,} bytes dropped")
         return _write(out, over_limit_error(request_id, max_bytes))
     if scanner.has_method:
         _note(log, f"a request or notification over {max_bytes:,} bytes dropped")
-        return True
-    _note(log, f"a message over {max_bytes:,} bytes whose id cannot be read; stopping the server")
-    server.kill()
-    return False
+    else:
+        _note(log, f"a message over {max_bytes:,} bytes whose id cannot be read dropped")
+    return True
 
 
 def _pass_stderr(server: subprocess.Popen[bytes], log: BinaryIO, max_bytes: int) -> None:

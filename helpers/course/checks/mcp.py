@@ -33,16 +33,25 @@ from helpers.mcp.content import McpToolError, mcp_result_text
 KINDS = ("text", "link", "embedded", "image", "audio", "blob")
 
 
+#: What a link's ``resources/read`` gives: its contents as (``"text"`` or ``"blob"``, text)
+#: pairs, or ``None``: the read fails (the server refuses the uri, it has stopped).
+Contents = tuple[tuple[str, str], ...] | None
+
+
+class ReadFailed(Exception):
+    """What the checkpoint's ``read`` raises for a link it cannot read."""
+
+
 @dataclass(frozen=True)
 class ResultCase:
     """A generated ``tools/call`` result: its blocks as (kind, text) pairs, whether it is an
     error, its structured content (``None``: none), and what ``resources/read`` gives for each
-    link's uri: one text content or several."""
+    link's uri (:data:`Contents`)."""
 
     blocks: tuple[tuple[str, str], ...]
     is_error: bool = False
     structured: Any = None
-    resources: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    resources: dict[str, Contents] = field(default_factory=dict, compare=False)
 
     def result(self) -> types.CallToolResult:
         content: list[Any] = []
@@ -55,7 +64,7 @@ class ResultCase:
 
     def shown(self) -> str:
         parts = [
-            f"link({' + '.join(short(t, 12) for t in self.resources.get(_uri(i), ()))})"
+            _link_shown(self.resources.get(_uri(i)))
             if kind == "link"
             else f"{kind}({short(text, 18)})"
             for i, (kind, text) in enumerate(self.blocks)
@@ -68,6 +77,20 @@ class ResultCase:
 
 def _uri(i: int) -> str:
     return f"test://resource/{i}"
+
+
+def _link_shown(contents: Contents) -> str:
+    if contents is None:
+        return "link(read fails)"
+    inside = " + ".join(f"{kind}({short(text, 10)})" for kind, text in contents)
+    return f"link({inside or 'no contents'})"
+
+
+def _contents(uri: str, kind: str, text: str) -> Any:
+    if kind == "text":
+        return types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)
+    data = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return types.BlobResourceContents(uri=uri, mime_type="application/octet-stream", blob=data)
 
 
 def _block(kind: str, text: str, i: int) -> Any:
@@ -91,11 +114,17 @@ def _block(kind: str, text: str, i: int) -> Any:
 
 @st.composite
 def result_cases(
-    draw: Any, kinds: tuple[str, ...] = KINDS, *, errors: bool = False, structured: bool = False
+    draw: Any,
+    kinds: tuple[str, ...] = KINDS,
+    *,
+    errors: bool = False,
+    structured: bool = False,
+    unreadable: bool = False,
 ) -> ResultCase:
-    """Results of zero to five blocks of ``kinds`` (a link's resource read as one to three
-    text contents); with ``errors``, an error result (its text blocks say why); with
-    ``structured``, structured content, with no blocks or with some."""
+    """Results of zero to five blocks of ``kinds`` (a link's resource read as zero to three
+    contents, text or blob); with ``errors``, an error result (its text blocks say why); with
+    ``structured``, structured content, with no blocks or with some; with ``unreadable``, at
+    least one link whose read fails."""
     low = 1 if errors else 0
     blocks = tuple(
         (draw(st.sampled_from(kinds)), draw(texts(30)))
@@ -103,11 +132,17 @@ def result_cases(
     )
     if structured and draw(st.booleans()):
         blocks = ()
-    resources = {
-        _uri(i): tuple(draw(st.lists(texts(20), min_size=1, max_size=3)))
+    if unreadable:
+        blocks = (*blocks, ("link", ""))
+    one = st.tuples(st.sampled_from(["text", "text", "blob"]), texts(20))
+    resources: dict[str, Contents] = {
+        _uri(i): tuple(draw(st.lists(one, min_size=0, max_size=3)))
         for i, (kind, _) in enumerate(blocks)
         if kind == "link"
     }
+    if unreadable:
+        failing = [uri for uri in resources if draw(st.booleans())] or [_uri(len(blocks) - 1)]
+        resources.update(dict.fromkeys(failing))
     value = draw(json_values()) if structured else None
     return ResultCase(blocks, is_error=errors, structured=value, resources=resources)
 
@@ -115,15 +150,18 @@ def result_cases(
 class ReadProbe:
     """``resources/read`` over a case's resources, recording each uri asked for."""
 
-    def __init__(self, resources: dict[str, tuple[str, ...]]):
+    def __init__(self, resources: dict[str, Contents]):
         self.resources, self.asked = resources, []
+        self.raised: list[ReadFailed] = []
 
     def __call__(self, uri: str) -> types.ReadResourceResult:
         self.asked.append(uri)
-        if uri not in self.resources:
-            raise KeyError(f"no resource {uri!r}")
-        contents = [types.TextResourceContents(uri=uri, text=t) for t in self.resources[uri]]
-        return types.ReadResourceResult(contents=contents)
+        found = self.resources.get(uri)
+        if found is None:
+            failed = ReadFailed(f"the server cannot read {uri}")
+            self.raised.append(failed)
+            raise failed
+        return types.ReadResourceResult(contents=[_contents(uri, *c) for c in found])
 
 
 class _ResultTextChecks:
@@ -154,6 +192,15 @@ class _ResultTextChecks:
         want = mcp_result_text(case.result(), ReadProbe(case.resources))
         expect(got == want, short(want), short(got))
 
+    def read_fails(self, case: ResultCase) -> None:
+        read = ReadProbe(case.resources)
+        got = attempt_or(Exception, self.fn, case.result(), read)
+        expect(
+            isinstance(got, ReadFailed) and got in read.raised,
+            "read's own exception, let go: ReadFailed('the server cannot read …')",
+            f"{type(got).__name__}: {short(got)}" if isinstance(got, Exception) else short(got),
+        )
+
     def error(self, case: ResultCase) -> None:
         read = ReadProbe(case.resources)
         got = attempt_or(Exception, self.fn, case.result(), read)
@@ -168,6 +215,79 @@ class _ResultTextChecks:
         expect(read.asked == [], "nothing read for an error", f"read asked for {read.asked}")
 
 
+def _properties(checks: _ResultTextChecks) -> list[Property[ResultCase]]:
+    """The lesson's rules, each a property of ``checks``' function on generated results."""
+    show = ResultCase.shown
+    return [
+        Property(
+            "text blocks come whole and in order, joined by one line break (\\n): an empty "
+            "text is a block too, nothing is stripped",
+            result_cases(("text",)),
+            checks.same,
+            show,
+            terms=("in order", "one line break", "stripped"),
+            always=(ResultCase((("text", ""), ("text", ""))), ResultCase(())),
+        ),
+        Property(
+            "a resource link stands for what read(uri) gives, read once for each link, "
+            "never its uri: each of its contents a text of its own (a blob's as JSON), one "
+            "line break between them too",
+            result_cases(("text", "link")),
+            checks.links_read,
+            show,
+            terms=("read(uri)", "resource link", "once", "each of its contents"),
+            always=(
+                ResultCase((("link", ""),), resources={_uri(0): (("text", ""),)}),
+                ResultCase((("link", ""),), resources={_uri(0): (("text", "a"), ("text", "b"))}),
+                ResultCase((("link", ""),), resources={_uri(0): (("blob", "é"),)}),
+                ResultCase((("text", "a"), ("link", "")), resources={_uri(1): ()}),
+            ),
+        ),
+        Property(
+            "an embedded resource is its text; binary content is json.dumps of every field "
+            "as model_dump(mode='json', by_alias=True, exclude_none=True) gives it: an "
+            "image or audio block's, a blob's resource contents (uri, mimeType, blob)",
+            result_cases(KINDS),
+            checks.same,
+            show,
+            terms=(
+                "embedded resource",
+                "model_dump",
+                "by_alias=True",
+                "exclude_none=True",
+                "blob",
+            ),
+            examples=80,
+        ),
+        Property(
+            "a link read(uri) cannot read: its exception goes on, never text in its place",
+            result_cases(("text", "link"), unreadable=True),
+            checks.read_fails,
+            show,
+            terms=("let its exception go",),
+        ),
+        Property(
+            "a result with isError raises McpToolError holding its text, reading nothing",
+            result_cases(KINDS, errors=True),
+            checks.error,
+            show,
+            terms=("isError", "McpToolError"),
+        ),
+        Property(
+            "a result with no blocks but structuredContent is that value as JSON "
+            "(json.dumps(..., ensure_ascii=False)); with blocks, the blocks are the text",
+            result_cases(structured=True),
+            checks.same,
+            show,
+            terms=("structuredContent", "json.dumps", "ensure_ascii=False", "with blocks"),
+            always=(
+                ResultCase((("text", "a"),), structured={"n": 1}),
+                ResultCase((), structured=[]),
+            ),
+        ),
+    ]
+
+
 def check_mcp_result_text(mcp_result_text_fn: Callable[..., str]) -> None:
     """Notebook 09, TODO 1: the attendee's ``mcp_result_text(result, read)``.
 
@@ -176,67 +296,4 @@ def check_mcp_result_text(mcp_result_text_fn: Callable[..., str]) -> None:
         helpers.course.checkpoint.TodoNotWritten: the TODO is still its stub.
     """
     checks = _ResultTextChecks(mcp_result_text_fn)
-    show = ResultCase.shown
-    return Checkpoint(
-        "09",
-        1,
-        "mcp_result_text",
-        [
-            Property(
-                "text blocks come whole and in order, joined by one line break (\\n): an empty "
-                "text is a block too, nothing is stripped",
-                result_cases(("text",)),
-                checks.same,
-                show,
-                terms=("in order", "one line break", "stripped"),
-                always=(ResultCase((("text", ""), ("text", ""))), ResultCase(())),
-            ),
-            Property(
-                "a resource link stands for the text read(uri) gives, read once for each link, "
-                "never its uri: each of its contents, one line break between them too",
-                result_cases(("text", "link")),
-                checks.links_read,
-                show,
-                terms=("read(uri)", "resource link", "once", "each of its contents"),
-                always=(
-                    ResultCase((("link", ""),), resources={_uri(0): ("",)}),
-                    ResultCase((("link", ""),), resources={_uri(0): ("a", "b")}),
-                ),
-            ),
-            Property(
-                "an embedded resource is its text; binary content is JSON, every field as "
-                "model_dump(mode='json', by_alias=True, exclude_none=True) gives it: an image or "
-                "audio block's, a blob's resource contents (uri, mimeType, blob)",
-                result_cases(KINDS),
-                checks.same,
-                show,
-                terms=(
-                    "embedded resource",
-                    "model_dump",
-                    "by_alias=True",
-                    "exclude_none=True",
-                    "blob",
-                ),
-                examples=80,
-            ),
-            Property(
-                "a result with isError raises McpToolError holding its text, reading nothing",
-                result_cases(KINDS, errors=True),
-                checks.error,
-                show,
-                terms=("isError", "McpToolError"),
-            ),
-            Property(
-                "a result with no blocks but structuredContent is that value as JSON "
-                "(json.dumps(..., ensure_ascii=False)); with blocks, the blocks are the text",
-                result_cases(structured=True),
-                checks.same,
-                show,
-                terms=("structuredContent", "json.dumps", "ensure_ascii=False", "with blocks"),
-                always=(
-                    ResultCase((("text", "a"),), structured={"n": 1}),
-                    ResultCase((), structured=[]),
-                ),
-            ),
-        ],
-    ).run()
+    return Checkpoint("09", 1, "mcp_result_text", _properties(checks)).run()

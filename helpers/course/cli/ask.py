@@ -121,7 +121,8 @@ def print_tool_call(out: Console, call: ToolCallRecord) -> None:
             got = f"{call.output_chars:,} chars, not in the context"
         out.print(f"    [dim]← to the program:[/] {got}{guards}")
         return
-    out.print(f"[cyan]→ {for_rich(call.name)}[/]({arguments})")
+    served = f" [dim](MCP server {for_rich(call.server)})[/]" if call.server else ""
+    out.print(f"[cyan]→ {for_rich(call.name)}[/]({arguments}){served}")
     size = f", full output {call.output_chars} chars" if call.output_chars is not None else ""
     out.print(f"  [{style}]← {call.result_kind}{size}:[/] {for_rich(short(call.result))}{guards}")
 
@@ -243,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
             if args.mode:
                 out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
-            print_servers(out, servers, base)
+            print_servers(out, servers, base, registry)
             if history:
                 out.print(
                     f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} "
@@ -276,12 +277,17 @@ def run(args: argparse.Namespace) -> int:
     return report(args, out, record, suggestions, mcp=mcp)
 
 
-def print_servers(out: Console, servers: McpServers, base: ToolRegistry) -> None:
-    """A line per MCP server of the run (its tools), then its notes (a tool left out or
-    renamed, one that stands in for a workbook tool of ``base``)."""
+def print_servers(
+    out: Console, servers: McpServers, base: ToolRegistry, offered: ToolRegistry
+) -> None:
+    """A line per MCP server of the run (its tools, and those the mode leaves out of
+    ``offered``), then its notes (a tool left out or renamed, one that stands in for a workbook
+    tool of ``base``)."""
     for server in servers.servers:
         names = ", ".join(tool.name for tool in server.tools) or "none"
-        out.print(f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names)})")
+        withheld = [t.name for t in server.tools if t.name not in offered]
+        held = f"; not in this mode: {', '.join(withheld)}" if withheld else ""
+        out.print(f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names + held)})")
     for name, notes in servers.notes(base).items():
         for note in notes:
             out.print(f"[bold cyan]Note:[/] MCP server {for_rich(name)}: {for_rich(note)}")
