@@ -547,3 +547,38 @@ def test_a_tool_whose_schema_is_not_an_objects_is_left_out():
     server = McpServer(relay())
     assert server._tools_of(_listed("odd", schema={"type": "array"})) == []
     assert server.notes == ["'odd' is left out: its input schema is not an object's"]
+
+
+def test_a_key_in_a_servers_tool_list_never_reaches_the_model():
+    """Descriptions and schemas are redacted of the server's keys; a name holding one leaves
+    its tool out."""
+    key = "gh-key-0123456789abcdef"
+    server = McpServer(relay(env={"GITHUB_TOKEN": key, "NODE_ENV": "production"}))
+    listing = [
+        types.Tool(
+            name="search",
+            description=f"searches with {key} (production)",
+            input_schema={"type": "object", "properties": {"q": {"description": key}}},
+        ),
+        types.Tool(name=f"t_{key}", input_schema={"type": "object"}),
+    ]
+    (tool,) = server._tools_of(listing)
+    assert key not in json.dumps(tool.schema())
+    assert "(production)" in tool.description  # an ordinary variable's value stays
+    assert any("its name holds a key" in n for n in server.notes)
+
+
+def test_the_secrets_of_an_environment_are_found_by_name_and_in_urls():
+    from helpers.redaction import secrets_of
+
+    found = secrets_of(
+        {
+            "PGPASSWORD": "pg-secret-123",
+            "GH_PAT": "pat-secret-123",
+            "DATABASE_URL": "postgresql://me:url-secret-123@db/x",
+            "NODE_ENV": "production",
+            "PATH": "/usr/bin",
+            "TIKTOKEN_CACHE_DIR": "/tmp/t",
+        }
+    )
+    assert found == {"pg-secret-123", "pat-secret-123", "url-secret-123"}

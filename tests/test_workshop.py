@@ -99,6 +99,8 @@ def test_hints_come_in_three_levels(capsys) -> None:
         hint("99", 1)
     with pytest.raises(LookupError, match="has no TODO 9"):
         hint("04", 9)
+    hint(4, 2)  # a notebook's number as a number, as one types it
+    assert capsys.readouterr().out == one
 
 
 def test_restore_puts_a_notebook_back_and_keeps_yours(tmp_path) -> None:
