@@ -582,3 +582,29 @@ def test_the_secrets_of_an_environment_are_found_by_name_and_in_urls():
         }
     )
     assert found == {"pg-secret-123", "pat-secret-123", "url-secret-123"}
+
+
+def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path):
+    """The SDK costs about half a second to import: ask loads it only when MCP_SERVERS names a
+    server (ask --help, and a turn without servers, stay as quick as before)."""
+    prompt = load_cases(str(CASES_DIR / "case1.md"))[0].prompt
+    db = f"sqlite:///{tmp_path / 's.sqlite'}"
+    code = (
+        "import contextlib, io, sys\n"
+        "from helpers.course.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['ask', '--help'])\n"
+        f"    main(['ask', '--json', '--db', {db!r}, {prompt!r}])\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=HANG_GUARD_S,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"

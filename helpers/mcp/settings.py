@@ -31,8 +31,10 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mcp import StdioServerParameters
+if TYPE_CHECKING:  # the SDK is imported when a server starts, not when settings are read
+    from mcp import StdioServerParameters
 
 #: The setting that names the servers.
 MCP_SERVERS = "MCP_SERVERS"
@@ -98,6 +100,8 @@ class McpServerSpec:
     def stdio_parameters(self) -> StdioServerParameters:
         """What the SDK's client starts for this server (``mcp.Client(spec.stdio_parameters())``),
         without the client's guard (:class:`helpers.mcp.client.McpServer` adds it)."""
+        from mcp import StdioServerParameters
+
         return StdioServerParameters(
             command=self.command, args=list(self.args), env=dict(self.env), cwd=self.cwd
         )

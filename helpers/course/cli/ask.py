@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.panel import Panel
@@ -34,7 +34,6 @@ from helpers.escaping import for_json, for_rich
 from helpers.loop.agent import DEFAULT_MAX_ITERATIONS, Agent, RunConfig
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
 from helpers.loop.threads import ThreadError, open_thread
-from helpers.mcp.client import McpServerError, McpServers
 from helpers.mcp.settings import McpConfigError, mcp_servers_from_env
 from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
 from helpers.models.offline import OfflineModel, Suggestion
@@ -42,6 +41,9 @@ from helpers.replies import has_unpaired_surrogate
 from helpers.tooling.registry import ToolContext, ToolRegistry
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
+
+if TYPE_CHECKING:
+    from helpers.mcp.client import McpServers
 
 #: How ``ask``'s status maps to its exit code, at the end of its help.
 ASK_EXIT_CODES = """\
@@ -221,12 +223,16 @@ def run(args: argparse.Namespace) -> int:
     )
     with contextlib.ExitStack() as stack:  # the servers stop, then the store closes
         stack.callback(store.close)
-        try:  # their tools join the registry; nothing of them runs without a call
-            servers = stack.enter_context(McpServers(mcp_specs))
-        except (McpServerError, McpConfigError) as exc:
-            return usage_error(args, str(exc))
+        servers = None
+        if mcp_specs:  # the SDK is imported only then: ask --help and a plain turn stay quick
+            from helpers.mcp.client import McpServerError, McpServers
+
+            try:  # their tools join the registry; nothing of them runs without a call
+                servers = stack.enter_context(McpServers(mcp_specs))
+            except (McpServerError, McpConfigError) as exc:
+                return usage_error(args, str(exc))
         base = default_registry()
-        registry = for_mode(servers.registry(base), args.mode)
+        registry = for_mode(servers.registry(base) if servers else base, args.mode)
         out = console(args.color)
         human = not args.json
 
@@ -244,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
             if args.mode:
                 out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
-            print_servers(out, servers, base, registry)
+            if servers is not None:
+                print_servers(out, servers, base, registry)
             if history:
                 out.print(
                     f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} "
@@ -271,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if status is not None:
                 status.stop()
-        mcp = mcp_summary(servers, base)
+        mcp = mcp_summary(servers, base) if servers is not None else None
 
     suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
     return report(args, out, record, suggestions, mcp=mcp)
