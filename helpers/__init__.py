@@ -130,7 +130,7 @@ _PUBLIC: dict[str, str] = {
     "mcp_servers_from_env": "helpers.mcp.settings",
     "McpServer": "helpers.mcp.client",
     "McpServers": "helpers.mcp.client",
-    "McpServerError": "helpers.mcp.client",
+    "McpServerError": "helpers.mcp.settings",
     "McpToolError": "helpers.mcp.content",
     "mcp_result_text": "helpers.mcp.content",
     # models
@@ -525,10 +525,10 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         new_thread_id,
     )
     from helpers.loop.threads import load_history, open_thread
-    from helpers.mcp.client import McpServer, McpServerError, McpServers
+    from helpers.mcp.client import McpServer, McpServers
     from helpers.mcp.content import McpToolError, mcp_result_text
     from helpers.mcp.server import WorkbookMcpServer, workbook_server_spec
-    from helpers.mcp.settings import McpServerSpec, mcp_servers_from_env
+    from helpers.mcp.settings import McpServerError, McpServerSpec, mcp_servers_from_env
     from helpers.models.llm import ModelConfig, make_client, resolve_model
     from helpers.models.offline import OfflineModel, offline_client
     from helpers.models.offline_server import OfflineServer

@@ -69,7 +69,7 @@ from helpers.context.modes import MODEL_ONLY_TOOLS
 from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.mcp import stdio_guard
 from helpers.mcp.content import McpToolError, cut, mcp_result_text
-from helpers.mcp.settings import McpConfigError, McpServerSpec, setting
+from helpers.mcp.settings import McpConfigError, McpServerError, McpServerSpec, setting
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
 from helpers.paths import workbook_version, workspace_dir
 from helpers.redaction import MIN_SECRET_CHARS, configured_secrets, redact, secrets_of
@@ -128,11 +128,6 @@ def _first_error(exc: ValidationError) -> str:
     where = ".".join(str(part) for part in first.get("loc", ()))
     more = f", and {len(errors) - 1} more" if len(errors) > 1 else ""
     return cut(f"{exc.title}: {where}: {first.get('msg', '')}{more}", MAX_MESSAGE_CHARS)
-
-
-class McpServerError(RuntimeError):
-    """A server did not start, died, timed out, refused a request or answered with something
-    that is not MCP; ``str()`` names the server and says which, with its reason."""
 
 
 class McpServer:

@@ -51,6 +51,13 @@ class McpConfigError(ValueError):
     the setting and what to write instead."""
 
 
+class McpServerError(RuntimeError):
+    """A server did not start, died, timed out, refused a request or answered with something
+    that is not MCP; ``str()`` names the server and says which, with its reason
+    (:class:`helpers.mcp.client.McpServer` raises it; it lives here, with the settings' own
+    error, so a caller catches both without importing the SDK)."""
+
+
 @dataclass(frozen=True)
 class McpServerSpec:
     """One MCP server to start over stdio, as the settings describe it.

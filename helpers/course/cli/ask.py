@@ -34,7 +34,12 @@ from helpers.escaping import for_json, for_rich
 from helpers.loop.agent import DEFAULT_MAX_ITERATIONS, Agent, RunConfig
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
 from helpers.loop.threads import ThreadError, open_thread
-from helpers.mcp.settings import McpConfigError, mcp_servers_from_env
+from helpers.mcp.settings import (
+    McpConfigError,
+    McpServerError,
+    McpServerSpec,
+    mcp_servers_from_env,
+)
 from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
 from helpers.models.offline import OfflineModel, Suggestion
 from helpers.replies import has_unpaired_surrogate
@@ -223,26 +228,17 @@ def run(args: argparse.Namespace) -> int:
     )
     with contextlib.ExitStack() as stack:  # the servers stop, then the store closes
         stack.callback(store.close)
-        servers = None
-        if mcp_specs:  # the SDK is imported only then: ask --help and a plain turn stay quick
-            from helpers.mcp.client import McpServerError, McpServers
-
-            try:  # their tools join the registry; nothing of them runs without a call
-                servers = stack.enter_context(McpServers(mcp_specs))
-            except (McpServerError, McpConfigError) as exc:
-                return usage_error(args, str(exc))
+        try:  # their tools join the registry; nothing of them runs without a call
+            servers = start_servers(stack, mcp_specs)
+        except (McpServerError, McpConfigError) as exc:
+            return usage_error(args, str(exc))
         base = default_registry()
         registry = for_mode(servers.registry(base) if servers else base, args.mode)
         out = console(args.color)
         human = not args.json
 
-        if args.print_tools:  # what the first model call offers (a policy may narrow it)
-            first = ToolContext(store=None, thread_id=thread_id, prompt=args.prompt)
-            schemas = policy.task_tools(registry, first).merged(policy.tools_for(first)).schemas()
-            if human:
-                out.print_json(json.dumps(schemas))
-            else:
-                print(for_json(schemas), file=sys.stderr)
+        if args.print_tools:
+            print_tools(out, args, policy, registry, thread_id)
 
         status = None
         if human:
@@ -282,6 +278,34 @@ def run(args: argparse.Namespace) -> int:
 
     suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
     return report(args, out, record, suggestions, mcp=mcp)
+
+
+def start_servers(stack: contextlib.ExitStack, specs: list[McpServerSpec]) -> McpServers | None:
+    """The MCP servers ``specs`` names, started, their stop on ``stack``; ``None`` for none (the
+    SDK is imported only when there are some: ask --help and a plain turn stay quick).
+
+    Raises:
+        McpServerError: a server did not start.
+        McpConfigError: two servers offer one tool name.
+    """
+    if not specs:
+        return None
+    from helpers.mcp.client import McpServers
+
+    return stack.enter_context(McpServers(specs))
+
+
+def print_tools(
+    out: Console, args: argparse.Namespace, policy: Any, registry: ToolRegistry, thread_id: str
+) -> None:
+    """``--print-tools``: the schemas the first model call offers (a policy may narrow them),
+    on stdout, or on stderr under ``--json``."""
+    first = ToolContext(store=None, thread_id=thread_id, prompt=args.prompt)
+    schemas = policy.task_tools(registry, first).merged(policy.tools_for(first)).schemas()
+    if args.json:
+        print(for_json(schemas), file=sys.stderr)
+    else:
+        out.print_json(json.dumps(schemas))
 
 
 def print_servers(
