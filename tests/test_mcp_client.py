@@ -146,6 +146,17 @@ def test_a_pattern_in_a_servers_schema_never_runs_in_the_agent():
         tool.check_arguments({"n": 1})
 
 
+def test_a_pattern_in_a_servers_output_schema_never_runs_in_the_agent():
+    """The SDK checks structured content against a tool's outputSchema with jsonschema (Python's
+    backtracking engine); the client skips that check, so a server's ``^(a+)+$`` over 40 a's
+    and a mark cannot hold the agent (it did, beyond every timeout: the hang guard would stop
+    this test)."""
+    script = str(ROOT / "tests" / "mcp" / "hostile_schema_server.py")
+    with McpServer(McpServerSpec("hostile", sys.executable, (script,), timeout_s=5)) as server:
+        (word,) = server.tools
+        assert word.call({}) == "a" * 40 + "!"
+
+
 # -- results under the policy -------------------------------------------------------------------
 
 
