@@ -238,6 +238,9 @@ class McpServer:
             stdio_client(params, errlog=self._errlog),
             read_timeout_seconds=spec.timeout_s,
             client_info=CLIENT_INFO,
+            # no response cache: each link is read once, into the store, and the SDK's cache
+            # would keep up to 1,024 answers of up to the guard's limit each in memory
+            cache=None,
         )
         # the start (the 2026-07-28 probe, then the initialize handshake for an older server)
         # gets one timeout in all; the scope encloses the whole session, so it closes in order
