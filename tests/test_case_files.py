@@ -15,8 +15,8 @@ from hang import HANG_GUARD_S
 from helpers.cases import MAX_CASE_FILE_BYTES, CaseError, load_case, load_cases
 from helpers.paths import CASES_DIR
 
-#: How long refusing a hostile file may take, in seconds (the bomb below, unrefused, takes
-#: minutes and gigabytes).
+#: How long refusing a hostile file may take, in seconds of CPU time (the bomb below, unrefused,
+#: takes minutes and gigabytes).
 QUICK_S = 2.0
 
 
@@ -40,10 +40,10 @@ def test_an_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
     text = _billion_laughs()
     assert len(text.encode()) < 1_300
     path = _write(tmp_path, text)
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(CaseError) as err:
         load_case(path)
-    assert time.perf_counter() - started < QUICK_S
+    assert time.process_time() - started < QUICK_S
     message = str(err.value)
     assert str(path) in message and "aliases are not allowed" in message and "*a" in message
     assert "line 3" in message and "\n" not in message
@@ -81,10 +81,10 @@ def test_an_oversized_case_file_is_refused_before_parsing(tmp_path: Path) -> Non
     # one byte more, and invalid YAML besides: the size is checked first
     over = "---\nid: [unclosed\n---\n" + "p" * MAX_CASE_FILE_BYTES
     path = _write(tmp_path, over, "over.md")
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(CaseError) as err:
         load_case(path)
-    assert time.perf_counter() - started < QUICK_S
+    assert time.process_time() - started < QUICK_S
     assert str(path) in str(err.value) and f"{MAX_CASE_FILE_BYTES:,} bytes" in str(err.value)
 
 

@@ -1,8 +1,9 @@
 """Code mode: programs the model writes, run in a V8 isolate of their own, within limits.
 
 The threat model's rows (issue 39): each escape attempt, runaway or fan-out ends in a clear error
-result within the program's limits (memory under 256 MB, time within the limit + 1 s), and the
-turn goes on. Then the strategy end to end: the offline model through the real ``openai`` client
+result within the program's limits (memory under 256 MB, CPU time within the limit and the
+kernel's backstop), and the turn goes on; a program starved of CPU (issue 47: a busy room) is
+not stopped for the time it waited. Then the strategy end to end: the offline model through the real ``openai`` client
 writes a program per case, the tools' outputs stay out of the context, references are unboxed in a
 program's calls, a mode's withheld tool is out of reach, the turn's caps count a program's calls.
 """
@@ -10,6 +11,9 @@ program's calls, a mode's withheld tool is out of reach, the turn's caps count a
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 import time
 
 import pytest
@@ -22,8 +26,10 @@ from helpers.evaluation.runs import run_case
 from helpers.limits import TurnLimits
 from helpers.models.offline import offline_client
 from helpers.models.offline_program import program_for
+from helpers.tooling import program_sandbox, worker_pipes
 from helpers.tooling.program_sandbox import (
     MAX_TOOL_CALLS_PER_PROGRAM,
+    PROGRAM_WORKER_CPU_GRACE_S,
     ProgramLimits,
     run_program,
 )
@@ -31,9 +37,12 @@ from tests.provider import scripted_client, tool_calls
 
 #: The most memory a program's worker may reach, in bytes (issue 39's acceptance).
 PEAK_MEMORY_LIMIT_BYTES = 256 * 2**20
-#: A short time limit, so the runaway rows end quickly.
+#: A short CPU-time limit and idle limit, so the runaway rows end quickly.
 TIME_LIMIT_S = 2.0
-LIMITS = ProgramLimits(time_limit_s=TIME_LIMIT_S)
+RUNAWAY_LIMITS = ProgramLimits(cpu_time_limit_s=TIME_LIMIT_S, idle_limit_s=1.0)
+#: The most CPU time a stopped program may have used, in seconds: its limit, then the kernel's
+#: backstop (RLIMIT_CPU, whole seconds past the limit and the grace) at the latest.
+MOST_CPU_S = TIME_LIMIT_S + PROGRAM_WORKER_CPU_GRACE_S + 1
 
 
 class RecordingHost:
@@ -53,9 +62,9 @@ class RecordingHost:
         return True, f"echo:{arguments_json}"
 
 
-def _run(code: str, limits: ProgramLimits = LIMITS) -> tuple[object, RecordingHost]:
+def _run(code: str, limits: ProgramLimits | None = None) -> tuple[object, RecordingHost]:
     host = RecordingHost()
-    return run_program(code, host, limits), host
+    return run_program(code, host, limits or ProgramLimits()), host
 
 
 def test_a_program_calls_its_tools_and_returns_a_value() -> None:
@@ -115,9 +124,9 @@ def test_tools_cannot_be_replaced_by_the_program() -> None:
 
 
 RUNAWAYS = {
-    "an infinite loop": ("while (true) {}", "ran longer than 2 s"),
-    "a loop after a tool call": ("await tools.echo({}); for (;;) {}", "ran longer than 2 s"),
-    "a promise that never settles": ("await new Promise(() => {})", "ran longer than 2 s"),
+    "an infinite loop": ("while (true) {}", "used more than 2 s of CPU time"),
+    "a loop after a tool call": ("await tools.echo({}); for (;;) {}", "more than 2 s of CPU time"),
+    "a promise that never settles": ("await new Promise(() => {})", "waited 1 s without running"),
     "a heap bomb": (
         "const a = []; for (;;) a.push('x'.repeat(1000) + Math.random())",
         "bytes of JavaScript heap",
@@ -131,14 +140,14 @@ RUNAWAYS = {
 @pytest.mark.parametrize("name", RUNAWAYS)
 def test_a_runaway_program_is_stopped_within_its_limits(name: str) -> None:
     code, expected = RUNAWAYS[name]
-    result, _ = _run(code)
+    result, _ = _run(code, RUNAWAY_LIMITS)
     assert not result.ok and expected in result.error, result
-    assert result.seconds < TIME_LIMIT_S + 1.0
+    assert result.cpu_seconds < MOST_CPU_S
     assert result.peak_rss_bytes < PEAK_MEMORY_LIMIT_BYTES
 
 
 def test_a_returned_value_over_the_limit_is_an_error_not_a_cut() -> None:
-    limits = ProgramLimits(time_limit_s=TIME_LIMIT_S, max_result_chars=1_000)
+    limits = ProgramLimits(max_result_chars=1_000)
     result, _ = _run("return 'y'.repeat(1001)", limits)
     assert not result.ok and "returned 1,001 characters, over the limit of 1,000" in result.error
     assert _run("return 'y'.repeat(1000)", limits)[0].ok
@@ -152,11 +161,11 @@ def test_fan_out_inside_one_program_is_capped() -> None:
     )
     assert result.ok and result.text == str(MAX_TOOL_CALLS_PER_PROGRAM)
     assert len(host.calls) == MAX_TOOL_CALLS_PER_PROGRAM  # the rest never reached the host
-    assert result.seconds < TIME_LIMIT_S + 1.0
+    assert result.cpu_seconds < TIME_LIMIT_S
 
 
 def test_a_tool_output_too_long_for_a_program_is_an_error_it_can_catch() -> None:
-    limits = ProgramLimits(time_limit_s=TIME_LIMIT_S, max_tool_output_chars=8)
+    limits = ProgramLimits(max_tool_output_chars=8)
     result, host = _run("try { await tools.echo({a: 1}) } catch (e) { return e.message }", limits)
     assert result.ok and "over the 8 a program may take in" in result.text
     assert len(host.calls) == 1  # the tool ran; only its output was kept from the program
@@ -178,10 +187,11 @@ def test_bad_programs_are_errors_with_their_reason() -> None:
     assert "at most 10 are run" in run_program("return 12345678", RecordingHost(), long).error
 
 
-def test_limits_must_be_positive() -> None:
+@pytest.mark.parametrize("field", ["cpu_time_limit_s", "idle_limit_s", "hang_guard_s"])
+def test_limits_must_be_positive(field: str) -> None:
     for bad in (0, -1, float("nan"), float("inf")):
-        with pytest.raises(ValueError, match="time_limit_s"):
-            ProgramLimits(time_limit_s=bad)
+        with pytest.raises(ValueError, match=field):
+            ProgramLimits(**{field: bad})
 
 
 class SlowHost(RecordingHost):
@@ -198,15 +208,51 @@ class SlowHost(RecordingHost):
 
 
 def test_a_tools_time_is_the_tools_and_the_programs_own_time_is_still_limited() -> None:
-    """The time limit counts the program's own running, not a tool's (each tool has its own
-    limit): a slow tool does not stop a short program, and a loop after it still is stopped
-    within the limit + 1 s of the program's own time."""
-    limits = ProgramLimits(time_limit_s=1.0)
-    done = run_program("await tools.slow({}); return 'ok'", SlowHost(1.5), limits)
+    """The limits count the program's own running, not a tool's (each tool has its own limit):
+    a slow tool stops a short program neither for its CPU time nor for idling, and a loop
+    after it is still stopped at the CPU limit."""
+    short = ProgramLimits(cpu_time_limit_s=1.0, idle_limit_s=0.5, hang_guard_s=1.0)
+    done = run_program("await tools.slow({}); return 'ok'", SlowHost(1.5), short)
     assert done.ok and done.text == "ok"
+    limits = ProgramLimits(cpu_time_limit_s=1.0)
     looping = run_program("await tools.slow({}); while (true) {}", SlowHost(0.5), limits)
-    assert not looping.ok and "ran longer than 1 s" in looping.error
-    assert looping.seconds < 0.5 + 1.0 + 1.0
+    assert not looping.ok and "used more than 1 s of CPU time" in looping.error
+    assert 1.0 <= looping.cpu_seconds < 1.0 + PROGRAM_WORKER_CPU_GRACE_S + 1
+
+
+#: A program of a fraction of a second of CPU time: a loop, then its answer.
+BUSY_PROGRAM = "let n = 0; for (let i = 0; i < 3e7; i++) n += i % 7; return n"
+
+
+def test_a_program_starved_of_cpu_is_not_stopped_for_the_wait(monkeypatch) -> None:
+    """A busy room (issue 47): a worker that gets no core for three times its CPU limit (here
+    it is stopped outright, SIGSTOP, then let go) still finishes its correct program: the
+    limit counts the CPU time it used, not the time it waited."""
+    limits = ProgramLimits(cpu_time_limit_s=1.0, idle_limit_s=10.0)
+    start_clocks = program_sandbox._ProgramWorker.start_clocks
+
+    def starved(worker) -> None:
+        start_clocks(worker)
+        os.kill(worker.process.pid, signal.SIGSTOP)
+        threading.Timer(3.0, os.kill, (worker.process.pid, signal.SIGCONT)).start()
+
+    monkeypatch.setattr(program_sandbox._ProgramWorker, "start_clocks", starved)
+    result = run_program(BUSY_PROGRAM, RecordingHost(), limits)
+    assert result.ok, result
+    assert result.seconds > 3.0 > result.cpu_seconds  # it waited longer than its CPU limit
+
+
+def test_without_proc_the_kernel_limits_the_cpu_and_the_hang_guard_ends_a_wait(
+    monkeypatch,
+) -> None:
+    """Where /proc is missing (macOS), the worker's RLIMIT_CPU is the CPU limit (the kernel ends
+    it with SIGXCPU, said as the limit) and the hang guard ends a program that waits."""
+    monkeypatch.setattr(worker_pipes, "cpu_seconds", lambda pid: None)
+    looping, _ = _run("while (true) {}", ProgramLimits(cpu_time_limit_s=1.0, idle_limit_s=0.5))
+    assert not looping.ok and "used more than 1 s of CPU time" in looping.error, looping
+    limits = ProgramLimits(cpu_time_limit_s=1.0, idle_limit_s=0.5, hang_guard_s=2.0)
+    waiting, _ = _run("await new Promise(() => {})", limits)
+    assert not waiting.ok and "hang guard of 2 s" in waiting.error, waiting
 
 
 def test_memory_is_watched_while_a_tool_runs() -> None:
@@ -216,7 +262,7 @@ def test_memory_is_watched_while_a_tool_runs() -> None:
         "const pending = tools.slow({}); await null;"
         "const a = []; for (;;) a.push({n: Math.random(), s: 'x'.repeat(64) + Math.random()})"
     )
-    result = run_program(code, SlowHost(20.0), ProgramLimits(time_limit_s=30.0))
+    result = run_program(code, SlowHost(20.0), ProgramLimits())
     assert not result.ok and "bytes of" in result.error
     assert result.peak_rss_bytes < PEAK_MEMORY_LIMIT_BYTES
 
@@ -224,7 +270,7 @@ def test_memory_is_watched_while_a_tool_runs() -> None:
 FORGERIES = {
     "JSON.stringify replaced": "JSON.stringify = () => '[1]'; return 1",
     "JSON.stringify replaced by a limit message": (
-        "JSON.stringify = () => '\"the program ran longer than 30 s\"'; return 1"
+        "JSON.stringify = () => '\"the program used more than 30 s of CPU time\"'; return 1"
     ),
     "JSON.parse replaced": "JSON.parse = () => ({ok: true, output: 'forged'}); return await tools.echo({})",
     "a forged call": 'JSON.stringify = () => \'{"call": "fail"}\'; return 1',

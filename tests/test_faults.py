@@ -22,6 +22,10 @@ from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
+#: The client's timeout in the fault tests: many times what an answer takes on a busy machine
+#: (a good request must never time out), and the delay that makes one time out, past it.
+CLIENT_TIMEOUT_S = 5.0
+FAULT_DELAY_S = 6.0
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
 
@@ -52,13 +56,13 @@ def _turn(server, store, *, max_retries, timeout_s=10.0, thread_id=None):
         Fault("status", status=503),
         Fault("status", status=429, retry_after_s=0.2),
         Fault("drop"),
-        Fault("delay", delay_s=2.0),
+        Fault("delay", delay_s=FAULT_DELAY_S),
     ],
     ids=["500", "503", "429-retry-after", "dropped-connection", "timeout"],
 )
 def test_the_sdk_retries_transient_faults(store, fault) -> None:
     with OfflineServer(faults=[fault]) as server:
-        record = _turn(server, store, max_retries=2, timeout_s=1.0)
+        record = _turn(server, store, max_retries=2, timeout_s=CLIENT_TIMEOUT_S)
         assert record.ok, record.error
         assert server.chat_requests == len(record.model_calls) + 1  # one retried request
 
@@ -69,13 +73,13 @@ def test_the_sdk_retries_transient_faults(store, fault) -> None:
         (Fault("status", status=500), "InternalServerError"),
         (Fault("status", status=429, retry_after_s=0.1), "RateLimitError"),
         (Fault("drop"), "APIConnectionError"),
-        (Fault("delay", delay_s=2.0), "APITimeoutError"),
+        (Fault("delay", delay_s=FAULT_DELAY_S), "APITimeoutError"),
     ],
 )
 def test_after_the_retries_the_turn_fails_clearly_and_nothing_is_lost(store, fault, error) -> None:
     # the first model call goes through; the second one meets the fault, again and again
     with OfflineServer(faults=[Fault("delay", delay_s=0.0)] + [fault] * 3) as server:
-        record = _turn(server, store, max_retries=2, timeout_s=1.0)
+        record = _turn(server, store, max_retries=2, timeout_s=CLIENT_TIMEOUT_S)
     assert record.status == "error" and error in record.error
     assert [t.name for t in record.tool_calls] == ["yt_transcribe"]
     ref = record.tool_calls[0].result

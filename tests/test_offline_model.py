@@ -211,9 +211,9 @@ def test_a_process_with_another_hash_seed_suggests_the_same() -> None:
     ids=["quotes", "one-word", "repeated", "casefold-grows", "cjk"],
 )
 def test_a_hostile_megabyte_is_bounded_in_time_and_reads_only_its_head(hostile) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: the work, whatever the machine's load
     suggestions = MODEL.nearest(hostile)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert len(suggestions) <= SUGGESTIONS
     assert suggestions == MODEL.nearest(hostile[:SUGGEST_READ_CHARS])  # the rest is never read
 

@@ -352,7 +352,7 @@ def test_timeout_from_the_flag_and_from_the_profile(ask) -> None:
     with ScriptedProvider(slow) as provider:
         by_flag = ask(provider, "--timeout", "0.3")
         by_env = ask(provider, env={"LOCAL_TIMEOUT": "0.3"})
-        patient = ask(provider, "--timeout", "5")
+        patient = ask(provider, "--timeout", "60")  # a hang guard: many times the 1.5 s delay
     for run in (by_flag, by_env):
         assert run.code == EXIT_FAILED and "APITimeoutError" in run.data["error"]
         assert "--timeout" in run.data["error"]

@@ -174,7 +174,7 @@ def test_the_threat_model_states_the_limits_in_force() -> None:
     """The threat model names each cap of issue 17 with the value the code enforces."""
     from helpers import limits
     from helpers.cases import MAX_CASE_FILE_BYTES
-    from helpers.context import compaction
+    from helpers.context import compaction, resolve_tools
     from helpers.mcp import settings, stdio_guard
     from helpers.tooling import outbox, program_sandbox, sql_sandbox
 
@@ -195,6 +195,13 @@ def test_the_threat_model_states_the_limits_in_force() -> None:
         "program",
         "program memory": f"{program_sandbox.PROGRAM_MAX_RSS_BYTES // 2**20} MiB",
         "program error": f"{program_sandbox.MAX_PROGRAM_ERROR_CHARS:,} characters",
+        "program cpu": f"used {program_sandbox.PROGRAM_CPU_TIME_LIMIT_S:g} s of CPU time",
+        "program idle": f"no CPU for {program_sandbox.PROGRAM_IDLE_LIMIT_S:g} s",
+        "program hang": f"hang guard of {program_sandbox.PROGRAM_HANG_GUARD_S:g} s",
+        "sql cpu": f"after {sql_sandbox.SQL_CPU_TIME_LIMIT_S:g} s of its worker's CPU time",
+        "sql idle": f"no CPU for {sql_sandbox.SQL_IDLE_LIMIT_S:g} s is stuck",
+        "sql hang": f"wall-clock guard is {sql_sandbox.SQL_HANG_GUARD_S:g} s",
+        "grep cpu": f"after {resolve_tools.GREP_CPU_TIME_LIMIT_S:g} s of CPU time",
         "mcp message": f"holding at most {stdio_guard.DEFAULT_MAX_MESSAGE_BYTES:,} bytes",
         "mcp stderr": f"up to {stdio_guard.DEFAULT_MAX_STDERR_BYTES:,} bytes",
         "mcp timeout": f"({settings.DEFAULT_MCP_TIMEOUT_S:g} s by default)",

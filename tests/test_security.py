@@ -258,15 +258,13 @@ def test_a_failed_write_leaves_nothing(monkeypatch) -> None:
 
 
 def test_run_sql_stops_an_endless_query(monkeypatch) -> None:
-    monkeypatch.setattr(sandbox, "SQL_TIME_LIMIT_S", 0.5)
-    started = time.monotonic()
+    monkeypatch.setattr(sandbox, "SQL_CPU_TIME_LIMIT_S", 0.5)
     result = json.loads(
         run_sql(
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
         )
     )
-    assert time.monotonic() - started < 5
-    assert "ran longer than 0.5 s" in result["error"]
+    assert "used more than 0.5 s of CPU time" in result["error"]  # SQLite's own interrupt
 
 
 @pytest.mark.parametrize(
@@ -280,9 +278,7 @@ def test_run_sql_stops_an_endless_query(monkeypatch) -> None:
     ],
 )
 def test_run_sql_refuses_giant_values(query) -> None:
-    started = time.monotonic()
-    assert "too big" in json.loads(run_sql(query))["error"]
-    assert time.monotonic() - started < 2
+    assert "too big" in json.loads(run_sql(query))["error"]  # refused, not built to the limit
 
 
 def test_run_sql_results_are_valid_json_and_capped(monkeypatch) -> None:
@@ -302,13 +298,13 @@ def big_ref(store):
 
 def test_a_catastrophic_grep_pattern_is_refused_at_once(store, big_ref) -> None:
     ref, _ = big_ref
-    started = time.monotonic()
+    started = time.thread_time()
     record = _dispatch(
         store,
         "internal_resource_grep",
         {"opaque_reference": ref, "pattern": "(?:[ab]{1,100}){1,10}c", "window": 0},
     )
-    assert time.monotonic() - started < 2 and "too complex" in record.result
+    assert time.thread_time() - started < 2 and "too complex" in record.result  # CPU seconds
     huge = _dispatch(
         store,
         "internal_resource_grep",
@@ -319,14 +315,14 @@ def test_a_catastrophic_grep_pattern_is_refused_at_once(store, big_ref) -> None:
 
 def test_grep_keeps_its_deadline_and_its_output_cap(store, big_ref, monkeypatch) -> None:
     ref, _ = big_ref
-    monkeypatch.setattr(resolve_tools, "GREP_TIME_LIMIT_S", 1e-9)  # the clock is read every line
+    monkeypatch.setattr(resolve_tools, "GREP_CPU_TIME_LIMIT_S", 1e-9)  # read every line
     slow = _dispatch(
         store,
         "internal_resource_grep",
         {"opaque_reference": ref, "pattern": "(?:a|b){1,20}c", "window": 0},
     )
-    assert "stopped after 1e-09 s at line 1 of 3000" in slow.result
-    monkeypatch.setattr(resolve_tools, "GREP_TIME_LIMIT_S", 10.0)
+    assert "stopped after 1e-09 s of CPU time at line 1 of 3000" in slow.result
+    monkeypatch.setattr(resolve_tools, "GREP_CPU_TIME_LIMIT_S", 10.0)
     wide = _dispatch(
         store, "internal_resource_grep", {"opaque_reference": ref, "pattern": "ab", "window": 0}
     )
@@ -351,9 +347,10 @@ def test_reads_are_capped_in_characters(store, big_ref) -> None:
 
 def test_arguments_are_checked_before_anything_is_unboxed(store, big_ref, monkeypatch) -> None:
     ref, _ = big_ref
-    started = time.monotonic()
+    started = time.thread_time()
     wrong_type = _dispatch(store, "run_sql", {"query": [ref] * 300})
-    assert time.monotonic() - started < 1 and "must be string, got list" in wrong_type.result
+    assert time.thread_time() - started < 1  # CPU seconds: nothing was unboxed
+    assert "must be string, got list" in wrong_type.result
 
     def join(parts: list[str]) -> str:
         """Join texts.

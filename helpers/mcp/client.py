@@ -383,15 +383,16 @@ class McpServer:
         return McpServerError(message)
 
     def _still_answers(self) -> bool:
-        """Whether the server still answers (``tools/list``, not from the cache, within 2 s at
-        most; MCP 2026-07-28 removed ``ping``): a server (a gateway forwarding another's
-        failure) may send the SDK's own words for a closed connection."""
+        """Whether the server still answers (``tools/list``, not from the cache, within the
+        server's timeout: a busy machine must not make a live server look stopped; MCP
+        2026-07-28 removed ``ping``): a server (a gateway forwarding another's failure) may send
+        the SDK's own words for a closed connection."""
         client, portal = self._client, self._portal
         if client is None or portal is None or self._closed:
             return False
 
         async def ping() -> None:
-            with anyio.fail_after(min(2.0, self.spec.timeout_s)):
+            with anyio.fail_after(self.spec.timeout_s):
                 await client.list_tools(cache_mode="bypass")
 
         try:

@@ -19,9 +19,15 @@ limit).
 
 Every limit is a field of :class:`ProgramLimits`, checked where it can be checked first:
 
-- **time**: the caller kills the worker once the program has run ``time_limit_s`` seconds of
-  wall clock, the time its tool calls take left out (each tool has its own limit, and a program
-  makes at most ``max_tool_calls``); the worker's CPU time is capped too (``RLIMIT_CPU``);
+- **time**: the limit counts the program's own work, never the machine's business. The caller
+  kills the worker once it has used ``cpu_time_limit_s`` seconds of **CPU time** on the program
+  (read from ``/proc``; ``RLIMIT_CPU`` behind it, and alone where there is no ``/proc``): the
+  time it waits for a core on a busy machine is not counted, nor the time its tool calls take
+  (they run in the caller, each within its own limit, at most ``max_tool_calls`` of them). A
+  worker that uses no CPU at all for ``idle_limit_s`` seconds while none of its tool calls runs
+  waits for something that cannot come (the isolate has no timers: a promise that never
+  settles), and is stopped; ``hang_guard_s`` of wall clock (tool calls left out) is the last
+  line, many times the CPU limit, for a worker that neither works nor idles;
 - **memory**: the caller kills a worker whose resident memory passes ``max_rss_bytes``, and it
   looks while a tool runs too (the program's JavaScript goes on meanwhile): the limit that always
   holds. Behind it, V8's heap limit (``heap_limit_bytes``: mini-racer checks it at V8's garbage
@@ -45,6 +51,7 @@ import json
 import math
 import os
 import selectors
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -54,6 +61,7 @@ from helpers.tooling.worker_pipes import (
     WORKER_READY,
     FrameTooLarge,
     WorkerProcess,
+    WorkWatch,
     next_job,
     read_frame,
     rss_bytes,
@@ -62,9 +70,18 @@ from helpers.tooling.worker_pipes import (
     write_frame,
 )
 
-#: A program's time limit by default, in seconds of wall clock (the time its tool calls take
-#: left out: each tool has its own limit).
-PROGRAM_TIME_LIMIT_S = 30.0
+#: A program's time limit by default, in seconds of its worker's CPU time (user and system, all
+#: threads; waiting for a core and the tool calls' own time are not counted).
+PROGRAM_CPU_TIME_LIMIT_S = 30.0
+#: Seconds of wall clock a worker may use no CPU at all while none of its tool calls runs: the
+#: isolate has no timers, so a program that waits so long waits for a promise that never settles
+#: (a starved worker on a busy machine still gets some CPU every few hundred milliseconds).
+PROGRAM_IDLE_LIMIT_S = 10.0
+#: A program's hang guard by default, in seconds of wall clock (tool calls left out): 20 times
+#: the CPU limit, so a program that needs all of its CPU time still ends on a machine that gives
+#: it a twentieth of a core (four busy processes per core at a higher priority give about a
+#: thirteenth).
+PROGRAM_HANG_GUARD_S = 20 * PROGRAM_CPU_TIME_LIMIT_S
 #: The V8 heap a program may use, in bytes; past it, mini-racer stops the program.
 PROGRAM_HEAP_LIMIT_BYTES = 64 * 2**20
 #: The resident memory of a program's worker process (V8, Python and all), in bytes; the caller
@@ -95,8 +112,10 @@ V8_MAX_OLD_SPACE_MB = 128
 #: memory at start (it does not start under 500 MB here), so this is a last line, far above
 #: :data:`PROGRAM_MAX_RSS_BYTES`, which the caller enforces.
 PROGRAM_WORKER_DATA_BYTES = 1_200_000_000
-#: Seconds a worker may take to start (Python, mini-racer, V8).
-PROGRAM_WORKER_START_TIMEOUT_S = 60.0
+#: Seconds of wall clock a worker may take to start (Python, mini-racer, V8): a hang guard (it
+#: takes 0.1 s on an idle machine, and was seen taking 30 s beside busy processes of a higher
+#: priority).
+PROGRAM_WORKER_START_TIMEOUT_S = 600.0
 #: Seconds of CPU time a worker gets beyond its program's time limit before ``RLIMIT_CPU``.
 PROGRAM_WORKER_CPU_GRACE_S = 2
 
@@ -132,7 +151,11 @@ class ProgramLimits:
     """The limits of one program (see the module's docstring); each must be positive.
 
     Attributes:
-        time_limit_s: wall-clock seconds, tool calls included.
+        cpu_time_limit_s: seconds of the worker's CPU time the program may use.
+        idle_limit_s: seconds of wall clock the worker may use no CPU while no tool call of its
+            runs (a program waiting for a promise that never settles).
+        hang_guard_s: seconds of wall clock, tool calls left out: the last line, for a worker
+            that is neither working nor idle (see :data:`PROGRAM_HANG_GUARD_S`).
         heap_limit_bytes: V8 heap bytes.
         max_rss_bytes: the worker process's resident bytes.
         max_tool_calls: tool calls per program.
@@ -142,7 +165,9 @@ class ProgramLimits:
         max_message_bytes: bytes of one message from the worker.
     """
 
-    time_limit_s: float = PROGRAM_TIME_LIMIT_S
+    cpu_time_limit_s: float = PROGRAM_CPU_TIME_LIMIT_S
+    idle_limit_s: float = PROGRAM_IDLE_LIMIT_S
+    hang_guard_s: float = PROGRAM_HANG_GUARD_S
     heap_limit_bytes: int = PROGRAM_HEAP_LIMIT_BYTES
     max_rss_bytes: int = PROGRAM_MAX_RSS_BYTES
     max_tool_calls: int = MAX_TOOL_CALLS_PER_PROGRAM
@@ -183,6 +208,8 @@ class ProgramResult:
         tool_calls: the tool calls it asked for (refused ones too).
         seconds: wall-clock seconds from start to end, the worker's start included.
         peak_rss_bytes: the worker's largest resident memory the caller saw, in bytes.
+        cpu_seconds: the worker's CPU time on the program, in seconds (what
+            ``cpu_time_limit_s`` counts; 0 where ``/proc`` is missing).
     """
 
     ok: bool
@@ -191,6 +218,7 @@ class ProgramResult:
     tool_calls: int
     seconds: float
     peak_rss_bytes: int
+    cpu_seconds: float = 0.0
 
 
 class ProgramError(RuntimeError):
@@ -304,15 +332,17 @@ def _bounded(reply: tuple[bool, str], limits: ProgramLimits) -> tuple[bool, str]
 MAX_PROGRAM_ERROR_CHARS = 2_000
 
 
-def _failed(error: str, calls: int, started: float, peak_rss: int) -> ProgramResult:
+def _failed(
+    error: str, calls: int, started: float, peak_rss: int, cpu_s: float = 0.0
+) -> ProgramResult:
     if len(error) > MAX_PROGRAM_ERROR_CHARS:
         error = error[:MAX_PROGRAM_ERROR_CHARS] + f"… ({len(error):,} characters in all)"
-    return ProgramResult(False, "", error, calls, time.monotonic() - started, peak_rss)
+    return ProgramResult(False, "", error, calls, time.monotonic() - started, peak_rss, cpu_s)
 
 
 class _ProgramWorker(WorkerProcess):
     """One worker process, running :func:`_program_worker_main`, for one program: its pipes,
-    its memory watched."""
+    its memory and its CPU time watched (:meth:`over_a_limit`)."""
 
     def __init__(self, limits: ProgramLimits) -> None:
         """Start the worker (with an empty environment but ``PATH``) and wait until it is
@@ -323,6 +353,7 @@ class _ProgramWorker(WorkerProcess):
         """
         self.limits = limits
         self.peak_rss = 0
+        self._hang_deadline = 0.0
         super().__init__(
             "helpers.tooling.program_sandbox",
             "_program_worker_main",
@@ -330,26 +361,69 @@ class _ProgramWorker(WorkerProcess):
             start_timeout_s=PROGRAM_WORKER_START_TIMEOUT_S,
             env={"PATH": os.environ.get("PATH", "")},
         )
+        self.watch = WorkWatch(self.process.pid)
+
+    @property
+    def cpu_used_s(self) -> float:
+        """The worker's CPU seconds on the program so far."""
+        return self.watch.cpu_used_s
+
+    def start_clocks(self) -> None:
+        """Start counting the program's CPU time, its idle time and its hang guard (from now:
+        the worker's own start is not the program's)."""
+        self.watch.start()
+        self._hang_deadline = time.monotonic() + self.limits.hang_guard_s
+
+    def over_a_limit(self, *, in_tool_call: bool = False) -> str | None:
+        """Why the worker must stop now, or ``None``: its resident memory, its CPU time on the
+        program, and (unless one of its tool calls is running) its idle time and the hang
+        guard."""
+        limits = self.limits
+        rss = rss_bytes(self.process.pid)
+        self.peak_rss = max(self.peak_rss, rss)
+        if rss > limits.max_rss_bytes:
+            return _over_memory(rss, limits)
+        cpu, idle_s = self.watch.look()
+        if cpu is not None and cpu > limits.cpu_time_limit_s:
+            return _over_cpu(limits)
+        if in_tool_call:
+            return None
+        if cpu is not None and idle_s > limits.idle_limit_s:
+            return (
+                f"the program waited {limits.idle_limit_s:g} s without running (nothing can wake "
+                "it: a promise that never settles?) and was stopped"
+            )
+        if time.monotonic() >= self._hang_deadline:
+            return (
+                f"the program's worker did not end within its hang guard of "
+                f"{limits.hang_guard_s:g} s of wall clock and was stopped"
+            )
+        return None
+
+    def tool_call_took(self, seconds: float) -> None:
+        """A tool call of the program's ran ``seconds``: the tool's time, not the program's."""
+        self._hang_deadline += seconds
+        self.watch.rest()
+
+    def failed(self, error: str, calls: int, started: float) -> ProgramResult:
+        return _failed(error, calls, started, self.peak_rss, self.cpu_used_s)
 
     def send(self, message: dict[str, Any]) -> None:
         write_frame(self.to_worker, json.dumps(message).encode("ascii"))
 
-    def receive(self, deadline: float) -> dict[str, Any] | str:
-        """The worker's next message, or why there is none: the deadline passed, its memory
-        passed the limit, it ended, or its message is too large (a ``str``)."""
-        limits = self.limits
+    def receive(self) -> dict[str, Any] | str:
+        """The worker's next message, or why there is none: a limit of :meth:`over_a_limit`
+        passed, it ended, or its message is too large (a ``str``)."""
         while True:
-            rss = rss_bytes(self.process.pid)
-            self.peak_rss = max(self.peak_rss, rss)
-            if rss > limits.max_rss_bytes:
-                return _over_memory(rss, limits)
-            now = time.monotonic()
-            if now >= deadline:
-                return f"the program ran longer than {limits.time_limit_s:g} s and was stopped"
-            if not self._readable(min(deadline, now + RSS_CHECK_INTERVAL_S)):
+            stop = self.over_a_limit()
+            if stop is not None:
+                return stop
+            if not self._readable(time.monotonic() + RSS_CHECK_INTERVAL_S):
                 continue
-            try:  # a message, once it starts, is read whole (within the deadline)
-                payload = read_frame(self.from_worker, deadline, max_bytes=limits.max_message_bytes)
+            try:  # a message, once it starts, is read whole (within the hang guard)
+                payload = read_frame(
+                    self.from_worker, self._hang_deadline, max_bytes=self.limits.max_message_bytes
+                )
             except EOFError:
                 return self._ended()
             except FrameTooLarge as exc:
@@ -365,6 +439,8 @@ class _ProgramWorker(WorkerProcess):
 
     def _ended(self) -> str:
         status = self.exit_status()
+        if status == -signal.SIGXCPU:  # RLIMIT_CPU: the limit where /proc is missing
+            return _over_cpu(self.limits)
         return (
             f"the program's process ended (exit status {status}) before the program did; a "
             f"program that outgrows its memory limits (a heap of "
@@ -374,15 +450,15 @@ class _ProgramWorker(WorkerProcess):
     def run(self, code: str, host: ProgramHost, started: float) -> ProgramResult:
         """Send the program, answer its tool calls, and return how it ended."""
         limits, calls = self.limits, 0
-        deadline = started + limits.time_limit_s
         try:
             self.send({"program": code, "tools": host.tool_names(), **vars(limits)})
         except OSError as exc:
-            return _failed(f"the program's worker process ended: {exc}", 0, started, 0)
+            return self.failed(f"the program's worker process ended: {exc}", 0, started)
+        self.start_clocks()
         while True:
-            message = self.receive(deadline)
+            message = self.receive()
             if isinstance(message, str):
-                return _failed(message, calls, started, self.peak_rss)
+                return self.failed(message, calls, started)
             if message["kind"] == "end":
                 break
             calls += 1
@@ -391,32 +467,33 @@ class _ProgramWorker(WorkerProcess):
             else:
                 called = time.monotonic()
                 reply = self.call_host(host, message["call"], message["arguments"])
-                deadline += time.monotonic() - called  # a tool's time is the tool's (its limit)
+                self.tool_call_took(time.monotonic() - called)
                 if isinstance(reply, str):
-                    return _failed(reply, calls, started, self.peak_rss)
+                    return self.failed(reply, calls, started)
             try:
                 self.send({"ok": reply[0], "output" if reply[0] else "error": reply[1]})
             except OSError:
-                return _failed(self._ended(), calls, started, self.peak_rss)
+                return self.failed(self._ended(), calls, started)
         if not message["ok"]:
-            return _failed(message["error"], calls, started, self.peak_rss)
+            return self.failed(message["error"], calls, started)
         text = message["text"]
         if len(text) > limits.max_result_chars:
-            return _failed(
+            return self.failed(
                 f"the program returned {len(text):,} characters, over the limit of "
                 f"{limits.max_result_chars:,}; return only what the answer needs",
                 calls,
                 started,
-                self.peak_rss,
             )
-        return ProgramResult(True, text, "", calls, time.monotonic() - started, self.peak_rss)
+        seconds = time.monotonic() - started
+        return ProgramResult(True, text, "", calls, seconds, self.peak_rss, self.cpu_used_s)
 
     def call_host(
         self, host: ProgramHost, name: str, arguments_json: str
     ) -> tuple[bool, str] | str:
-        """The host's reply to one call, bounded (:func:`_bounded`), while the worker's memory is
-        watched: the program's JavaScript goes on running while a tool runs, so a worker past
-        its memory limit is killed then too (the reason, a ``str``, once the tool is done)."""
+        """The host's reply to one call, bounded (:func:`_bounded`), while the worker's memory
+        and CPU time are watched: the program's JavaScript goes on running while a tool runs, so
+        a worker past either limit is killed then too (the reason, a ``str``, once the tool is
+        done)."""
         done: list[tuple[bool, str]] = []
         failed: list[BaseException] = []
 
@@ -431,16 +508,19 @@ class _ProgramWorker(WorkerProcess):
         stopped = None
         while worker.is_alive():
             worker.join(RSS_CHECK_INTERVAL_S)
-            rss = rss_bytes(self.process.pid)
-            self.peak_rss = max(self.peak_rss, rss)
-            if stopped is None and rss > self.limits.max_rss_bytes:
-                self.kill()
-                stopped = _over_memory(rss, self.limits)
+            if stopped is None:
+                stopped = self.over_a_limit(in_tool_call=True)
+                if stopped is not None:
+                    self.kill()
         if stopped is not None:
             return stopped
         if failed:
             return f"the tool call {name!r} failed in the host: {type(failed[0]).__name__}"
         return done[0]
+
+
+def _over_cpu(limits: ProgramLimits) -> str:
+    return f"the program used more than {limits.cpu_time_limit_s:g} s of CPU time and was stopped"
 
 
 def _over_memory(rss: int, limits: ProgramLimits) -> str:

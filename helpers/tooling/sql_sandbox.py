@@ -19,6 +19,8 @@ import atexit
 import json
 import math
 import os
+import selectors
+import signal
 import sqlite3
 import threading
 import time
@@ -29,6 +31,7 @@ from helpers.tooling.dataset import ensure_reference_db
 from helpers.tooling.worker_pipes import (
     WORKER_READY,
     WorkerProcess,
+    WorkWatch,
     next_job,
     read_frame,
     rss_bytes,
@@ -163,12 +166,21 @@ SQL_ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
     }
 )
 
-#: run_sql stops a query after this many seconds: SQLite's progress handler interrupts it, and if
-#: its worker is still busy (inside one slow function call) SQL_WORKER_KILL_GRACE_S seconds
-#: later, the worker process is killed.
-SQL_TIME_LIMIT_S = 5.0
-#: Seconds a worker is given past SQL_TIME_LIMIT_S to stop a query itself before it is killed.
-SQL_WORKER_KILL_GRACE_S = 0.25
+#: run_sql stops a query once its worker has spent this many seconds of CPU time on it (the
+#: worker's own work: the time it waits for a core on a busy machine is not counted). SQLite's
+#: progress handler interrupts the query; a worker still busy inside one slow function call is
+#: stopped by the kernel SQL_WORKER_CPU_GRACE_S seconds of CPU later (``RLIMIT_CPU``).
+SQL_CPU_TIME_LIMIT_S = 5.0
+#: Seconds of wall clock a worker may use no CPU at all while it runs a query: a query always
+#: works, so a worker that does not is stuck (a starved worker on a busy machine still gets some
+#: CPU every few hundred milliseconds). Past it the worker is killed.
+SQL_IDLE_LIMIT_S = 10.0
+#: How often the caller looks at its worker's CPU time while it waits, in seconds.
+SQL_WATCH_EVERY_S = 0.05
+#: The caller's hang guard where ``/proc`` is missing (no CPU time to watch), in seconds of wall
+#: clock from sending a query to its reply: 20 times the CPU limit; and, everywhere, the longest
+#: a reply that has started may take to arrive whole.
+SQL_HANG_GUARD_S = 20 * SQL_CPU_TIME_LIMIT_S
 #: How many SQLite virtual-machine instructions run between two checks of the time limit.
 SQL_PROGRESS_EVERY_OPS = 10_000
 #: The longest string or BLOB SQLite may build while running a query, in bytes
@@ -205,11 +217,13 @@ SQL_BLOB_PREVIEW_BYTES = 32
 SQL_WORKER_HEAP_BYTES = 64_000_000
 #: A worker's address-space limit, in bytes (``RLIMIT_AS``): all its memory, Python and SQLite.
 SQL_WORKER_ADDRESS_SPACE_BYTES = 256_000_000
-#: CPU seconds a worker may use on one query past SQL_TIME_LIMIT_S before the kernel stops it
+#: CPU seconds a worker may use on one query past SQL_CPU_TIME_LIMIT_S before the kernel stops it
 #: (``RLIMIT_CPU``): a backstop for a worker whose caller is gone.
 SQL_WORKER_CPU_GRACE_S = 2
-#: Seconds a new worker has to start (import this module and say it is ready).
-SQL_WORKER_START_TIMEOUT_S = 60.0
+#: Seconds of wall clock a new worker has to start (import this module and say it is ready): a
+#: hang guard (it takes a tenth of a second on an idle machine, and tens of seconds beside busy
+#: processes of a higher priority).
+SQL_WORKER_START_TIMEOUT_S = 600.0
 #: The most queries run at once (one worker each); more callers wait for a free worker.
 SQL_MAX_WORKERS = 4
 #: The most idle workers kept for the next queries; the others are stopped.
@@ -234,8 +248,8 @@ def _sql_error(reason: str) -> str:
     return json.dumps({"error": f"query refused or failed: {reason}"})
 
 
-def _time_limit_reason(time_limit_s: float) -> str:
-    return f"the query ran longer than {time_limit_s:g} s and was stopped"
+def _time_limit_reason(cpu_time_limit_s: float) -> str:
+    return f"the query used more than {cpu_time_limit_s:g} s of CPU time"
 
 
 def run_query(query: str, max_rows: int = 50) -> str:
@@ -249,7 +263,7 @@ def run_query(query: str, max_rows: int = 50) -> str:
     Returns:
         JSON text: ``{"columns": [...], "rows": [...], "row_count": N, "truncated": bool}``, one
         row per line, or ``{"error": "..."}`` when the query is refused, fails, runs past
-        :data:`SQL_TIME_LIMIT_S` seconds or needs more memory than a worker may use. Never raises
+        :data:`SQL_CPU_TIME_LIMIT_S` seconds of CPU time or needs more memory than a worker may use. Never raises
         for anything a query does.
     """
     if not 1 <= max_rows <= MAX_SQL_ROWS:
@@ -266,7 +280,7 @@ def run_query(query: str, max_rows: int = 50) -> str:
         "database": str(ensure_reference_db().resolve()),
         "query": query,
         "max_rows": max_rows,
-        "time_limit_s": SQL_TIME_LIMIT_S,
+        "cpu_time_limit_s": SQL_CPU_TIME_LIMIT_S,
         "max_result_chars": SQL_MAX_RESULT_CHARS,
         "max_value_bytes": SQL_MAX_VALUE_BYTES,
         "max_columns": SQL_MAX_COLUMNS,
@@ -315,17 +329,40 @@ class _SqlWorker(WorkerProcess):
             start_timeout_s=SQL_WORKER_START_TIMEOUT_S,
         )
 
-    def ask(self, job: dict[str, Any], deadline: float) -> dict[str, Any] | None:
-        """Send ``job`` and return the worker's reply, or ``None`` if ``deadline``
-        (``time.monotonic`` seconds) passes first.
+    def ask(self, job: dict[str, Any]) -> dict[str, Any] | str:
+        """Send ``job`` and return the worker's reply, or why the worker was given up on (a
+        ``str``): it used SQL_WORKER_CPU_GRACE_S more CPU seconds than the query's limit (the
+        kernel would stop it at the next whole second anyway), it used none for
+        SQL_IDLE_LIMIT_S seconds (a query always works: a worker that does not is stuck), or,
+        where ``/proc`` is missing, SQL_HANG_GUARD_S seconds of wall clock passed.
 
         Raises:
             BrokenPipeError: the worker was gone before it got the job.
             EOFError: the worker ended before it replied.
         """
         write_frame(self.to_worker, json.dumps(job).encode("ascii"))  # lone surrogates escaped
-        reply = read_frame(self.from_worker, deadline)
-        return None if reply is None else json.loads(reply)
+        watch = WorkWatch(self.process.pid)
+        watch.start()
+        guard = time.monotonic() + SQL_HANG_GUARD_S
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.from_worker, selectors.EVENT_READ)
+            while not selector.select(SQL_WATCH_EVERY_S):
+                cpu, idle_s = watch.look()
+                if cpu is not None and cpu > job["cpu_time_limit_s"] + SQL_WORKER_CPU_GRACE_S:
+                    return _time_limit_reason(job["cpu_time_limit_s"])
+                if cpu is not None and idle_s > SQL_IDLE_LIMIT_S:
+                    return f"the run_sql worker process did no work for {SQL_IDLE_LIMIT_S:g} s"
+                if cpu is None and time.monotonic() > guard:
+                    return (
+                        f"the run_sql worker process gave no answer within its hang guard of "
+                        f"{SQL_HANG_GUARD_S:g} s"
+                    )
+        # the reply, once it starts, is read whole (within a hang guard)
+        reply = read_frame(self.from_worker, time.monotonic() + SQL_HANG_GUARD_S)
+        if reply is None:
+            return f"the run_sql worker's reply did not end within {SQL_HANG_GUARD_S:g} s"
+        answer: dict[str, Any] = json.loads(reply)
+        return answer
 
 
 class _SqlWorkerPool:
@@ -379,9 +416,8 @@ class _SqlWorkerPool:
                     worker, reused = self._take()
                 except OSError as exc:
                     return _sql_error(str(exc))
-                deadline = time.monotonic() + job["time_limit_s"] + SQL_WORKER_KILL_GRACE_S
                 try:
-                    reply = worker.ask(job, deadline)
+                    reply = worker.ask(job)
                 except BrokenPipeError:
                     self._drop(worker)
                     if reused:
@@ -390,14 +426,18 @@ class _SqlWorkerPool:
                 except EOFError:
                     status = worker.exit_status()
                     self._drop(worker)
+                    if status == -signal.SIGXCPU:  # RLIMIT_CPU, inside one long function call
+                        return _sql_error(
+                            _time_limit_reason(job["cpu_time_limit_s"]) + " and was stopped"
+                        )
                     return _sql_error(
                         f"the run_sql worker process ended while running the query (exit "
                         f"status {status}); the query may need more than the "
                         f"{SQL_WORKER_ADDRESS_SPACE_BYTES:,} bytes of memory a worker may use"
                     )
-                if reply is None:
+                if isinstance(reply, str):
                     self._drop(worker)
-                    return _sql_error(_time_limit_reason(job["time_limit_s"]))
+                    return _sql_error(reply + " and was stopped")
                 self._give_back(worker, reply["rss_bytes"])
                 return str(reply["output"])
 
@@ -503,7 +543,7 @@ def _failure_reason(exc: BaseException, gate: _SqlGate, job: dict[str, Any]) -> 
     if "not authorized" in reason:
         return reason + " (only reading SELECT queries are allowed)"
     if reason == "interrupted":
-        return _time_limit_reason(job["time_limit_s"])
+        return _time_limit_reason(job["cpu_time_limit_s"]) + " and was stopped"
     if "too big" in reason:
         return reason + f" (a value may hold at most {job['max_value_bytes']:,} bytes)"
     if "too many columns" in reason:
@@ -514,7 +554,8 @@ def _failure_reason(exc: BaseException, gate: _SqlGate, job: dict[str, Any]) -> 
 def _query_in_worker(job: dict[str, Any]) -> str:
     """Run one job of :func:`run_sql` on a fresh read-only connection and return run_sql's
     result (its JSON text). Runs in a worker process."""
-    deadline = time.monotonic() + job["time_limit_s"]
+    # the limit counts the worker's CPU time (all of it goes to this query), not the wall clock
+    deadline = time.process_time() + job["cpu_time_limit_s"]
     gate, budget = _SqlGate(), _TextBudget()
     try:
         db = sqlite3.connect(Path(job["database"]).as_uri() + "?mode=ro", uri=True)
@@ -525,7 +566,7 @@ def _query_in_worker(job: dict[str, Any]) -> str:
         for category, value in job["limits"]:
             db.setlimit(category, value)
         db.set_authorizer(gate)
-        db.set_progress_handler(lambda: int(time.monotonic() > deadline), SQL_PROGRESS_EVERY_OPS)
+        db.set_progress_handler(lambda: int(time.process_time() > deadline), SQL_PROGRESS_EVERY_OPS)
         db.text_factory = budget
         cursor = db.execute(job["query"])
         columns = json.dumps([d[0] for d in cursor.description or []], ensure_ascii=False)

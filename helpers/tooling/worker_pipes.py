@@ -86,6 +86,56 @@ def rss_bytes(pid: int | str = "self") -> int:
         return 0
 
 
+def cpu_seconds(pid: int | str = "self") -> float | None:
+    """The CPU time process ``pid`` has used so far (user and system, every thread), in seconds
+    (``/proc/PID/stat``'s ``utime`` and ``stime``, in clock ticks: 10 ms on Linux); ``None``
+    where ``/proc`` is missing or the process is gone. It counts the process's own work only:
+    the time it waits for a core on a busy machine, or for a pipe, is not in it."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            text = stat.read()
+        # the command name (field 2) may hold spaces and parentheses: the fields follow its last
+        fields = text[text.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class WorkWatch:
+    """What a caller watches of a worker process while it waits on it: the CPU time the worker
+    has used since :meth:`start` (its own work, whatever the machine's load), and how long it
+    has gone without using any (a worker with nothing to do, or stopped). Reads ``/proc``
+    (:func:`cpu_seconds`); where it is missing, :meth:`cpu_used_s` is ``None`` and the caller
+    falls back on its wall-clock guard."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._at_start: float | None = None
+        self._seen: float | None = None
+        self._last_work = time.monotonic()
+        self.cpu_used_s = 0.0
+
+    def start(self) -> None:
+        """Count from now."""
+        self._at_start = self._seen = cpu_seconds(self.pid)
+        self._last_work, self.cpu_used_s = time.monotonic(), 0.0
+
+    def look(self) -> tuple[float | None, float]:
+        """The worker's CPU seconds since :meth:`start` (``None`` without ``/proc``) and the
+        seconds of wall clock since it last used any (or since :meth:`rest`)."""
+        now, cpu = time.monotonic(), cpu_seconds(self.pid)
+        if cpu is None or self._at_start is None:
+            return None, 0.0
+        self.cpu_used_s = cpu - self._at_start
+        if cpu != self._seen:
+            self._seen, self._last_work = cpu, now
+        return self.cpu_used_s, now - self._last_work
+
+    def rest(self) -> None:
+        """The worker had good reason to use no CPU until now (it waited on its caller)."""
+        self._last_work = time.monotonic()
+
+
 def set_limit(kind: int, soft: int) -> None:
     """Lower the soft and hard limit ``kind`` (``resource.RLIMIT_*``) to ``soft`` (never above
     the hard limit the worker was given); the address-space limit's hard limit too."""
@@ -97,8 +147,9 @@ def set_limit(kind: int, soft: int) -> None:
     resource.setrlimit(kind, (soft, soft if kind == resource.RLIMIT_AS else hard))
 
 
-#: Seconds to wait for a worker that ended to report its exit status.
-WORKER_EXIT_WAIT_S = 1.0
+#: Seconds to wait for a worker that closed its pipe to report its exit status (it is ending: a
+#: hang guard, long enough for a starved process to finish dying).
+WORKER_EXIT_WAIT_S = 30.0
 
 
 class WorkerProcess:
@@ -184,25 +235,25 @@ def worker_replies() -> int:
     return replies
 
 
-def limit_cpu_for(time_limit_s: float, grace_s: float) -> None:
-    """In a worker: let it use ``time_limit_s`` + ``grace_s`` more seconds of CPU time
-    (``RLIMIT_CPU``) from now, then be stopped by the kernel."""
+def limit_cpu_for(cpu_time_limit_s: float, grace_s: float) -> None:
+    """In a worker: let it use ``cpu_time_limit_s`` + ``grace_s`` more seconds of CPU time
+    (``RLIMIT_CPU``) from now, then be stopped by the kernel (``SIGXCPU``)."""
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu_s = usage.ru_utime + usage.ru_stime
-    set_limit(resource.RLIMIT_CPU, math.ceil(cpu_s + time_limit_s + grace_s))
+    set_limit(resource.RLIMIT_CPU, math.ceil(cpu_s + cpu_time_limit_s + grace_s))
 
 
 def next_job(cpu_grace_s: float) -> dict[str, Any] | None:
-    """In a worker: the next job from its stdin (a JSON object with its ``time_limit_s``), its
-    CPU time limited to that plus ``cpu_grace_s`` (:func:`limit_cpu_for`); ``None`` when the
-    caller closed the pipe."""
+    """In a worker: the next job from its stdin (a JSON object with its ``cpu_time_limit_s``),
+    its CPU time limited to that plus ``cpu_grace_s`` (:func:`limit_cpu_for`); ``None`` when
+    the caller closed the pipe."""
     try:
         request = read_frame(0, None)
     except EOFError:
         return None
     assert request is not None
     job: dict[str, Any] = json.loads(request)
-    limit_cpu_for(job["time_limit_s"], cpu_grace_s)
+    limit_cpu_for(job["cpu_time_limit_s"], cpu_grace_s)
     return job

@@ -21,8 +21,9 @@ from helpers.escaping import for_terminal
 
 #: A profile name ``--names`` prints (tab completion reads it as shell words).
 SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-#: Seconds ``--check`` waits for an endpoint by default.
-CHECK_TIMEOUT_S = 5.0
+#: Seconds ``--check`` waits for an endpoint by default: a hang guard, many times what an
+#: endpoint that answers takes, so a busy machine never reports a live one unreachable.
+CHECK_TIMEOUT_S = 30.0
 
 
 def add_command(sub: Any, name: str, help: str) -> None:
