@@ -151,15 +151,17 @@ test-personas: $(DEV_STAMP) data
 test-pg: $(DEV_STAMP)
 	tests/with_postgres.sh
 
-# a room for real (tests/room): PostgreSQL with passwords over TCP, JupyterHub from PyPI with
-# configurable-http-proxy from npm, one Linux user per attendee (as root), the wheel in the
-# attendees' environment; WORKBOOK_ROOM_ATTENDEES attendees (4) run notebooks 02-04 at once.
-# Debian's python3 with IDLE's manual is the attendees' Python (installed here if missing).
+# a busy room for real (tests/room): PostgreSQL with passwords over TCP, JupyterHub from PyPI
+# with configurable-http-proxy from npm, one Linux user per attendee (as root), the wheel in the
+# attendees' environment, the room's firewall (nftables); WORKBOOK_ROOM_ATTENDEES attendees (8)
+# run notebooks 02 and 08 at once beside busy processes of a higher priority (3 per core).
+# Debian's python3 with IDLE's manual is the attendees' Python, nft the firewall's command
+# (both installed here if missing).
 test-room: $(DEV_STAMP)
-	@[ -f /usr/lib/python3.11/idlelib/help.html ] || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq idle-python3.11 >/dev/null; \
-		else echo "make test-room runs as root (one Linux user per attendee)"; exit 1; fi; }
-	tests/with_postgres.sh $(BIN)/pytest -q -p no:cacheprovider tests/room
+	@{ [ -f /usr/lib/python3.11/idlelib/help.html ] && command -v nft >/dev/null; } || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq idle-python3.11 nftables >/dev/null; \
+		else echo "make test-room runs as root (one Linux user per attendee, the kernel's firewall)"; exit 1; fi; }
+	tests/with_postgres.sh $(BIN)/pytest -q -s -p no:cacheprovider tests/room
 
 # the workbook in a real browser: JupyterLab on loopback, the notebooks in headless Chromium at
 # 1280x720, light and dark, with no emoji font (Debian's chromium and fontconfig's fc-list,
@@ -179,7 +181,8 @@ guide: $(DEV_STAMP) data
 	WORKBOOK_PROFILE=offline $(BIN)/python -m devtools.instructor_guide
 
 # speed figures (medians, machine named), on SQLite and a throwaway PostgreSQL (when the machine
-# has its server programs), with a simulated room of 8 attendees on that PostgreSQL
+# has its server programs), with a real room of 30 attendees on a JupyterHub and that PostgreSQL
+# (as root: deploy/README.md's figures)
 bench: $(DEV_STAMP) data
 	WORKBOOK_PROFILE=offline tests/with_postgres.sh $(BIN)/python -m devtools.bench \
 		--out build/bench.json --readme

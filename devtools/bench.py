@@ -15,8 +15,13 @@ Speed goals live here, not in timed tests. Each figure is printed with its goal:
   < 0.3 s), ``ask --help`` and one offline ``ask`` turn, beside what bounds them: importing the
   ``openai`` SDK and SQLAlchemy, which a turn needs, in a bare interpreter.
 
+- a room of thirty on a real JupyterHub and PostgreSQL (:func:`devtools.real_room.measure_room`,
+  as root): the spawns under JupyterHub's default limit and the room's, the day's first burst,
+  the kernels' starts, and ``workbook room progress`` (goal < 5 s of wall clock, < 3 s of CPU).
+
 ``python -m devtools.bench [--db-url URL] [--quick] [--out build/bench.json]``; with
-``WORKBOOK_BENCH_PG_URL`` set, the store figures are measured on PostgreSQL too.
+``WORKBOOK_BENCH_PG_URL`` set, the store figures are measured on PostgreSQL too, and with
+``WORKBOOK_BENCH_ROOM_URL`` (tests/with_postgres.sh sets both) the room.
 """
 
 from __future__ import annotations
@@ -43,7 +48,6 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import insert
 
-from devtools.room_simulation import room_markdown
 from devtools.setup_timing import setup_markdown, time_lab_start
 from helpers.context.policies import BoxPolicy
 from helpers.context.strategies import LESSON_ROLES, build_policy, strategies_in_role
@@ -316,8 +320,6 @@ def bench_cli(repeat: int) -> dict[str, float]:
 
 #: ``workbook compare``'s goal, in CPU seconds (user + system) on the bench's machine.
 COMPARE_GOAL_CPU_S = 60.0
-#: Attendees of the room simulation (``make bench`` with PostgreSQL).
-ROOM_ATTENDEES = 8
 
 
 #: What ``make lab`` and ``make data`` leave in ``var/`` before anyone runs ``compare``: the
@@ -392,11 +394,12 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
     results["lab_start"] = time_lab_start()
     room_url = os.environ.get("WORKBOOK_BENCH_ROOM_URL")  # tests/with_postgres.sh's room admin
     if room_url:  # make bench starts a throwaway PostgreSQL with password authentication
-        from devtools.room_load import run_room_load
-        from devtools.room_simulation import simulate_room
+        if os.geteuid() == 0 and shutil.which("nft") and shutil.which("npm"):
+            from devtools.real_room import measure_room
 
-        results["room"] = simulate_room(room_url, ROOM_ATTENDEES)
-        results["room_load"] = run_room_load(room_url)
+            results["room"] = measure_room(room_url, folder / "room")
+        else:
+            print("make bench: the room of 30 needs root, nft and npm: not measured")
         url_command = [
             "-m",
             "helpers.course.cli",
@@ -497,28 +500,32 @@ def report(results: dict[str, Any], console: Console) -> None:
     console.print(table)
     for strategy, sentence in tokens["breaks"].items():
         console.print(f"  [bold]{strategy}[/] {for_rich(sentence)}")
-    if "room" in results:
-        console.print(f"[bold]The room:[/] {for_rich(_room_block(results))}")
+    for name, block in _room_blocks(results).items():
+        console.print(f"[bold]{name}:[/] {for_rich(block)}")
 
 
 #: ``workbook room url``'s goal, in CPU seconds: the hub runs it before every spawn.
 ROOM_URL_GOAL_CPU_S = 0.3
 
 
-def _room_block(results: dict[str, Any]) -> str:
-    """The room block: the simulated room of kernels, the room of thirty clients, and what
-    ``workbook room url`` costs the hub per spawn."""
-    from devtools.room_load import room_load_markdown
+def _room_blocks(results: dict[str, Any]) -> dict[str, str]:
+    """deploy/README.md's room blocks: the spawns, the day's burst and the kernels, the
+    instructor's view (each when measured), and what ``workbook room url`` costs the hub per
+    spawn."""
+    from devtools.real_room import day_markdown, progress_markdown, spawn_markdown
 
-    block = room_markdown(results["room"], results["machine"])
-    if "room_load" in results:
-        block += " " + room_load_markdown(results["room_load"])
+    blocks = {}
+    if "room" in results:
+        room = results["room"]
+        blocks["room-spawns"] = spawn_markdown(room, results["machine"])
+        blocks["room-day"] = day_markdown(room)
+        blocks["room-progress"] = progress_markdown(room)
     if "room_url_cpu_s" in results:
-        block += (
-            f" `workbook room url`, which the hub runs before each spawn: "
+        blocks["room-url"] = (
+            f"`workbook room url`, which the hub runs before each spawn, takes "
             f"{results['room_url_cpu_s']:.2f} s of CPU (median; goal < {ROOM_URL_GOAL_CPU_S} s)."
         )
-    return block
+    return blocks
 
 
 def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
@@ -585,7 +592,7 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
         "store": "\n".join(rows),
         "speed": "\n".join(speed),
         "setup": setup_markdown(results["lab_start"], m),
-        **({"room": _room_block(results)} if "room" in results else {}),
+        **_room_blocks(results),
     }
 
 

@@ -318,8 +318,14 @@ def _duration() -> str:
 
 
 def documents() -> list[Path]:
-    """The pages that may hold generated blocks: README.md, CONTRIBUTING.md and docs/*.md."""
-    pages = [README, PROJECT_ROOT / "CONTRIBUTING.md", *sorted(DOCS_DIR.glob("*.md"))]
+    """The pages that may hold generated blocks: README.md, CONTRIBUTING.md, docs/*.md and
+    deploy/README.md."""
+    pages = [
+        README,
+        PROJECT_ROOT / "CONTRIBUTING.md",
+        *sorted(DOCS_DIR.glob("*.md")),
+        PROJECT_ROOT / "deploy" / "README.md",
+    ]
     return [p for p in pages if p.is_file()]
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/with_postgres.sh [COMMAND...]: COMMAND with a throwaway PostgreSQL cluster on loopback,
 # as a room has it: every role logs in over TCP with a scram-sha-256 password (pg_hba.conf: no
-# trust). Exports WORKBOOK_TEST_PG_URL and WORKBOOK_BENCH_PG_URL (the superuser's URL) and
+# trust), the Unix socket is closed to other users (unix_socket_permissions 0770), and
+# max_connections is what `workbook room check` asks for thirty attendees. Exports
+# WORKBOOK_TEST_PG_URL and WORKBOOK_BENCH_PG_URL (the superuser's URL) and
 # WORKBOOK_TEST_ROOM_URL (a room's admin, as deploy/README.md makes it: CREATEROLE, owning a
 # database of its own). Without a command (make test-pg): the store and room tests. Uses PostgreSQL's server programs when the machine has them (initdb,
 # pg_ctl); otherwise it says so and runs the command without PostgreSQL (the tests: skipped). The
@@ -31,11 +33,14 @@ fi
 secret=$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(16))')
 printf '%s\n' "$secret" > "$data/pw"
 chmod 644 "$data/pw"
+# what `workbook room check` asks of a room of thirty (the room's budget and the reserved slots)
+max_connections=$(.venv/bin/python -c 'from helpers.course.room import connection_budget; print(connection_budget(30) + 3)')
 "${as_owner[@]}" "$bin/initdb" -D "$data/db" -U workbook --pwfile="$data/pw" \
   --auth-host=scram-sha-256 --auth-local=scram-sha-256 >/dev/null
 rm -f "$data/pw"
 "${as_owner[@]}" "$bin/pg_ctl" -D "$data/db" -l "$data/log" -w \
-  -o "-p $port -k $data -c listen_addresses=127.0.0.1" start >/dev/null
+  -o "-p $port -k $data -c listen_addresses=127.0.0.1 -c unix_socket_permissions=0770 -c max_connections=$max_connections" \
+  start >/dev/null
 trap '"${as_owner[@]}" "$bin/pg_ctl" -D "$data/db" -m fast stop >/dev/null 2>&1 || true; rm -rf "$data"' EXIT
 echo "test-pg: PostgreSQL $("$bin/postgres" --version | awk '{print $NF}') on 127.0.0.1:$port, scram-sha-256 passwords"
 export WORKBOOK_TEST_PG_URL="postgresql+psycopg://workbook:$secret@127.0.0.1:$port/postgres"
@@ -47,6 +52,7 @@ from sqlalchemy import create_engine, text
 engine = create_engine(sys.argv[1], isolation_level="AUTOCOMMIT")
 with engine.connect() as db:
     db.execute(text(f"CREATE ROLE room LOGIN CREATEROLE PASSWORD '{sys.argv[2]}'"))
+    db.execute(text("GRANT pg_read_all_settings TO room"))  # room check reads the socket's
     db.execute(text("CREATE DATABASE room OWNER room"))
 engine.dispose()
 PY_ROOM

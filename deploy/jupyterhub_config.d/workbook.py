@@ -12,15 +12,44 @@ holds the room, and PostgreSQL keeps each attendee's threads from every other at
 
 The hook is a coroutine and runs the command as a subprocess it awaits: the hub's event loop
 goes on answering every other request while a spawn waits (a blocking ``subprocess.run`` froze
-the whole hub for each spawn's 1-2 s, one spawn after another).
+the whole hub for each spawn's 1-2 s, one spawn after another). At most
+:data:`ROOM_URL_AT_ONCE` commands run at once, each holding one of the room's admin connections
+(the room's connection budget counts them). On a plain hub's local-process spawner the hook also
+closes the attendee's home to the other attendees (TLJH makes homes closed itself).
+
+The rest sets what a busy room needs of the hub itself (deploy/README.md gives the figures):
+spawns at once, the time a server may take to start on a starved machine, and kernels that talk
+to their server over Unix sockets (no port to race for).
 """
 
 import asyncio
 import os
+import pwd
+import stat
 
 WORKBOOK_CLI = os.environ.get("WORKBOOK_CLI", "/opt/tljh/user/bin/workbook")
-#: Seconds the hub waits for ``workbook room url`` before the spawn fails.
-ROOM_URL_TIMEOUT_S = 60
+#: Seconds the hub waits for ``workbook room url`` once it runs, before the spawn fails: a hang
+#: guard (it takes about one second of CPU; thirty attendees on two cores stretch that tenfold).
+ROOM_URL_TIMEOUT_S = 300
+#: ``workbook room url`` commands run at once (``helpers.course.room.HOOK_CONNECTIONS``: a test
+#: holds the two equal); the others wait their turn.
+ROOM_URL_AT_ONCE = 2
+#: Spawns the hub runs at once; past it, a login is told to try again in a few seconds
+#: (``JupyterHub.concurrent_spawn_limit``). deploy/README.md gives the figures behind it.
+CONCURRENT_SPAWN_LIMIT = 10
+#: Seconds a server may take to start, and then to answer, on a busy machine (JupyterHub's
+#: ``Spawner.start_timeout`` and ``Spawner.http_timeout``: 60 and 30 by default): hang guards.
+SERVER_START_TIMEOUT_S = 600
+SERVER_HTTP_TIMEOUT_S = 300
+
+_slots = None
+
+
+def _room_url_slots():
+    global _slots
+    if _slots is None:  # made on the hub's own event loop, at the first spawn
+        _slots = asyncio.Semaphore(ROOM_URL_AT_ONCE)
+    return _slots
 
 
 async def attendee_environment(name, room_url=None, cli=WORKBOOK_CLI):
@@ -35,25 +64,26 @@ async def attendee_environment(name, room_url=None, cli=WORKBOOK_CLI):
         "PATH": os.environ.get("PATH", ""),
         "WORKBOOK_ROOM_URL": room_url or os.environ["WORKBOOK_ROOM_URL"],
     }
-    process = await asyncio.create_subprocess_exec(
-        cli,
-        "room",
-        "url",
-        "--",
-        name,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), ROOM_URL_TIMEOUT_S)
-    except asyncio.TimeoutError:  # noqa: UP041 - not yet TimeoutError on the hub's Python 3.10
-        process.kill()
-        await process.wait()
-        raise RuntimeError(
-            f"workbook room url {name!r} took more than {ROOM_URL_TIMEOUT_S} s"
-        ) from None
+    async with _room_url_slots():
+        process = await asyncio.create_subprocess_exec(
+            cli,
+            "room",
+            "url",
+            "--",
+            name,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), ROOM_URL_TIMEOUT_S)
+        except asyncio.TimeoutError:  # noqa: UP041 - not yet TimeoutError on the hub's Python 3.10
+            process.kill()
+            await process.wait()
+            raise RuntimeError(
+                f"workbook room url {name!r} took more than {ROOM_URL_TIMEOUT_S} s"
+            ) from None
     if process.returncode != 0:
         reason = err.decode("utf-8", "replace").strip()[-500:]
         raise RuntimeError(f"workbook room url {name!r} failed: {reason}")
@@ -63,10 +93,47 @@ async def attendee_environment(name, room_url=None, cli=WORKBOOK_CLI):
     }
 
 
+def close_home(home):
+    """Take every permission of the group and the others off the directory ``home`` (0755
+    becomes 0700); returns whether it changed anything."""
+    mode = stat.S_IMODE(os.stat(home).st_mode)
+    if not mode & 0o077:
+        return False
+    os.chmod(home, mode & ~0o077)
+    return True
+
+
+def close_attendee_home(spawner):
+    """On a plain hub (the local-process spawner runs her server as the Linux user of her name,
+    JupyterHub's ``LocalProcessSpawner``), close the attendee's home to the other users. Other
+    spawners are left alone: TLJH's closes the homes it makes itself (``chmod o-rwx``,
+    ``tljh/user.py``), and a container's home is its own."""
+    try:
+        from jupyterhub.spawner import LocalProcessSpawner
+    except ImportError:
+        return
+    if not isinstance(spawner, LocalProcessSpawner):
+        return
+    try:
+        if close_home(pwd.getpwnam(spawner.user.name).pw_dir):
+            spawner.log.info("closed the home of %s to other users", spawner.user.name)
+    except (KeyError, OSError) as exc:  # no such user yet, or the hub is not root: room check
+        spawner.log.warning("could not close the home of %s: %s", spawner.user.name, exc)
+
+
 async def pre_spawn_hook(spawner):
-    """JupyterHub awaits this before it starts a server: the attendee's environment added."""
+    """JupyterHub awaits this before it starts a server: the attendee's home closed, and her
+    environment added."""
+    close_attendee_home(spawner)
     spawner.environment.update(await attendee_environment(spawner.user.name))
 
 
 if "c" in globals():  # loaded by JupyterHub (a test imports the functions alone)
     c.Spawner.pre_spawn_hook = pre_spawn_hook  # noqa: F821 - JupyterHub's config object
+    c.JupyterHub.concurrent_spawn_limit = CONCURRENT_SPAWN_LIMIT  # noqa: F821
+    c.Spawner.start_timeout = SERVER_START_TIMEOUT_S  # noqa: F821
+    c.Spawner.http_timeout = SERVER_HTTP_TIMEOUT_S  # noqa: F821
+    # jupyter_client picks a kernel's five TCP ports by binding port 0 and closing it, so two
+    # attendees' kernels starting at once can pick the same port ("Address already in use"):
+    # over Unix sockets in each attendee's own runtime folder there is no port to race for
+    c.Spawner.args.append("--KernelManager.transport=ipc")  # noqa: F821

@@ -32,11 +32,16 @@ import re
 import secrets
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from helpers.course.room_reader import (
+    READERS,
+    Read,
+    read_attendees,
+)
 
 #: The prefix of every attendee's role and schema in the room's database.
 SCHEMA_PREFIX = "attendee_"
@@ -55,41 +60,43 @@ ROOM_SCHEMA = "workbook_room"
 #: Connections one attendee's role may hold at once (``CONNECTION LIMIT``). The store holds no
 #: idle connection on PostgreSQL (one per operation, :func:`helpers.tooling.store.make_engine`),
 #: so this bounds what an attendee's kernels and terminal do *at once*, not how many are open.
+#: PostgreSQL checks it only once a session has logged in (its docs, CREATE ROLE), so it cannot
+#: bound connections that stall before: :data:`ATTENDEE_SOCKET_CAP` does.
 ATTENDEE_CONNECTION_LIMIT = 3
+#: Connections one attendee's Linux user may hold open to PostgreSQL's port at once, in any state
+#: (opened, stalled before or at the password exchange, logged in): the firewall's per-user cap
+#: (:mod:`helpers.course.room_firewall`), one more than her role may use, so the role's own
+#: refusal ("too many connections for role") is what an honest attendee meets first.
+ATTENDEE_SOCKET_CAP = ATTENDEE_CONNECTION_LIMIT + 1
 #: Longest statement an attendee's role may run, in milliseconds (``statement_timeout``).
 ATTENDEE_STATEMENT_TIMEOUT_MS = 30_000
 #: Longest an attendee's session may sit idle inside a transaction, in milliseconds
 #: (``idle_in_transaction_session_timeout``): a kernel stopped mid-transaction frees its locks.
 ATTENDEE_IDLE_IN_TRANSACTION_MS = 60_000
-#: Connections the room needs beside its attendees: the hub's ``room url`` calls (one at a time
-#: per spawn, a few at once at the start) and the instructor's ``room progress``.
-ROOM_ADMIN_CONNECTIONS = 5
-#: Longest statement of the instructor's view of one attendee, in milliseconds.
-PROGRESS_STATEMENT_TIMEOUT_MS = 5_000
-#: The longest the instructor's view waits for one attendee, in seconds, whatever the server
-#: does: then that attendee's session is ended (``pg_terminate_backend``, which no code of
-#: theirs can catch) and their line says so.
-PROGRESS_DEADLINE_S = 10.0
-#: The most checkpoint rows and threads read of one attendee (more are reported as capped).
-PROGRESS_ROW_CAP = 50_000
-#: Characters of a notebook name read back (the store writes two: ``"04"``).
-PROGRESS_NOTEBOOK_CHARS = 8
-#: Attendees read at once, each by a process of its own (:mod:`helpers.course.room_reader`).
-PROGRESS_READERS = 4
+#: ``room url`` commands the hub's hook runs at once, each holding one admin connection
+#: (``ROOM_URL_AT_ONCE`` in ``deploy/jupyterhub_config.d/workbook.py``, which a test holds equal):
+#: thirty spawns at once made seven at once without it.
+HOOK_CONNECTIONS = 2
+#: Connections the instructor's ``room progress`` holds at once: one per reader process, and
+#: the admin's (to list the room; to end a session past its deadline).
+PROGRESS_CONNECTIONS = READERS + 1
+#: Connections the room needs beside its attendees: the hook's and the instructor's view.
+ROOM_ADMIN_CONNECTIONS = HOOK_CONNECTIONS + PROGRESS_CONNECTIONS
 
 
 def connection_budget(attendees: int) -> int:
     """Connections a room of ``attendees`` may open at once: each attendee's
-    :data:`ATTENDEE_CONNECTION_LIMIT` plus :data:`ROOM_ADMIN_CONNECTIONS`. PostgreSQL's
-    ``max_connections`` must be at least this plus its ``superuser_reserved_connections``
-    (``workbook room check`` compares them): 30 attendees need 95 + 3, within the default 100.
+    :data:`ATTENDEE_SOCKET_CAP` (a connection stalled at the password exchange holds a server
+    slot too) plus :data:`ROOM_ADMIN_CONNECTIONS`. PostgreSQL's ``max_connections`` must be at
+    least this plus its ``superuser_reserved_connections`` (``workbook room check`` compares
+    them): 30 attendees need 125 + 3.
 
     Raises:
         ValueError: fewer than one attendee.
     """
     if attendees < 1:
         raise ValueError(f"a room needs at least one attendee, got {attendees}")
-    return attendees * ATTENDEE_CONNECTION_LIMIT + ROOM_ADMIN_CONNECTIONS
+    return attendees * ATTENDEE_SOCKET_CAP + ROOM_ADMIN_CONNECTIONS
 
 
 _stores: dict[str, Any] = {}
@@ -294,13 +301,14 @@ class AttendeeProgress:
             room has no record of it); every row of the schema is theirs, whatever a name column
             says.
         passed: the ``"NN.T"`` TODOs whose checkpoint passed at least once, sorted.
-        runs: checkpoint runs read (at most :data:`PROGRESS_ROW_CAP`).
+        runs: checkpoint runs read (at most ``room_reader.PROGRESS_ROW_CAP``).
         last: the newest run's time (UTC), or ``None``.
-        threads: their threads (at most :data:`PROGRESS_ROW_CAP`).
+        threads: their threads (at most ``room_reader.PROGRESS_ROW_CAP``).
         capped: more rows than the cap: ``runs`` or ``threads`` is a lower bound.
         error: why this attendee's schema could not be read (a view or an altered table where a
             table was, a timeout, a dropped connection), or ``None``; the rest of the room is read
-            all the same.
+            all the same. An attendee who has run no checkpoint yet (her store's tables not made
+            yet, or no row) is no error: her ``passed`` is empty.
     """
 
     schema: str
@@ -312,22 +320,34 @@ class AttendeeProgress:
     capped: bool = False
     error: str | None = None
 
+    @property
+    def state(self) -> str:
+        """``"not read"`` (see ``error``), ``"nothing yet"`` (no TODO passed yet, whether or not
+        a checkpoint ran) or ``"passed"`` (at least one TODO passed)."""
+        if self.error:
+            return "not read"
+        return "passed" if self.passed else "nothing yet"
+
 
 def room_progress(room_url: str) -> dict[str, AttendeeProgress]:
     """Every attendee of the room's database, read with the admin's URL ``room_url``, without
     changing anything and without running anything of an attendee's with any rights but
-    theirs: ``{schema: progress}``.
+    theirs: ``{schema: progress}``. An attendee with no checkpoint run yet (no table, or no
+    row) has an empty line, no error: nothing passed yet is a state.
 
     Only schemas named as :func:`attendee_schema` names them (:data:`SCHEMA_RE`) and owned by the
     role of that name count. The admin only lists them, with each attendee's name and password
-    (:data:`ROOM_SCHEMA`); each attendee is then read *logged in as that attendee*, by a
-    process of its own (:mod:`helpers.course.room_reader`, its memory capped, so what their code
-    sends back costs their line, never the view; :data:`PROGRESS_READERS` at once): an index predicate, a policy or a view of theirs that runs runs as
+    (:data:`ROOM_SCHEMA`); each attendee is then read *logged in as that attendee*, by reader
+    processes (:mod:`helpers.course.room_reader`: ``READERS`` of them, each reading one
+    attendee after another, its memory capped, so what her code sends back costs her line,
+    never the view): an index predicate, a policy or a view of theirs that runs runs as
     them, with nothing above them to ``RESET ROLE`` to (a ``SET LOCAL ROLE`` from the admin's
     session would leave the admin one statement away). The session is read-only, with
     ``row_security`` off, ``search_path`` ``pg_catalog``, a statement timeout of
-    :data:`PROGRESS_STATEMENT_TIMEOUT_MS`, at most :data:`PROGRESS_ROW_CAP` rows, and a deadline
-    of :data:`PROGRESS_DEADLINE_S` that the admin enforces by ending the session. Only an
+    :data:`helpers.course.room_reader.PROGRESS_STATEMENT_TIMEOUT_MS`, at most
+    :data:`helpers.course.room_reader.PROGRESS_ROW_CAP` rows, and a deadline
+    of :data:`helpers.course.room_reader.PROGRESS_DEADLINE_S` that the admin enforces by
+    ending the session. Only an
     ordinary table (``relkind`` ``r``, read with ``ONLY``) whose columns have the built-in types
     the store writes is read: anything else is that attendee's :attr:`AttendeeProgress.error`.
 
@@ -342,7 +362,7 @@ def room_progress(room_url: str) -> dict[str, AttendeeProgress]:
             "WHERE pg_catalog.starts_with(n.nspname, %s)",
             (SCHEMA_PREFIX,),
         ).fetchall()
-        recorded = _recorded_attendees(db)
+        recorded = recorded_attendees(db)
     schemas = sorted(s for s, owner in owned if s == owner and SCHEMA_RE.match(s))
     progress, reads = {}, []
     for schema in schemas:
@@ -351,13 +371,19 @@ def room_progress(room_url: str) -> dict[str, AttendeeProgress]:
         if password is None:
             line.error = "not made by workbook room url (no password recorded): not read"
         else:
-            reads.append((line, password))
-    with ThreadPoolExecutor(PROGRESS_READERS) as pool:
-        list(pool.map(lambda read: _read_as_attendee(room_url, *read), reads))
+            reads.append(Read(schema, password))
+    read_attendees(libpq_url(room_url), reads, end_session=lambda pid: _end_session(room_url, pid))
+    for read in reads:
+        said = read.line or {}
+        line = progress[read.schema]
+        line.passed, line.runs = said.get("passed", []), said.get("runs", 0)
+        line.threads, line.capped = said.get("threads", 0), said.get("capped", False)
+        line.last = datetime.fromisoformat(said["last"]) if said.get("last") else None
+        line.error = said.get("error") if read.line else "not read"
     return progress
 
 
-def _recorded_attendees(db: Any) -> dict[str, tuple[str, str]]:
+def recorded_attendees(db: Any) -> dict[str, tuple[str, str]]:
     """``{role: (name, password)}`` of :data:`ROOM_SCHEMA`'s table (empty before the first)."""
     from psycopg import sql
 
@@ -370,42 +396,8 @@ def _recorded_attendees(db: Any) -> dict[str, tuple[str, str]]:
     return {role: (name, password) for role, name, password in db.execute(query).fetchall()}
 
 
-def _read_as_attendee(room_url: str, line: AttendeeProgress, password: str) -> None:
-    """Fill ``line`` from a reader process (:mod:`helpers.course.room_reader`) logged in as the
-    attendee, within :data:`PROGRESS_DEADLINE_S`: past it the process is killed and the
-    attendee's session ended (``pg_terminate_backend``, which no code of hers can catch, unlike
-    a statement's cancel)."""
-    import json
-    import subprocess
-    import sys
-
-    request = json.dumps({"url": room_url, "schema": line.schema, "password": password})
-    reader = subprocess.Popen(
-        [sys.executable, "-m", "helpers.course.room_reader"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True, env={**os.environ, "PYTHONSAFEPATH": "1"},
-    )  # fmt: skip
-    try:
-        out, _ = reader.communicate(request, timeout=PROGRESS_DEADLINE_S)
-        late = False
-    except subprocess.TimeoutExpired:
-        reader.kill()
-        out, _ = reader.communicate()
-        late = True
-    said = [json.loads(text) for text in out.splitlines() if text.startswith("{")]
-    pid = next((s["pid"] for s in said if "pid" in s), None)
-    result = next((s for s in said if "pid" not in s), None)
-    if late or result is None:
-        if pid is not None:
-            with admin_connection(room_url) as db:
-                db.execute("SELECT pg_catalog.pg_terminate_backend(%s)", (pid,))
-        line.error = (
-            f"took longer than {PROGRESS_DEADLINE_S:g} s: stopped, not read"
-            if late
-            else f"the reader stopped (exit code {reader.returncode}): not read"
-        )
-        return
-    last = result["last"]
-    line.passed, line.runs, line.threads = result["passed"], result["runs"], result["threads"]
-    line.last = datetime.fromisoformat(last) if last else None
-    line.capped, line.error = result["capped"], result["error"]
+def _end_session(room_url: str, pid: int) -> None:
+    """End an attendee's session (``pg_terminate_backend``, which no code of hers can catch)
+    with the admin's URL."""
+    with admin_connection(room_url) as db:
+        db.execute("SELECT pg_catalog.pg_terminate_backend(%s)", (pid,))

@@ -16,6 +16,11 @@ checked, and why:
 - no other database lets ``PUBLIC`` connect (an attendee's role could log in there);
 - no attendee may take advisory locks (the workbook uses none; one session holding thousands
   fills the shared lock table, and every new connection fails "out of shared memory");
+- no attendee can hold the room's connections: the firewall's per-user cap, probed as an
+  ordinary user would meet it (:mod:`helpers.course.room_firewall`), and PostgreSQL's Unix socket
+  closed to others (it would be a way around the cap);
+- no attendee's home is open to the others (a home others may enter shows her notebooks, their
+  outputs and her ``.env``);
 - the hub's configuration file is in place and wires the hook.
 
 Every statement runs with ``search_path`` ``pg_catalog, pg_temp`` and reads the catalogs only.
@@ -27,7 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.course.room import admin_connection, connection_budget
+from helpers.course.room import (
+    ATTENDEE_SOCKET_CAP,
+    admin_connection,
+    connection_budget,
+    recorded_attendees,
+)
+from helpers.course.room_firewall import probe_cap
+from helpers.course.room_homes import open_homes
 
 #: The oldest PostgreSQL the room is tested on (``server_version_num``).
 TESTED_VERSION_NUM = 150000
@@ -65,6 +77,10 @@ class _Server:
     public_create: bool
     open_databases: list[str]
     advisory_public: bool
+    host: str
+    port: int
+    socket: tuple[int, str] | None
+    attendees: list[tuple[str, str]]
 
 
 _SETTING = "SELECT pg_catalog.current_setting('{}')"
@@ -93,6 +109,15 @@ REVOKE_ADVISORY = (
 )
 
 
+def _socket_settings(one: Any) -> tuple[int, str] | None:
+    """``unix_socket_permissions`` (as a number) and ``unix_socket_directories``, which only a
+    member of ``pg_read_all_settings`` may read; ``None`` when the admin is not one."""
+    if not one("SELECT pg_catalog.pg_has_role(current_user, 'pg_read_all_settings', 'USAGE')"):
+        return None
+    permissions = int(str(one(_SETTING.format("unix_socket_permissions"))), 8)
+    return permissions, str(one(_SETTING.format("unix_socket_directories")))
+
+
 def _read_server(room_url: str) -> _Server:
     with admin_connection(room_url) as db:
 
@@ -105,6 +130,7 @@ def _read_server(room_url: str) -> _Server:
             (admin,),
         ).fetchone()
         address = one("SELECT pg_catalog.inet_server_addr()")
+        port = int(one("SELECT pg_catalog.inet_server_port()") or 5432)
         return _Server(
             version_num=int(one(_SETTING.format("server_version_num"))),
             version=str(one(_SETTING.format("server_version"))),
@@ -123,6 +149,10 @@ def _read_server(room_url: str) -> _Server:
             public_create=bool(one(_PUBLIC_CREATE)),
             open_databases=[row[0] for row in db.execute(_OPEN_DATABASES).fetchall()],
             advisory_public=bool(one(_ADVISORY_PUBLIC)),
+            host=db.info.host,
+            port=port,
+            socket=_socket_settings(one),
+            attendees=sorted((role, name) for role, (name, _) in recorded_attendees(db).items()),
         )
 
 
@@ -172,6 +202,9 @@ def check_room(room_url: str, attendees: int, *, hub_config: str | Path) -> list
             "the server's lock table (every new connection then fails): "
             f'sudo -u postgres psql {server.database} -c "{REVOKE_ADVISORY}"',
         ),
+        _firewall(server),
+        _socket(server),
+        _homes(server),
         _hook_finding(Path(hub_config)),
     ]
 
@@ -244,6 +277,79 @@ def _other_databases(server: _Server) -> Finding:
         else f"attendees may connect to {', '.join(names)}: "
         + " ".join(f'REVOKE CONNECT ON DATABASE "{d}" FROM PUBLIC;' for d in names)
         + f" {AS_POSTGRES}",
+    )
+
+
+#: What ``room check`` tells to run to put the firewall's cap in place.
+FIREWALL_FIX = "workbook room firewall | sudo nft -f -"
+
+
+def _firewall(server: _Server) -> Finding:
+    try:
+        probed = probe_cap(server.host, server.port)
+    except OSError as exc:
+        return Finding("firewall", False, f"the probe could not run ({exc}): run room check again")
+    if probed is None:
+        return Finding(
+            "firewall",
+            False,
+            "not probed: run room check as root (sudo -E), or as an ordinary user",
+        )
+    held, whom = probed
+    if held <= ATTENDEE_SOCKET_CAP:
+        return Finding(
+            "firewall",
+            True,
+            f"an attendee may hold {ATTENDEE_SOCKET_CAP} connections to port {server.port} at "
+            f"once (probed as {whom}: the next was refused)",
+        )
+    return Finding(
+        "firewall",
+        False,
+        f"an attendee may open as many connections to port {server.port} as she likes (probed "
+        f"as {whom}: {held} at once), and connections that stall before logging in fill every "
+        f"server slot: {FIREWALL_FIX} (deploy/README.md, step 2)",
+    )
+
+
+def _socket(server: _Server) -> Finding:
+    if server.socket is None:
+        return Finding(
+            "unix_socket",
+            False,
+            f"not read (the admin may not read PostgreSQL's socket settings): GRANT "
+            f'pg_read_all_settings TO "{server.admin}" {AS_POSTGRES}',
+        )
+    permissions, directories = server.socket
+    closed = not directories.strip(", ") or not permissions & 0o007
+    return Finding(
+        "unix_socket",
+        closed,
+        "PostgreSQL's Unix socket is closed to attendees"
+        if closed
+        else f"PostgreSQL's Unix socket is open to every user (unix_socket_permissions "
+        f"{permissions:04o}), a way around the firewall: ALTER SYSTEM SET "
+        f"unix_socket_permissions = '0770' {AS_POSTGRES}, then restart PostgreSQL",
+    )
+
+
+def _homes(server: _Server) -> Finding:
+    names = [name for _, name in server.attendees]
+    opened = open_homes(names)
+    if opened:
+        shown = " ".join(str(home) for home in opened)
+        return Finding(
+            "homes",
+            False,
+            f"{len(opened)} attendee home(s) open to other users: sudo chmod 0700 {shown} (the "
+            "hub's hook closes each home when her server starts)",
+        )
+    return Finding(
+        "homes",
+        True,
+        f"the {len(names)} attendees' homes are closed to other users"
+        if names
+        else "no attendee yet (the hook closes each home when her server starts)",
     )
 
 

@@ -38,7 +38,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -68,6 +68,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from helpers import ids
 from helpers.paths import make_owner_only, private_dir, private_file, store_db_path
+from helpers.tooling.checkpoint_rows import as_utc, checkpoint_summary
 from helpers.tooling.migrations import migrate
 
 #: Every row the agent writes has this ``kind``; other kinds may share the table later.
@@ -208,11 +209,6 @@ class StoredOutput:
             return self.tool_args
 
 
-def _as_utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; the store only ever writes UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _to_record(row: ToolOutput, content: str | None) -> StoredOutput:
     return StoredOutput(
         id=row.id,
@@ -224,7 +220,7 @@ def _to_record(row: ToolOutput, content: str | None) -> StoredOutput:
         n_chars=row.n_chars,
         sha256=row.sha256,
         kind=row.kind,
-        created_at=_as_utc(row.created_at),
+        created_at=as_utc(row.created_at),
         content=content,
         provider_call_id=row.provider_call_id,
         n_bytes=row.n_bytes,
@@ -872,7 +868,7 @@ class ToolOutputStore:
                     "outputs": outputs,
                     "chars": chars or 0,
                     "bytes": n_bytes or 0,
-                    "last": _as_utc(last) if last else None,
+                    "last": as_utc(last) if last else None,
                 }
                 for _key, thread_id, outputs, chars, n_bytes, last in session.execute(stmt).all()
             ]
@@ -927,27 +923,6 @@ class ToolOutputStore:
                 ).order_by(CheckpointResult.id)
             )
             return checkpoint_summary(rows)
-
-
-def checkpoint_summary(rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, Any]]:
-    """``checkpoint_results`` rows ``(attendee, notebook, todo, passed, created_at)``, oldest
-    first, summed up per attendee: ``passed`` (the ``"NN.T"`` TODOs passed at least once,
-    sorted), ``runs`` and ``last`` (the newest run's time, UTC; ``None`` when no row has one).
-
-    Rows are read as they are, never trusted: a row without a time still counts as a run, and
-    a pass counts only with a notebook (text) and a TODO number (an int)."""
-    progress: dict[str, dict[str, Any]] = {}
-    for attendee, notebook, todo, passed, at in rows:
-        entry = progress.setdefault(attendee, {"passed": set(), "runs": 0, "last": None})
-        entry["runs"] += 1
-        if isinstance(at, datetime):
-            when = _as_utc(at)
-            entry["last"] = when if entry["last"] is None else max(entry["last"], when)
-        if passed is True and isinstance(notebook, str) and type(todo) is int:
-            entry["passed"].add(f"{notebook}.{todo}")
-    for entry in progress.values():
-        entry["passed"] = sorted(entry["passed"])
-    return progress
 
 
 def _now() -> datetime:

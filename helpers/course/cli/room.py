@@ -5,10 +5,15 @@
   their server and gives it to the server as ``WORKBOOK_DB_URL``. Needs the admin's URL.
 - ``workbook room progress``: per attendee, the TODOs whose checkpoint passed, how many
   checkpoint runs, the last one, and their threads (a table, tab-separated when piped, or
-  ``--json``); an attendee whose schema could not be read says why on their own line.
+  ``--json``, where ``state`` is ``passed``, ``nothing yet`` or ``not read``); an attendee who
+  has passed nothing yet says so, and one whose schema could not be read says why, on their
+  own line.
 - ``workbook room check [--attendees N]``: the instructor's pre-flight before the day
   (:mod:`helpers.course.room_check`): one line per setting, and what to fix; exits 1 when
   something is to fix.
+- ``workbook room firewall [--port N]``: the nftables rules that cap each attendee's
+  connections to PostgreSQL (:mod:`helpers.course.room_firewall`), to pipe into
+  ``sudo nft -f -``; the port is the room URL's unless given.
 
 Both read the room's admin URL from ``--room-url`` or ``WORKBOOK_ROOM_URL`` (a PostgreSQL URL
 of a role that may create roles).
@@ -34,6 +39,7 @@ def add_command(sub: Any, name: str, help: str) -> None:
         ("url", "make an attendee's role and schema; print their store URL (a secret)"),
         ("progress", "which checkpoints each attendee has passed"),
         ("check", "before the day: is PostgreSQL set up for a room of N attendees?"),
+        ("firewall", "the nftables rules capping each attendee's connections (| sudo nft -f -)"),
     ):
         parser = actions.add_parser(action, help=action_help, parents=[output_options()])
         parser.add_argument(
@@ -43,6 +49,12 @@ def add_command(sub: Any, name: str, help: str) -> None:
         )
         if action == "url":
             parser.add_argument("name", help="the attendee's user name on the hub")
+        if action == "firewall":
+            parser.add_argument(
+                "--port",
+                type=_port,
+                help="PostgreSQL's TCP port (default: the room URL's, else 5432)",
+            )
         if action == "check":
             parser.add_argument(
                 "--attendees",
@@ -74,8 +86,36 @@ def _attendees(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 65_535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), got {value}")
+    return value
+
+
+def _firewall(args: argparse.Namespace) -> int:
+    from urllib.parse import urlsplit
+
+    from helpers.course.room_firewall import nft_ruleset
+
+    port = args.port
+    if port is None:
+        try:
+            port = urlsplit(args.room_url or "").port or 5432
+        except ValueError as exc:
+            return usage_error(args, f"the room URL's port: {exc}")
+    print(nft_ruleset(port), end="")
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print an attendee's URL, the room's progress, or the pre-flight's findings."""
+    """Print an attendee's URL, the room's progress, the pre-flight's findings, or the
+    firewall's rules."""
+    if args.room_command == "firewall":
+        return _firewall(args)
     import psycopg
 
     if not args.room_url:
@@ -106,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             "threads": line.threads,
             "capped": line.capped,
             "error": line.error,
+            "state": line.state,
         }
         for line in progress.values()
     ]
@@ -118,7 +159,9 @@ def run(args: argparse.Namespace) -> int:
             for_terminal(row["attendee"]),
             f"not read: {for_terminal(row['error'])}"
             if row["error"]
-            else f"{len(row['passed'])}: {' '.join(row['passed'])}",
+            else f"{len(row['passed'])}: {' '.join(row['passed'])}"
+            if row["passed"]
+            else "nothing passed yet",
             f"{row['runs']}+" if row["capped"] else str(row["runs"]),
             row["last"],
             str(row["threads"]),

@@ -1,0 +1,147 @@
+"""No attendee can hold the room's PostgreSQL connections: a per-Linux-user cap in the kernel.
+
+PostgreSQL gives every incoming connection a server slot before it knows who is connecting: a
+client that sends its startup packet and then stops at the password exchange holds one until
+``authentication_timeout`` (60 s by default), and a role's ``CONNECTION LIMIT`` is checked only
+after the password (PostgreSQL's docs: ``CREATE ROLE``, "the limit is enforced ... when the
+role logs in"). So one attendee opening a hundred such connections from her kernel filled
+every slot, the superuser's reserved ones included (issue 47, on PostgreSQL 15). A connection
+that never sends its startup packet takes no slot but counts against the postmaster's limit
+of live children (twice the backends: ``MaxLivePostmasterChildren`` in
+``src/backend/postmaster/postmaster.c``), so neither ``peer`` authentication on a Unix socket
+nor a pooler in front (PgBouncer's ``max_client_conn`` is one pool for every client, 1.18 has no
+per-user client limit) bounds what one attendee holds.
+
+The room's design: the kernel counts each Linux user's connections to PostgreSQL's port, in
+every state (opened, stalled, logged in), and refuses the one past
+:data:`helpers.course.room.ATTENDEE_SOCKET_CAP` with a TCP reset: an nftables rule keyed by the
+socket's owner, ``meta skuid``, with ``ct count`` (nft(8): "ct count", and the nftables wiki's
+"Meters"/"Connlimits"), for every user from :data:`FIRST_ATTENDEE_UID` up (attendees are
+ordinary users; root, which runs the hub and its hook, and the system's users are not capped).
+PostgreSQL's Unix socket must then be closed to attendees (``unix_socket_permissions`` without
+the bits for others: ``workbook room check`` says so), or it would be a way around the cap.
+Then one attendee holds at most the cap, and the room's budget
+(:func:`helpers.course.room.connection_budget`) counts it for everyone.
+
+:func:`nft_ruleset` writes the rules (``workbook room firewall | sudo nft -f -``);
+:func:`probe_cap` checks them as an attendee meets them (``workbook room check``).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+from typing import Any
+
+from helpers.course.room import ATTENDEE_SOCKET_CAP
+
+#: The nftables table of the room's rules (its own, so applying them again replaces them and
+#: touches no other table).
+NFT_TABLE = "workbook_room"
+#: The first user id the cap applies to: Debian's and Ubuntu's first ordinary user (``FIRST_UID``
+#: in ``/etc/adduser.conf``, ``UID_MIN`` in ``/etc/login.defs``), which attendees are, on a plain
+#: hub and on TLJH alike.
+FIRST_ATTENDEE_UID = 1000
+#: The user a root ``room check`` probes the cap as (``nobody``: an ordinary user id, 65534).
+PROBE_USER = "nobody"
+#: Seconds of wall clock one probe connection may take: a hang guard.
+PROBE_GUARD_S = 30.0
+
+
+def nft_ruleset(port: int, cap: int = ATTENDEE_SOCKET_CAP) -> str:
+    """The nftables script that caps each ordinary user's connections to TCP port ``port`` at
+    ``cap`` at once; applying it again replaces the table (the "create, delete, define" idiom of
+    ``nft -f``, one transaction).
+
+    Raises:
+        ValueError: a port outside 1-65535 or a cap below 1.
+    """
+    if not 1 <= port <= 65_535 or cap < 1:
+        raise ValueError(f"a port in 1-65535 and a cap of at least 1, got {port} and {cap}")
+    return f"""#!/usr/sbin/nft -f
+# The Context Relay Workbook's room: each Linux user from uid {FIRST_ATTENDEE_UID} up may hold at
+# most {cap} connections to PostgreSQL (TCP port {port}) at once, in any state; the next is reset.
+# `workbook room firewall` wrote this; `workbook room check` probes it (deploy/README.md).
+table inet {NFT_TABLE}
+delete table inet {NFT_TABLE}
+table inet {NFT_TABLE} {{
+  set per_user {{
+    typeof meta skuid
+    size 65535
+    flags dynamic
+  }}
+  chain output {{
+    type filter hook output priority filter; policy accept;
+    tcp dport {port} meta skuid >= {FIRST_ATTENDEE_UID} ct state new add @per_user {{ meta skuid ct count over {cap} }} counter reject with tcp reset
+  }}
+}}
+"""
+
+
+def _open_at_once(address: tuple[int, Any], most: int) -> int:
+    """How many of ``most`` connections to ``address`` (a family and a socket address, resolved
+    beforehand: a child that dropped to another user may not read the modules a name's lookup
+    imports) were open at once before one was refused (nothing is sent on them; all are closed
+    before it returns)."""
+    family, sockaddr = address
+    held = []
+    try:
+        for _ in range(most):
+            connection = socket.socket(family, socket.SOCK_STREAM)
+            held.append(connection)
+            connection.settimeout(PROBE_GUARD_S)
+            connection.connect(sockaddr)
+    except OSError:
+        held.pop().close()
+    finally:
+        for connection in held:
+            connection.close()
+    return len(held)
+
+
+def _address(host: str, port: int) -> tuple[int, Any]:
+    """``host``:``port`` resolved (its first TCP address)."""
+    family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return family, sockaddr
+
+
+def probe_cap(host: str, port: int, cap: int = ATTENDEE_SOCKET_CAP) -> tuple[int, str] | None:
+    """How many connections an ordinary user could hold open to ``host``:``port`` at once,
+    trying one more than ``cap`` (sending nothing on them: each is closed at once), and as whom
+    it was probed: as :data:`PROBE_USER` when this process is root (in a forked child that drops
+    to that user: no program of root's need be readable by it), as itself when it is an
+    ordinary user; ``None`` when neither (a system user: it cannot tell).
+
+    Raises:
+        OSError: the probe could not run (the user is missing, the child failed).
+    """
+    uid, address = os.geteuid(), _address(host, port)
+    if uid >= FIRST_ATTENDEE_UID:
+        return _open_at_once(address, cap + 1), f"uid {uid}"
+    if uid != 0:
+        return None
+    try:
+        nobody = pwd.getpwnam(PROBE_USER)
+    except KeyError:
+        raise OSError(f"no user {PROBE_USER!r} to probe as") from None
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: drop to the ordinary user, probe, say how many, and go
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            os.write(write_end, str(_open_at_once(address, cap + 1)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as said:
+        text = said.read(32)
+    _, status = os.waitpid(child, 0)
+    if status != 0 or not text.isdigit():
+        raise OSError(f"the probe as {PROBE_USER} failed (wait status {status})")
+    return int(text), PROBE_USER
