@@ -514,8 +514,8 @@ def remove_linux_user(name: str) -> None:
 BENCH_ATTENDEES = 30
 #: The notebooks each attendee of make bench's room runs after step 5 (the day's first burst).
 BENCH_NOTEBOOKS = ("02",)
-#: JupyterHub's own ``concurrent_spawn_limit`` (its default), measured beside the room's.
-HUB_DEFAULT_SPAWN_LIMIT = 100
+#: A tighter ``concurrent_spawn_limit`` than the room's, measured beside it.
+TIGHT_SPAWN_LIMIT = 10
 #: How many times the bench reads the room's progress (the median is reported).
 PROGRESS_READS = 5
 
@@ -552,7 +552,7 @@ def _stop_servers(hub: Hub, names: list[str]) -> None:
 
 def measure_room(room_url: str, folder: Path, attendees: int = BENCH_ATTENDEES) -> dict[str, Any]:
     """A room of ``attendees`` on a real hub, measured for make bench (root only): their servers
-    started at once under JupyterHub's default spawn limit and then under the room's (each
+    started at once under a tighter spawn limit and then under the room's (each
     time: the last server's ready time, the hub API's answers while they start, 429s, the
     hub's event-loop stalls), the day's first burst (every attendee's step 5 and notebook 02 at
     once: its wall time, the attendees whose kernels or cells failed), and ``workbook room
@@ -572,7 +572,7 @@ def measure_room(room_url: str, folder: Path, attendees: int = BENCH_ATTENDEES) 
     try:
         with firewall(port):
             limits = {
-                "hub_default": f"c.JupyterHub.concurrent_spawn_limit = {HUB_DEFAULT_SPAWN_LIMIT}",
+                "tight": f"c.JupyterHub.concurrent_spawn_limit = {TIGHT_SPAWN_LIMIT}",
                 "room": "",
             }
             for name in names:
@@ -642,14 +642,14 @@ def spawn_markdown(result: dict[str, Any], machine: dict[str, Any]) -> str:
             f"{figures['stall_max_s']:.1f} s)"
         )
 
-    room = result["spawn_room"]
+    room, tight = result["spawn_room"], result["spawn_tight"]
     return (
         f"{result['attendees']} attendees' servers started at once on a real JupyterHub "
         f"(`make bench`, {machine['cpu']}, {machine['cores']} cores, {machine['date']}): with "
-        f"JupyterHub's default `concurrent_spawn_limit` ({HUB_DEFAULT_SPAWN_LIMIT}), "
-        f"{said(result['spawn_hub_default'])}; with the room's "
-        f"{hub_configuration().CONCURRENT_SPAWN_LIMIT}, "
-        f"{said(room)}, and {room['waits']} logins were told to try again a moment later."
+        f"the room's `concurrent_spawn_limit` of {hub_configuration().CONCURRENT_SPAWN_LIMIT}, "
+        f"{said(room)}, and {room['waits']} logins were told to try again; with a tighter "
+        f"{TIGHT_SPAWN_LIMIT}, {said(tight)}, and {tight['waits']} logins were told to try "
+        "again (each a page saying so, in the browser)."
     )
 
 

@@ -187,33 +187,157 @@ def test_room_check_finds_an_open_home(tmp_path) -> None:
 
 
 def test_the_firewall_rules_and_their_probe(tmp_path) -> None:
-    """``workbook room firewall`` writes one table, a per-user cap on the port; the probe opens
-    one connection more than the cap as an ordinary user (here no firewall: all are taken)."""
+    """``workbook room firewall`` writes one table: a per-user cap on the port, loopback
+    untracked but for it, a cap on each user's other tracked connections. The probe opens one
+    connection more than the cap as an ordinary user: here no firewall, so all open and it
+    proves no cap; a closed port proves none either (nothing opened, the first refused)."""
+    import errno
     import socket
 
     from helpers.course.room import ATTENDEE_SOCKET_CAP
-    from helpers.course.room_firewall import NFT_TABLE, nft_ruleset, probe_cap
+    from helpers.course.room_firewall import (
+        NFT_TABLE,
+        TRACKED_PER_USER,
+        Probe,
+        nft_ruleset,
+        probe_cap,
+    )
 
     rules = nft_ruleset(6543)
-    assert f"table inet {NFT_TABLE}" in rules and "tcp dport 6543" in rules
-    assert f"ct count over {ATTENDEE_SOCKET_CAP}" in rules and "meta skuid >= 1000" in rules
+    assert f"table inet {NFT_TABLE}" in rules and "tcp dport 6543 meta skuid >= 1000" in rules
+    assert f"ct count over {ATTENDEE_SOCKET_CAP}" in rules
+    assert f"ct count over {TRACKED_PER_USER}" in rules
+    for hook in ("oifname", "iifname"):  # loopback untracked, but for the port
+        untracked = f'{hook} != "lo" accept\n    tcp dport 6543 accept\n    tcp sport 6543 accept\n'
+        assert untracked + "    notrack\n" in rules
     for bad in ((0, 4), (70_000, 4), (5432, 0)):
         with pytest.raises(ValueError):
             nft_ruleset(*bad)
+    assert Probe(ATTENDEE_SOCKET_CAP, errno.ECONNREFUSED, "x").capped_at(ATTENDEE_SOCKET_CAP)
+    for opened, failed in ((0, errno.ECONNREFUSED), (ATTENDEE_SOCKET_CAP, errno.ETIMEDOUT),
+                           (ATTENDEE_SOCKET_CAP + 1, 0)):  # fmt: skip
+        assert not Probe(opened, failed, "x").capped_at(ATTENDEE_SOCKET_CAP)
+    if os.geteuid() != 0 and os.geteuid() < 1000:
+        assert probe_cap("127.0.0.1", 1) is None
+        return
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(64)
         probed = probe_cap("127.0.0.1", listener.getsockname()[1])
-    if os.geteuid() != 0 and os.geteuid() < 1000:
-        assert probed is None
-    else:
-        assert probed is not None and probed[0] == ATTENDEE_SOCKET_CAP + 1, probed
+        closed_port = listener.getsockname()[1]
+    assert probed is not None and (probed.opened, probed.errno) == (ATTENDEE_SOCKET_CAP + 1, 0)
+    closed = probe_cap("127.0.0.1", closed_port)
+    assert closed is not None and closed.opened == 0 and not closed.capped_at(4), closed
     env = {**os.environ, "WORKBOOK_ROOM_URL": "postgresql+psycopg://a:b@127.0.0.1:6544/x"}
     done = subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", "room", "firewall"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0 and done.stdout == nft_ruleset(6544)
+
+
+def test_the_rooms_url_comes_from_a_file_only_root_reads(tmp_path) -> None:
+    from helpers.course.cli.room import room_url_from_file
+    from helpers.course.room_check import _secret
+
+    env_file = tmp_path / "room.env"
+    env_file.write_text("WORKBOOK_ROOM_URL=postgresql+psycopg://room:s3cret@127.0.0.1/workbook\n")
+    env_file.chmod(0o600)
+    assert (
+        room_url_from_file(str(env_file)) == "postgresql+psycopg://room:s3cret@127.0.0.1/workbook"
+    )
+    assert room_url_from_file(str(tmp_path / "missing.env")) is None
+    assert _secret(env_file).ok
+    env_file.chmod(0o644)
+    opened = _secret(env_file)
+    assert not opened.ok and f"chmod 600 {env_file}" in opened.line and "s3cret" not in opened.line
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_ROOM_URL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.course.cli", "room", "progress"],
+        capture_output=True, text=True, env=env, timeout=HANG_GUARD_S, cwd=ROOT,
+    )  # fmt: skip
+    if not os.access("/etc/workbook/room.env", os.R_OK):
+        assert done.returncode == 2 and "/etc/workbook/room.env" in done.stderr
+
+
+def test_the_hook_gives_each_server_a_short_runtime_folder_and_kills_a_cancelled_command(
+    tmp_path,
+) -> None:
+    """A kernel's Unix sockets live in the server's run-time folder, and a socket's path holds
+    at most 107 bytes: the hook puts that folder in the attendee's home, short, for TLJH's
+    systemd spawner (its user name expanded as the server starts) and the local one alike. A
+    spawn cancelled while ``room url`` runs ends that command (and its admin connection)."""
+    import asyncio
+    import pwd
+
+    hub = _hub_config()
+    me = pwd.getpwuid(os.getuid())
+
+    class SystemdLike:
+        username_template = me.pw_name
+
+        def _expand_user_vars(self, template: str) -> str:
+            return template
+
+    assert hub.runtime_dir(SystemdLike()) == os.path.join(me.pw_dir, hub.RUNTIME_FOLDER)
+    SystemdLike.username_template = "no-such-user-here"
+    assert hub.runtime_dir(SystemdLike()) == ""
+    longest = f"/home/{'j' * 32}/{hub.RUNTIME_FOLDER}/kernel-{'0' * 36}-ipc-99"
+    assert len(longest.encode()) <= 107  # TLJH's longest user name (32 characters)
+    pid_file = tmp_path / "pid"
+    slow = tmp_path / "workbook"
+    slow.write_text(f'#!/bin/sh\necho $$ > "{pid_file}"\nexec sleep 600\n')
+    slow.chmod(0o755)
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(
+            hub.attendee_environment("ann", room_url="postgresql://a@h/d", cli=str(slow))
+        )
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_reader_whose_attendee_cannot_be_ended_still_ends(monkeypatch) -> None:
+    """Past an attendee's deadline her reader is killed, and her session ended with the admin's
+    connection; when that fails too (no slot, a restart), her line says so and the room is read
+    on: the reader is gone either way."""
+    from helpers.course import room_reader
+
+    class Stuck:
+        killed = False
+
+        class process:
+            @staticmethod
+            def poll() -> None:
+                return None
+
+        def ask(self, request) -> None:
+            pass
+
+        def next_line(self, deadline: float) -> dict:
+            if not hasattr(self, "said"):
+                self.said = True
+                return {"pid": 4242}
+            raise room_reader._Late
+
+        def kill(self) -> None:
+            Stuck.killed = True
+
+    def refuses(pid: int) -> None:
+        raise OSError("no slot")
+
+    monkeypatch.setattr(room_reader, "PROGRESS_DEADLINE_S", 0.01)
+    read = room_reader.Read("attendee_x", "pw")
+    line, healthy = room_reader._read_with(Stuck(), "postgresql://h/d", read, refuses)
+    assert not healthy and Stuck.killed
+    assert "stopped, not read" in line["error"] and "could not be ended: OSError" in line["error"]
 
 
 def test_room_url_imports_neither_the_sdk_nor_the_loop() -> None:
@@ -644,7 +768,8 @@ def test_postgresql_the_view_reads_many_attendees_with_a_few_readers(monkeypatch
     rest."""
     from helpers.course import room_reader
 
-    names = [f"many-{uuid.uuid4().hex[:6]}" for _ in range(6)]
+    # the victim's schema sorts first, so attendees are left for a new reader to read after her
+    names = [f"many-{uuid.uuid4().hex[:6]}" for _ in range(5)] + [f"aaa-{uuid.uuid4().hex[:6]}"]
     for name in names:
         store = ToolOutputStore(provision_attendee(ROOM, name))
         store.log_checkpoint(name, "02", 1, passed=True)
@@ -661,7 +786,7 @@ def test_postgresql_the_view_reads_many_attendees_with_a_few_readers(monkeypatch
     assert all(progress[attendee_schema(n)].passed == ["02.1"] for n in names)
     assert len(started) == room_reader.READERS
     # a reader killed while it reads one attendee: that line, and a new reader for the rest
-    victim = attendee_schema(names[2])
+    victim = attendee_schema(names[-1])
     ask = room_reader.ReaderProcess.ask
 
     def dies_on_the_victim(self, request) -> None:
@@ -673,7 +798,7 @@ def test_postgresql_the_view_reads_many_attendees_with_a_few_readers(monkeypatch
     started.clear()
     progress = room_progress(ROOM)
     assert "the reader stopped" in (progress[victim].error or ""), progress[victim]
-    assert all(progress[attendee_schema(n)].passed == ["02.1"] for n in names if n != names[2])
+    assert all(progress[attendee_schema(n)].passed == ["02.1"] for n in names[:-1])
     assert len(started) == room_reader.READERS + 1
 
 
@@ -723,6 +848,7 @@ def test_the_deploy_guide_states_the_rooms_own_settings() -> None:
         f"up to {hub.SERVER_START_TIMEOUT_S} s for a server to start and "
         f"{hub.SERVER_HTTP_TIMEOUT_S} s for it to answer",
         "`--KernelManager.transport=ipc`",
+        f"the folder `~/{hub.RUNTIME_FOLDER}`",
         "`unix_socket_permissions = 0770`",
     ):
         assert phrase in guide, phrase

@@ -19,7 +19,8 @@ closes the attendee's home to the other attendees (TLJH makes homes closed itsel
 
 The rest sets what a busy room needs of the hub itself (deploy/README.md gives the figures):
 spawns at once, the time a server may take to start on a starved machine, and kernels that talk
-to their server over Unix sockets (no port to race for).
+to their server over Unix sockets (no port to race for) in a run-time folder short enough for a
+socket's path.
 """
 
 import asyncio
@@ -34,9 +35,18 @@ ROOM_URL_TIMEOUT_S = 300
 #: ``workbook room url`` commands run at once (``helpers.course.room.HOOK_CONNECTIONS``: a test
 #: holds the two equal); the others wait their turn.
 ROOM_URL_AT_ONCE = 2
-#: Spawns the hub runs at once; past it, a login is told to try again in a few seconds
-#: (``JupyterHub.concurrent_spawn_limit``). deploy/README.md gives the figures behind it.
-CONCURRENT_SPAWN_LIMIT = 10
+#: Spawns the hub runs at once (``JupyterHub.concurrent_spawn_limit``; past it a login is told
+#: to try again in ``SPAWN_RETRY_RANGE_S`` seconds): a room of thirty at once, which ``make bench``
+#: measured the hub carrying (deploy/README.md gives the figures, beside a tighter limit's).
+CONCURRENT_SPAWN_LIMIT = 30
+#: What a login past the limit is told to wait, in seconds (``JupyterHub.spawn_throttle_retry_range``,
+#: whose lower bound JupyterHub's docs put at "approximately the median spawn time").
+SPAWN_RETRY_RANGE_S = (10, 30)
+#: The folder, in the attendee's home, of her server's run-time files (``JUPYTER_RUNTIME_DIR``):
+#: its kernels' Unix sockets live there, and a socket's path may hold at most 107 bytes
+#: (``sockaddr_un``), which jupyter_client's own folder (``~/.local/share/jupyter/runtime``)
+#: passes for a TLJH user name of 15 characters or more.
+RUNTIME_FOLDER = ".jupyter-run"
 #: Seconds a server may take to start, and then to answer, on a busy machine (JupyterHub's
 #: ``Spawner.start_timeout`` and ``Spawner.http_timeout``: 60 and 30 by default): hang guards.
 SERVER_START_TIMEOUT_S = 600
@@ -79,11 +89,13 @@ async def attendee_environment(name, room_url=None, cli=WORKBOOK_CLI):
         try:
             out, err = await asyncio.wait_for(process.communicate(), ROOM_URL_TIMEOUT_S)
         except asyncio.TimeoutError:  # noqa: UP041 - not yet TimeoutError on the hub's Python 3.10
-            process.kill()
-            await process.wait()
             raise RuntimeError(
                 f"workbook room url {name!r} took more than {ROOM_URL_TIMEOUT_S} s"
             ) from None
+        finally:  # timed out, or the spawn cancelled: its admin connection goes with it
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
     if process.returncode != 0:
         reason = err.decode("utf-8", "replace").strip()[-500:]
         raise RuntimeError(f"workbook room url {name!r} failed: {reason}")
@@ -121,19 +133,47 @@ def close_attendee_home(spawner):
         spawner.log.warning("could not close the home of %s: %s", spawner.user.name, exc)
 
 
+def unix_user(spawner):
+    """The Linux user a spawner runs the attendee's server as: the local-process spawner, her
+    hub name; a systemd spawner (TLJH's), its ``username_template`` expanded (TLJH sets it as the
+    server starts); ``None`` for any other."""
+    template = getattr(spawner, "username_template", None)
+    if template and hasattr(spawner, "_expand_user_vars"):
+        return spawner._expand_user_vars(template)
+    try:
+        from jupyterhub.spawner import LocalProcessSpawner
+    except ImportError:
+        return None
+    return spawner.user.name if isinstance(spawner, LocalProcessSpawner) else None
+
+
+def runtime_dir(spawner):
+    """``JUPYTER_RUNTIME_DIR`` for the attendee's server: :data:`RUNTIME_FOLDER` in her home, or
+    ``""`` (Jupyter's own default) when her home cannot be found. JupyterHub calls it as the
+    server starts (a callable value of ``Spawner.environment``), once TLJH has made her user."""
+    name = unix_user(spawner)
+    try:
+        return os.path.join(pwd.getpwnam(name).pw_dir, RUNTIME_FOLDER) if name else ""
+    except KeyError:
+        return ""
+
+
 async def pre_spawn_hook(spawner):
     """JupyterHub awaits this before it starts a server: the attendee's home closed, and her
     environment added."""
     close_attendee_home(spawner)
     spawner.environment.update(await attendee_environment(spawner.user.name))
+    spawner.environment["JUPYTER_RUNTIME_DIR"] = runtime_dir
 
 
 if "c" in globals():  # loaded by JupyterHub (a test imports the functions alone)
     c.Spawner.pre_spawn_hook = pre_spawn_hook  # noqa: F821 - JupyterHub's config object
     c.JupyterHub.concurrent_spawn_limit = CONCURRENT_SPAWN_LIMIT  # noqa: F821
+    c.JupyterHub.spawn_throttle_retry_range = SPAWN_RETRY_RANGE_S  # noqa: F821
     c.Spawner.start_timeout = SERVER_START_TIMEOUT_S  # noqa: F821
     c.Spawner.http_timeout = SERVER_HTTP_TIMEOUT_S  # noqa: F821
     # jupyter_client picks a kernel's five TCP ports by binding port 0 and closing it, so two
     # attendees' kernels starting at once can pick the same port ("Address already in use"):
-    # over Unix sockets in each attendee's own runtime folder there is no port to race for
+    # over Unix sockets in each attendee's own runtime folder (runtime_dir) there is no port to
+    # race for, and no other user can reach them (ipykernel's own advice for a shared machine)
     c.Spawner.args.append("--KernelManager.transport=ipc")  # noqa: F821

@@ -21,7 +21,10 @@ checked, and why:
   closed to others (it would be a way around the cap);
 - no attendee's home is open to the others (a home others may enter shows her notebooks, their
   outputs and her ``.env``);
-- the hub's configuration file is in place and wires the hook.
+- PostgreSQL listens on this machine alone (the firewall caps this machine's users only);
+- the hub's configuration file is in place and wires the hook;
+- the room's admin URL (its password) is kept from the attendees: its file readable by root
+  alone, and not in the hub unit's ``Environment=``.
 
 Every statement runs with ``search_path`` ``pg_catalog, pg_temp`` and reads the catalogs only.
 """
@@ -38,7 +41,7 @@ from helpers.course.room import (
     connection_budget,
     recorded_attendees,
 )
-from helpers.course.room_firewall import probe_cap
+from helpers.course.room_firewall import FIRST_ATTENDEE_UID, probe_cap
 from helpers.course.room_homes import open_homes
 
 #: The oldest PostgreSQL the room is tested on (``server_version_num``).
@@ -79,7 +82,8 @@ class _Server:
     advisory_public: bool
     host: str
     port: int
-    socket: tuple[int, str] | None
+    socket: tuple[int, str, str] | None
+    listen: str | None
     attendees: list[tuple[str, str]]
 
 
@@ -109,13 +113,20 @@ REVOKE_ADVISORY = (
 )
 
 
-def _socket_settings(one: Any) -> tuple[int, str] | None:
-    """``unix_socket_permissions`` (as a number) and ``unix_socket_directories``, which only a
-    member of ``pg_read_all_settings`` may read; ``None`` when the admin is not one."""
-    if not one("SELECT pg_catalog.pg_has_role(current_user, 'pg_read_all_settings', 'USAGE')"):
+def _may_read_settings(one: Any) -> bool:
+    """Whether the admin may read the settings only ``pg_read_all_settings`` may."""
+    return bool(one("SELECT pg_catalog.pg_has_role(current_user, 'pg_read_all_settings', 'USAGE')"))
+
+
+def _socket_settings(one: Any) -> tuple[int, str, str] | None:
+    """``unix_socket_permissions`` (as a number), ``unix_socket_directories`` and
+    ``unix_socket_group``, which only a member of ``pg_read_all_settings`` may read; ``None``
+    when the admin is not one."""
+    if not _may_read_settings(one):
         return None
     permissions = int(str(one(_SETTING.format("unix_socket_permissions"))), 8)
-    return permissions, str(one(_SETTING.format("unix_socket_directories")))
+    directories = str(one(_SETTING.format("unix_socket_directories")))
+    return permissions, directories, str(one(_SETTING.format("unix_socket_group")))
 
 
 def _read_server(room_url: str) -> _Server:
@@ -152,6 +163,9 @@ def _read_server(room_url: str) -> _Server:
             host=db.info.host,
             port=port,
             socket=_socket_settings(one),
+            listen=str(one(_SETTING.format("listen_addresses")))
+            if _may_read_settings(one)
+            else None,
             attendees=sorted((role, name) for role, (name, _) in recorded_attendees(db).items()),
         )
 
@@ -160,7 +174,9 @@ def _read_server(room_url: str) -> _Server:
 AS_POSTGRES = "(as the postgres superuser: sudo -u postgres psql -c ...)"
 
 
-def check_room(room_url: str, attendees: int, *, hub_config: str | Path) -> list[Finding]:
+def check_room(
+    room_url: str, attendees: int, *, hub_config: str | Path, env_file: str | Path = ""
+) -> list[Finding]:
     """The pre-flight of a room of ``attendees`` on the admin's URL ``room_url``, and of the hub's
     copy of ``deploy/jupyterhub_config.d/workbook.py`` at ``hub_config``: one :class:`Finding`
     per check, in the order the module's docstring lists them.
@@ -204,8 +220,10 @@ def check_room(room_url: str, attendees: int, *, hub_config: str | Path) -> list
         ),
         _firewall(server),
         _socket(server),
+        _listening(server),
         _homes(server),
         _hook_finding(Path(hub_config)),
+        _secret(Path(env_file)),
     ]
 
 
@@ -285,30 +303,38 @@ FIREWALL_FIX = "workbook room firewall | sudo nft -f -"
 
 
 def _firewall(server: _Server) -> Finding:
+    host = server.address or server.host
     try:
-        probed = probe_cap(server.host, server.port)
+        probed = probe_cap(host, server.port)
     except OSError as exc:
         return Finding("firewall", False, f"the probe could not run ({exc}): run room check again")
     if probed is None:
         return Finding(
             "firewall",
             False,
-            "not probed: run room check as root (sudo -E), or as an ordinary user",
+            "not probed: run room check as root (sudo), or as an ordinary user",
         )
-    held, whom = probed
-    if held <= ATTENDEE_SOCKET_CAP:
+    if probed.capped_at(ATTENDEE_SOCKET_CAP):
         return Finding(
             "firewall",
             True,
-            f"an attendee may hold {ATTENDEE_SOCKET_CAP} connections to port {server.port} at "
-            f"once (probed as {whom}: the next was refused)",
+            f"an attendee may hold {ATTENDEE_SOCKET_CAP} connections to {host} port "
+            f"{server.port} at once ({probed.said()})",
+        )
+    if probed.opened > ATTENDEE_SOCKET_CAP:
+        return Finding(
+            "firewall",
+            False,
+            f"an attendee may open as many connections to port {server.port} as she likes "
+            f"({probed.said()}), and connections that stall before logging in fill every server "
+            f"slot: {FIREWALL_FIX} (deploy/README.md, step 3)",
         )
     return Finding(
         "firewall",
         False,
-        f"an attendee may open as many connections to port {server.port} as she likes (probed "
-        f"as {whom}: {held} at once), and connections that stall before logging in fill every "
-        f"server slot: {FIREWALL_FIX} (deploy/README.md, step 2)",
+        f"the probe proves no cap ({probed.said()}): the room's rule opens "
+        f"{ATTENDEE_SOCKET_CAP} and resets the next; is another rule in the way? "
+        f"{FIREWALL_FIX} (deploy/README.md, step 3)",
     )
 
 
@@ -320,16 +346,60 @@ def _socket(server: _Server) -> Finding:
             f"not read (the admin may not read PostgreSQL's socket settings): GRANT "
             f'pg_read_all_settings TO "{server.admin}" {AS_POSTGRES}',
         )
-    permissions, directories = server.socket
-    closed = not directories.strip(", ") or not permissions & 0o007
+    permissions, directories, group = server.socket
+    shared = permissions & 0o070 and group_holds_ordinary_users(group)
+    closed = not directories.strip(", ") or not (permissions & 0o007 or shared)
+    fix = (
+        f"ALTER SYSTEM SET unix_socket_permissions = '0770' {AS_POSTGRES}, then restart PostgreSQL"
+        if permissions & 0o007
+        else f"ALTER SYSTEM SET unix_socket_group = '' {AS_POSTGRES} (its group holds "
+        "ordinary users), then restart PostgreSQL"
+    )
     return Finding(
         "unix_socket",
         closed,
         "PostgreSQL's Unix socket is closed to attendees"
         if closed
-        else f"PostgreSQL's Unix socket is open to every user (unix_socket_permissions "
-        f"{permissions:04o}), a way around the firewall: ALTER SYSTEM SET "
-        f"unix_socket_permissions = '0770' {AS_POSTGRES}, then restart PostgreSQL",
+        else f"PostgreSQL's Unix socket is open to attendees (unix_socket_permissions "
+        f"{permissions:04o}, group {group or 'postgres'}), a way around the firewall: {fix}",
+    )
+
+
+def _listening(server: _Server) -> Finding:
+    if server.listen is None:
+        return Finding("listen", False, "not read: see the unix_socket line")
+    addresses = [a.strip() for a in server.listen.split(",") if a.strip()]
+    local = all(a in LOOPBACK_NAMES for a in addresses)
+    return Finding(
+        "listen",
+        local,
+        f"PostgreSQL listens on {', '.join(addresses) or 'no TCP address'} only"
+        if local
+        else f"PostgreSQL listens on {server.listen}: a client elsewhere could stall its "
+        "connections past the firewall, which caps this machine's users only: ALTER SYSTEM SET "
+        f"listen_addresses = 'localhost' {AS_POSTGRES}, then restart PostgreSQL",
+    )
+
+
+#: ``listen_addresses`` entries that are this machine alone.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def group_holds_ordinary_users(group: str) -> bool:
+    """Whether the group ``group`` (``""``: the PostgreSQL server's own, ``postgres``) holds an
+    ordinary user (uid 1000 and up), as a member or as her primary group."""
+    import grp
+    import pwd
+
+    try:
+        entry = grp.getgrnam(group or "postgres")
+    except KeyError:
+        return False
+    members = set(entry.gr_mem)
+    return any(
+        user.pw_uid >= FIRST_ATTENDEE_UID
+        and (user.pw_name in members or user.pw_gid == entry.gr_gid)
+        for user in pwd.getpwall()
     )
 
 
@@ -353,6 +423,43 @@ def _homes(server: _Server) -> Finding:
     )
 
 
+#: The systemd unit of the hub (TLJH's) whose ``Environment=`` must not hold the room's URL.
+HUB_UNIT = "jupyterhub"
+
+
+def _secret(env_file: Path) -> Finding:
+    """The room's admin URL kept from the attendees: its file (``env_file``, when given and
+    present) readable by its owner alone, and not in the hub unit's ``Environment=``, which
+    ``systemctl show`` shows every user (systemd.exec(5): "exposed to unprivileged clients")."""
+    import shutil
+    import subprocess
+
+    fixes = []
+    try:
+        mode = env_file.stat().st_mode if str(env_file) else None
+    except OSError:
+        mode = None
+    if mode is not None and mode & 0o077:
+        fixes.append(f"{env_file} is readable by others: sudo chmod 600 {env_file}")
+    systemctl = shutil.which("systemctl")
+    if systemctl:
+        shown = subprocess.run(
+            [systemctl, "show", "-p", "Environment", HUB_UNIT],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if "WORKBOOK_ROOM_URL=" in shown.stdout:
+            fixes.append(
+                f"the {HUB_UNIT} unit's Environment= holds the room's URL, and systemctl show "
+                f"gives it to every user: move it to {env_file or 'a file only root reads'} "
+                "(EnvironmentFile=, deploy/README.md, step 4)"
+            )
+    return Finding(
+        "secret",
+        not fixes,
+        "; ".join(fixes) or "the room's admin URL is kept from other users",
+    )
+
+
 def _hook_finding(path: Path) -> Finding:
     try:
         text = path.read_text(encoding="utf-8")
@@ -361,7 +468,7 @@ def _hook_finding(path: Path) -> Finding:
             "hook",
             False,
             f"{path}: {exc.strerror or exc}: copy deploy/jupyterhub_config.d/workbook.py there "
-            "and reload the hub (deploy/README.md, step 3)",
+            "and reload the hub (deploy/README.md, step 4)",
         )
     wired = "c.Spawner.pre_spawn_hook = pre_spawn_hook" in text and "async def" in text
     return Finding(

@@ -290,13 +290,14 @@ class ReaderProcess:
         self.process.stdin.flush()
 
     def close(self) -> None:
-        """Let the reader end (its stdin closed), and reap it."""
+        """Let the reader end (its stdin closed), and reap it (killed if it does not end)."""
         try:
             assert self.process.stdin is not None
             self.process.stdin.close()
             self.process.wait(timeout=READER_START_GUARD_S)
         except (OSError, subprocess.TimeoutExpired):
-            self.kill()
+            pass
+        self.kill()
 
     def kill(self) -> None:
         """End the reader now, and reap it."""
@@ -369,9 +370,18 @@ def _read_with(
         error = f"the reader stopped (exit code {reader.process.poll()}): not read"
     except ValueError as exc:
         error = f"the reader said something else ({exc}): not read"
+    reader.kill()
     if isinstance(pid, int):
-        end_session(pid)
+        with _ENDING:  # one admin connection at a time (the room's budget counts one)
+            try:
+                end_session(pid)
+            except Exception as exc:  # the line says so, and the room is read on
+                error += f" (her session could not be ended: {type(exc).__name__})"
     return _error_line(error), False
+
+
+#: Held while an attendee's session is ended, so the view opens one admin connection at a time.
+_ENDING = threading.Lock()
 
 
 def _fatal(said: dict[str, Any]) -> bool:

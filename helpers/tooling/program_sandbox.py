@@ -24,9 +24,9 @@ Every limit is a field of :class:`ProgramLimits`, checked where it can be checke
   (read from ``/proc``; ``RLIMIT_CPU`` behind it, and alone where there is no ``/proc``): the
   time it waits for a core on a busy machine is not counted, nor the time its tool calls take
   (they run in the caller, each within its own limit, at most ``max_tool_calls`` of them). A
-  worker that uses no CPU at all for ``idle_limit_s`` seconds while none of its tool calls runs
-  waits for something that cannot come (the isolate has no timers: a promise that never
-  settles), and is stopped; ``hang_guard_s`` of wall clock (tool calls left out) is the last
+  worker idle for ``idle_limit_s`` seconds (no CPU used, every thread asleep: not waiting for a
+  core or the disk) while none of its tool calls runs waits for something that cannot come (the
+  isolate has no timers: a promise that never settles), and is stopped; ``hang_guard_s`` of wall clock (tool calls left out) is the last
   line, many times the CPU limit, for a worker that neither works nor idles;
 - **memory**: the caller kills a worker whose resident memory passes ``max_rss_bytes``, and it
   looks while a tool runs too (the program's JavaScript goes on meanwhile): the limit that always
@@ -73,9 +73,10 @@ from helpers.tooling.worker_pipes import (
 #: A program's time limit by default, in seconds of its worker's CPU time (user and system, all
 #: threads; waiting for a core and the tool calls' own time are not counted).
 PROGRAM_CPU_TIME_LIMIT_S = 30.0
-#: Seconds of wall clock a worker may use no CPU at all while none of its tool calls runs: the
-#: isolate has no timers, so a program that waits so long waits for a promise that never settles
-#: (a starved worker on a busy machine still gets some CPU every few hundred milliseconds).
+#: Seconds of wall clock a worker may be idle (no CPU used, every thread asleep:
+#: :class:`helpers.tooling.worker_pipes.WorkWatch`) while none of its tool calls runs: the
+#: isolate has no timers, so a program idle so long waits for a promise that never settles. A
+#: worker waiting for a core or for the disk on a busy machine is not idle.
 PROGRAM_IDLE_LIMIT_S = 10.0
 #: A program's hang guard by default, in seconds of wall clock (tool calls left out): 20 times
 #: the CPU limit, so a program that needs all of its CPU time still ends on a machine that gives
@@ -152,8 +153,9 @@ class ProgramLimits:
 
     Attributes:
         cpu_time_limit_s: seconds of the worker's CPU time the program may use.
-        idle_limit_s: seconds of wall clock the worker may use no CPU while no tool call of its
-            runs (a program waiting for a promise that never settles).
+        idle_limit_s: seconds of wall clock the worker may be idle (no CPU, every thread
+            asleep) while no tool call of its runs (a program waiting for a promise that never
+            settles).
         hang_guard_s: seconds of wall clock, tool calls left out: the last line, for a worker
             that is neither working nor idle (see :data:`PROGRAM_HANG_GUARD_S`).
         heap_limit_bytes: V8 heap bytes.

@@ -171,9 +171,10 @@ SQL_ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
 #: progress handler interrupts the query; a worker still busy inside one slow function call is
 #: stopped by the kernel SQL_WORKER_CPU_GRACE_S seconds of CPU later (``RLIMIT_CPU``).
 SQL_CPU_TIME_LIMIT_S = 5.0
-#: Seconds of wall clock a worker may use no CPU at all while it runs a query: a query always
-#: works, so a worker that does not is stuck (a starved worker on a busy machine still gets some
-#: CPU every few hundred milliseconds). Past it the worker is killed.
+#: Seconds of wall clock a worker may be idle (no CPU used, every thread asleep:
+#: :class:`helpers.tooling.worker_pipes.WorkWatch`) while it runs a query: a query always works,
+#: so a worker that does not is stuck (one waiting for a core or the disk is not idle). Past it
+#: the worker is killed.
 SQL_IDLE_LIMIT_S = 10.0
 #: How often the caller looks at its worker's CPU time while it waits, in seconds.
 SQL_WATCH_EVERY_S = 0.05

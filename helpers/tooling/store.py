@@ -236,8 +236,8 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     """An engine for ``url``; SQLite files get WAL mode and a busy timeout on every connection.
 
     A PostgreSQL engine holds no idle connection (``NullPool``: one per operation): a room's
-    kernels cost the server nothing while idle, so thirty attendees with three notebooks open fit
-    PostgreSQL's default ``max_connections`` (:func:`helpers.course.room.connection_budget`), and
+    kernels cost the server nothing while idle (the room's budget counts only what an attendee
+    may hold at once: :func:`helpers.course.room.connection_budget`), and
     a server restarted between two cells costs no failed cell (the next operation connects
     afresh)."""
     is_sqlite = url.startswith("sqlite")

@@ -101,12 +101,33 @@ def cpu_seconds(pid: int | str = "self") -> float | None:
         return None
 
 
+def all_asleep(pid: int | str) -> bool:
+    """Whether every thread of process ``pid`` is asleep, waiting for an event (state ``S`` in
+    ``/proc/PID/task/TID/stat``): not running or waiting for a core (``R``), not waiting on the
+    disk (``D``: a page swapped in on a busy machine), not stopped (``T``). ``False`` where it
+    cannot be read."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat", encoding="ascii", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue  # a thread that has just ended
+        if text[text.rindex(")") + 2 : text.rindex(")") + 3] != "S":
+            return False
+    return bool(threads)
+
+
 class WorkWatch:
     """What a caller watches of a worker process while it waits on it: the CPU time the worker
     has used since :meth:`start` (its own work, whatever the machine's load), and how long it
-    has gone without using any (a worker with nothing to do, or stopped). Reads ``/proc``
-    (:func:`cpu_seconds`); where it is missing, :meth:`cpu_used_s` is ``None`` and the caller
-    falls back on its wall-clock guard."""
+    has been idle: using no CPU with every thread asleep (:func:`all_asleep`), never while it
+    runs, waits for a core or for the disk, or is stopped. Reads ``/proc`` (:func:`cpu_seconds`);
+    where it is missing, :meth:`cpu_used_s` is ``None`` and the caller falls back on its
+    wall-clock guard."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -122,12 +143,13 @@ class WorkWatch:
 
     def look(self) -> tuple[float | None, float]:
         """The worker's CPU seconds since :meth:`start` (``None`` without ``/proc``) and the
-        seconds of wall clock since it last used any (or since :meth:`rest`)."""
+        seconds of wall clock it has been idle (since it last used CPU, was not asleep, or
+        :meth:`rest` was called)."""
         now, cpu = time.monotonic(), cpu_seconds(self.pid)
         if cpu is None or self._at_start is None:
             return None, 0.0
         self.cpu_used_s = cpu - self._at_start
-        if cpu != self._seen:
+        if cpu != self._seen or not all_asleep(self.pid):
             self._seen, self._last_work = cpu, now
         return self.cpu_used_s, now - self._last_work
 

@@ -15,8 +15,11 @@ as *Run All* does. Then the instructor's ``workbook room progress`` must show ex
 attendee's TODOs ("nothing yet" for the idle ones, never an error), ``workbook room check``
 finds the firewall, the socket and the homes closed, and an attendee's attacks from her own
 kernel are held: another's home is closed to her; a hundred connections stalled before and at
-the password exchange leave the others' stores, a new attendee's spawn, the instructor's view
-and the superuser working; her view in place of her table is reported on her line and never run.
+the password exchange (and over Multipath TCP) leave the others' stores, a new attendee's spawn,
+the instructor's view and the superuser working; hundreds of connections to a listener of her
+own leave the kernel's connection table as it was; her view in place of her table is reported
+on her line and never run. The first attendee's name is 30 characters long: her kernels' Unix
+sockets still fit their 107 bytes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -56,6 +60,11 @@ NOTEBOOKS = ("02", "08")
 HOGS_PER_CORE = int(os.environ.get("WORKBOOK_ROOM_HOGS", "3"))
 #: Connections the attacker tries to open at once, each way.
 FLOOD = 100
+#: A Linux user name of 30 characters: Jupyter's own run-time folder would put her kernels'
+#: sockets past the 107 bytes a Unix socket's path may hold.
+LONG_NAME = "wbroom-a-long-name-for-sockets"
+#: Connection pairs the attacker opens to a listener of her own, on loopback.
+LOOPBACK_FLOOD = 400
 
 pytestmark = [
     pytest.mark.skipif(not ROOM_URL, reason="run under tests/with_postgres.sh (make test-room)"),
@@ -66,7 +75,8 @@ pytestmark = [
 def test_a_busy_room_on_a_real_hub(tmp_path) -> None:
     assert ROOM_URL is not None
     envs = environments()
-    names = [f"wbroom{k + 1}" for k in range(ATTENDEES)]
+    # the first has a name as long as Linux allows, nearly: her kernels' socket paths must fit
+    names = [LONG_NAME] + [f"wbroom{k + 1}" for k in range(1, ATTENDEES)]
     working, idle = names[:-IDLE], names[-IDLE:]
     with firewall(urlsplit(ROOM_URL).port or 5432), busy_machine(HOGS_PER_CORE):
         hub = Hub(tmp_path, envs, ROOM_URL)
@@ -154,6 +164,27 @@ for _ in range({flood}):
         refused += 1
 assert len(held) <= {cap} and refused >= {flood} - {cap}, (len(held), refused)
 """,
+    "mptcp": """
+import os, socket
+from urllib.parse import urlsplit
+for s in held:
+    s.close()
+_url = urlsplit(os.environ["WORKBOOK_DB_URL"])
+held, refused = [], 0
+for _ in range({flood}):
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)  # IPPROTO_MPTCP
+    except OSError:
+        break  # a kernel without Multipath TCP
+    try:
+        s.settimeout(60)
+        s.connect((_url.hostname, _url.port or 5432))
+        held.append(s)
+    except OSError:
+        s.close()
+        refused += 1
+assert len(held) <= {cap}, (len(held), refused)
+""",
     "stalled": """
 import os, socket, struct
 from urllib.parse import urlsplit, unquote
@@ -197,6 +228,20 @@ def _a_stalled_flood_takes_nothing_down(
         with psycopg.connect(str(SUPERUSER_URL).replace("postgresql+psycopg", "postgresql")) as db:
             assert db.execute("SELECT 1").fetchone() == (1,), kind
     assert attacker.run("for s in held:\n    s.close()\n") is None
+    # her own listener on loopback: connections the kernel does not track (the table holds
+    # every tracked connection of the machine, and full it drops new ones)
+    tracked = Path("/proc/sys/net/netfilter/nf_conntrack_count")
+    before = int(tracked.read_text())
+    flood = (
+        "import socket\n"
+        "mine = socket.socket(); mine.bind(('127.0.0.1', 0)); mine.listen(1024)\n"
+        f"pairs = [socket.create_connection(mine.getsockname()) for _ in range({LOOPBACK_FLOOD})]\n"
+        "accepted = [mine.accept()[0] for _ in pairs]\n"
+    )
+    assert attacker.run(flood) is None, "her loopback flood failed"
+    grown = int(tracked.read_text()) - before
+    assert attacker.run("for s in pairs + accepted:\n    s.close()\n") is None
+    assert grown < LOOPBACK_FLOOD // 4, f"{grown} tracked connections for {LOOPBACK_FLOOD}"
     attacker.close()
     neighbour.close()
 

@@ -15,8 +15,8 @@
   connections to PostgreSQL (:mod:`helpers.course.room_firewall`), to pipe into
   ``sudo nft -f -``; the port is the room URL's unless given.
 
-Both read the room's admin URL from ``--room-url`` or ``WORKBOOK_ROOM_URL`` (a PostgreSQL URL
-of a role that may create roles).
+They read the room's admin URL (a PostgreSQL URL of a role that may create roles) from
+``--room-url``, else ``WORKBOOK_ROOM_URL``, else :data:`ROOM_ENV_FILE` (root's).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def add_command(sub: Any, name: str, help: str) -> None:
         parser.add_argument(
             "--room-url",
             default=os.environ.get("WORKBOOK_ROOM_URL"),
-            help="the room's PostgreSQL URL (default $WORKBOOK_ROOM_URL)",
+            help=f"the room's PostgreSQL URL (default $WORKBOOK_ROOM_URL, else {ROOM_ENV_FILE}'s; "
+            "on the command line every user sees it)",
         )
         if action == "url":
             parser.add_argument("name", help="the attendee's user name on the hub")
@@ -86,6 +87,23 @@ def _attendees(text: str) -> int:
     return value
 
 
+#: The room's admin URL on the hub's machine, readable by root only: the hub's systemd unit
+#: loads it (``EnvironmentFile=``) and ``sudo workbook room ...`` reads it, so the password is
+#: never in a command line (which every user may read in /proc) nor in the unit's
+#: ``Environment=`` (which ``systemctl show`` shows every user).
+ROOM_ENV_FILE = "/etc/workbook/room.env"
+
+
+def room_url_from_file(path: str = ROOM_ENV_FILE) -> str | None:
+    """``WORKBOOK_ROOM_URL`` from the room's environment file, or ``None`` when it is missing
+    or unreadable (only root may read it)."""
+    if not os.access(path, os.R_OK):
+        return None
+    from dotenv import dotenv_values
+
+    return dotenv_values(path).get("WORKBOOK_ROOM_URL") or None
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -104,7 +122,7 @@ def _firewall(args: argparse.Namespace) -> int:
     port = args.port
     if port is None:
         try:
-            port = urlsplit(args.room_url or "").port or 5432
+            port = urlsplit(args.room_url or room_url_from_file() or "").port or 5432
         except ValueError as exc:
             return usage_error(args, f"the room URL's port: {exc}")
     print(nft_ruleset(port), end="")
@@ -118,8 +136,13 @@ def run(args: argparse.Namespace) -> int:
         return _firewall(args)
     import psycopg
 
+    args.room_url = args.room_url or room_url_from_file()
     if not args.room_url:
-        return usage_error(args, "no room: give --room-url or set WORKBOOK_ROOM_URL")
+        return usage_error(
+            args,
+            f"no room: set WORKBOOK_ROOM_URL, or put it in {ROOM_ENV_FILE} (mode 0600), or give "
+            "--room-url",
+        )
     try:
         if args.room_command == "url":
             from helpers.course.room import provision_attendee
@@ -178,7 +201,9 @@ def _check(args: argparse.Namespace) -> int:
     from helpers.course.cli.output import console, rows_table
     from helpers.course.room_check import check_room
 
-    findings = check_room(args.room_url, args.attendees, hub_config=args.hub_config)
+    findings = check_room(
+        args.room_url, args.attendees, hub_config=args.hub_config, env_file=ROOM_ENV_FILE
+    )
     if args.json:
         print_json({"attendees": args.attendees, "findings": [f.as_json() for f in findings]})
     else:
