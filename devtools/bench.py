@@ -517,11 +517,11 @@ def _room_blocks(results: dict[str, Any]) -> dict[str, str]:
     blocks = {}
     if "room" in results:
         room = results["room"]
-        blocks["room-spawns"] = spawn_markdown(room, results["machine"])
-        blocks["room-day"] = day_markdown(room)
-        blocks["room-progress"] = progress_markdown(room)
+        blocks["room_spawns"] = spawn_markdown(room, results["machine"])
+        blocks["room_day"] = day_markdown(room)
+        blocks["room_progress"] = progress_markdown(room)
     if "room_url_cpu_s" in results:
-        blocks["room-url"] = (
+        blocks["room_url"] = (
             f"`workbook room url`, which the hub runs before each spawn, takes "
             f"{results['room_url_cpu_s']:.2f} s of CPU (median; goal < {ROOM_URL_GOAL_CPU_S} s)."
         )
