@@ -486,21 +486,29 @@ def busy_machine(per_core: int, nice: int = -5) -> Iterator[int]:
 
 @contextlib.contextmanager
 def firewall(port: int) -> Iterator[None]:
-    """The room's nftables rules (``workbook room firewall --port PORT | nft -f -``) for as long
-    as the block runs, then their table removed.
+    """The room's nftables rules (``workbook room firewall --port PORT | nft -f -``) and its
+    connection-tracking settings (deploy/README.md, step 3) for as long as the block runs, then
+    their table removed and the settings as they were.
 
     Raises:
         RuntimeError: nft is missing or refused them.
     """
-    from helpers.course.room_firewall import NFT_TABLE
+    from helpers.course.room_firewall import CONNTRACK_SYSCTL, NFT_TABLE
 
     rules = run(sys.executable, "-m", "helpers.course.cli", "room", "firewall", "--port", port)
     done = subprocess.run(["nft", "-f", "-"], input=rules, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"nft refused the room's rules: {done.stderr.strip()}")
+    settings = [line.split(" = ") for line in CONNTRACK_SYSCTL.splitlines()]
+    files = [Path("/proc/sys", name.replace(".", "/")) for name, _ in settings]
+    before = [file.read_text() for file in files]
     try:
+        for file, (_, value) in zip(files, settings, strict=True):
+            file.write_text(value)
         yield
     finally:
+        for file, value in zip(files, before, strict=True):
+            file.write_text(value)
         subprocess.run(["nft", "delete", "table", "inet", NFT_TABLE], capture_output=True)
 
 

@@ -142,33 +142,72 @@ MASKED_PASSWORD = "***"
 _URL_PASSWORD_RE = re.compile(
     r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"]*:)(?P<password>[^\s'\"/]*)@"
 )
+#: ``password=…`` or ``passfile=…`` as a URL's query parameter (``?password=…&``) or a libpq
+#: conninfo keyword (``password = 'it''s'``), the two other places libpq reads a password from
+#: (PostgreSQL's docs, "Connection Strings": keyword/value and URI forms; a value may be quoted
+#: with ``'``, holding ``\'`` and ``\\``).
+_KEYWORD_SECRET_RE = re.compile(
+    r"(?P<head>(?:^|(?<=[?&;\s(,]))(?:password|passfile)\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'?|[^&\s'\")]+)",
+    re.I,
+)
 
 
-def _url_password(url: str) -> str | None:
+def _unquoted_value(value: str) -> str:
+    if value.startswith("'"):
+        return re.sub(r"\\(.)", r"\1", value[1:].removesuffix("'"))
+    return unquote(value)
+
+
+def url_passwords(url: str) -> list[str]:
+    """Every password ``url`` gives libpq or SQLAlchemy, in each form it may take: the URL's
+    user information (``postgresql://u:secret@h/db``, also when unencoded characters make the
+    URL unparseable), a ``password=`` query parameter, or a conninfo keyword (``host=h
+    password=secret``); a ``passfile=`` path too. Never raises; ``[]`` for none."""
+    found: list[str] = []
     try:
-        return make_url(url).password
+        password = make_url(url).password
+        if password:
+            found.append(str(password))
     except (ArgumentError, ValueError):
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            return None
-        return unquote(password) if password else None
+        pass
+    scheme, sep, rest = url.partition("://")
+    if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.\-]*", scheme):
+        userinfo = rest.rpartition("@")[0]
+        if ":" in userinfo:  # as written, and as decoded
+            written = userinfo.partition(":")[2]
+            found += [written, unquote(written)]
+    for part in url.partition("?")[2].partition("#")[0].split("&"):  # a query, spaces and all
+        key, _, value = part.partition("=")
+        if key.strip().lower() in {"password", "passfile"}:
+            found += [value, unquote(value)]
+    for match in _KEYWORD_SECRET_RE.finditer(url):
+        found += [match["value"], _unquoted_value(match["value"])]
+    return [p for p in dict.fromkeys(found) if p]
 
 
 def mask_url_password(text: str, url: str | None = None) -> str:
-    """``text`` with the password of every URL in it replaced by ``***``.
+    """``text`` with every password of a database URL or connection string in it hidden: the
+    one function every message showing a store's or a room's URL goes through.
 
     Args:
-        text: a URL (``postgresql://u:secret@host/db``) or any message holding URLs. A whole
+        text: a URL (``postgresql://u:secret@host/db``), a libpq conninfo string or any message
+            holding them (a driver's error repeats the URL it could not parse). A whole
             SQLAlchemy URL is rendered by SQLAlchemy with ``hide_password=True``; in any text,
-            ``scheme://user:password@`` becomes ``scheme://user:***@``.
-        url: the URL the message is about, if known: its password is also hidden where the text
-            repeats it outside the URL (plain, URL-encoded or JSON-escaped; passwords of 8
-            characters or more, see :func:`redact`).
+            ``scheme://user:password@`` becomes ``scheme://user:***@`` and ``password=…`` or
+            ``passfile=…`` (a query parameter or a conninfo keyword) becomes ``password=***``.
+        url: the URL the message is about, if known: each of its passwords (:func:`url_passwords`)
+            is also hidden where the text repeats it anywhere (plain, URL-encoded or
+            JSON-escaped; passwords of 8 characters or more, see :func:`redact`). A one-line
+            ``text`` that starts with a URL is taken as that URL.
 
     Returns:
         The masked text (unchanged if it holds no password). Never raises.
     """
+    if url is None and "\n" not in text and re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", text):
+        url = text  # a URL alone, perhaps with a space an error would quote
+    if url:
+        text = redact(text, url_passwords(url))
     if text and not any(c.isspace() for c in text):
         try:
             parsed = make_url(text)
@@ -177,11 +216,7 @@ def mask_url_password(text: str, url: str | None = None) -> str:
         except (ArgumentError, ValueError):
             pass
     text = _URL_PASSWORD_RE.sub(lambda m: f"{m['head']}{MASKED_PASSWORD}@", text)
-    if url:
-        password = _url_password(url)
-        if password:
-            text = redact(text, [password])
-    return text
+    return _KEYWORD_SECRET_RE.sub(lambda m: f"{m['head']}{MASKED_PASSWORD}", text)
 
 
 #: Permission bits that let users other than the owner read (or write) a file.

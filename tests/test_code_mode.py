@@ -243,6 +243,25 @@ def test_a_program_starved_of_cpu_is_not_stopped_for_the_wait(monkeypatch) -> No
     assert result.seconds > 3.0 > result.cpu_seconds  # it waited longer than its CPU limit
 
 
+def test_the_hang_guard_counts_only_time_without_cpu(monkeypatch) -> None:
+    """A program that works, however long the wall clock it takes, is never stopped by the hang
+    guard (a starved room once took a 15 s-CPU program past it): here it works 4 times its
+    guard of 0.5 s. A worker that cannot move at all (stopped, SIGSTOP, and never let go) is
+    stopped by it, its CPU limit and idle limit unreached."""
+    long_work = "let n = 0; for (let i = 0; i < 1.5e9; i++) n += i % 7; return n"
+    worked = run_program(long_work, RecordingHost(), ProgramLimits(hang_guard_s=0.5))
+    assert worked.ok and worked.seconds > 2.0, worked
+    start_clocks = program_sandbox._ProgramWorker.start_clocks
+
+    def frozen(worker) -> None:
+        start_clocks(worker)
+        os.kill(worker.process.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(program_sandbox._ProgramWorker, "start_clocks", frozen)
+    stuck = run_program(BUSY_PROGRAM, RecordingHost(), ProgramLimits(hang_guard_s=1.0))
+    assert not stuck.ok and "used no CPU for 1 s" in stuck.error, stuck
+
+
 def test_without_proc_the_kernel_limits_the_cpu_and_the_hang_guard_ends_a_wait(
     monkeypatch,
 ) -> None:

@@ -199,6 +199,50 @@ def test_the_db_usage_error_never_shows_the_password(tmp_path: Path) -> None:
         assert PASSWORD not in shown
 
 
+#: Every form of a database URL libpq or SQLAlchemy reads a password from (PostgreSQL's docs,
+#: "Connection Strings"; SQLAlchemy's make_url), some malformed as a hurried instructor types.
+PASSWORD_FORMS = [
+    f"postgresql://room:{PASSWORD}@localhost:1/x",
+    f"postgresql+psycopg://room:{PASSWORD}@localhost:1/x?sslmode=require",
+    "postgresql://room:hunter2%40secret@localhost:1/x",  # the password hunter2@secret, encoded
+    "postgresql://room:hunter2@secret@localhost:1/x",  # the same, not encoded
+    "postgresql://room:hunter2 secret@localhost:1/x",  # a space: psycopg repeats it
+    f"postgresql://room@localhost:1/x?password={PASSWORD}",
+    f"postgresql://room@localhost:1/x?sslmode=disable&password={PASSWORD}&connect_timeout=5",
+    "postgresql://room@localhost:1/x?password=hunter2 secret",
+    f"host=localhost port=1 user=room password={PASSWORD}",
+    "host=localhost port=1 password = 'hunter2 \\'secret'",
+    f"postgresql://room@localhost:1/x?passfile=/home/{PASSWORD}/.pgpass",
+]
+
+
+@pytest.mark.parametrize("url", PASSWORD_FORMS)
+def test_every_form_of_a_url_password_is_masked(url: str) -> None:
+    """The one masking function hides each form's password in the URL itself and wherever a
+    message repeats it (a driver's error quotes the piece it could not parse)."""
+    secret = max(redaction.url_passwords(url), key=len)
+    assert secret and "localhost" not in secret
+    for text in (url, f'refused {url!r}: unexpected spaces found in "{secret}"'):
+        masked = mask_url_password(text, url)
+        assert secret not in masked and "hunter2" not in masked, masked
+    assert "hunter2" not in mask_url_password(url)  # the URL alone, not knowing which it is
+
+
+@pytest.mark.parametrize("url", PASSWORD_FORMS)
+@pytest.mark.parametrize("command", [["room", "url", "ann"], ["room", "progress"], ["ask"]])
+def test_no_command_shows_a_password_it_was_given(url: str, command: list[str]) -> None:
+    """``workbook room url/progress`` (as the hub's hook runs it: its error is what an
+    attendee's failed spawn would show) and ``ask --db`` with a URL no server answers."""
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    given = ["--room-url", url] if command[0] == "room" else ["--db", url, "hello"]
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.course.cli", *command, *given],
+        capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "hunter2" not in done.stdout + done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("content", [b"my notes\n", b"SQLite format 2\x00...", b"\x00"])
 def test_a_file_that_is_not_a_sqlite_database_is_refused_untouched(
     tmp_path: Path, content: bytes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -70,7 +71,9 @@ def test_a_chosen_name_cannot_land_on_anothers_role() -> None:
         provision_attendee("sqlite:///x.sqlite", "ann")
 
 
-def test_the_hub_gives_each_server_what_workbook_room_url_prints(tmp_path, monkeypatch) -> None:
+def test_the_hub_gives_each_server_what_workbook_room_url_prints(
+    tmp_path, monkeypatch, caplog
+) -> None:
     import asyncio
 
     hub = _hub_config()
@@ -95,9 +98,12 @@ def test_the_hub_gives_each_server_what_workbook_room_url_prints(tmp_path, monke
         "name=-Ann Lee&room=postgresql://admin@h/db"
     )
     assert Spawner.environment["WORKBOOK_PROFILE"] == "offline"
-    fake.write_text("#!/bin/sh\necho refused >&2\nexit 2\n")
-    with pytest.raises(RuntimeError, match="refused"):
+    fake.write_text("#!/bin/sh\necho 'refused: postgresql://admin:***@h/db' >&2\nexit 2\n")
+    caplog.set_level(logging.ERROR, logger="JupyterHub")
+    with pytest.raises(RuntimeError) as failed:  # what the attendee's spawn page shows
         asyncio.run(real("ann", cli=str(fake)))
+    assert str(failed.value) == hub.SPAWN_FAILED_FOR_ATTENDEE
+    assert "'ann' failed: 'refused: postgresql://admin:***@h/db'" in caplog.text  # the instructor's
 
 
 def test_the_hub_answers_while_hooks_wait_and_runs_two_at_once(tmp_path) -> None:
@@ -184,6 +190,41 @@ def test_room_check_finds_an_open_home(tmp_path) -> None:
     assert tljh_username("ann") == "jupyter-ann"
     long = tljh_username("a" * 40)
     assert len(long) == 32 and long.startswith("jupyter-" + "a" * 18 + "-")
+    # room check counts only the homes there are: an attendee with no account yet is not "closed"
+    from types import SimpleNamespace
+
+    from helpers.course.room_check import _homes
+
+    me_closed = os.stat(me.pw_dir).st_mode & 0o077 == 0
+    room = SimpleNamespace(attendees=[("a", me.pw_name), ("b", "no-such-attendee-here")])
+    finding = _homes(room)
+    if me_closed:
+        assert finding.ok and finding.line.startswith("1 of the 2 attendees' homes are closed")
+        assert "1 has no Linux account yet" in finding.line
+    assert _homes(SimpleNamespace(attendees=[])).line.startswith("no attendee yet")
+
+
+def test_room_check_reads_the_kernels_connection_tracking(tmp_path) -> None:
+    """The per-user cap counts open connections only: room check wants a table large enough
+    and closed connections forgotten soon, and says the command that sets both."""
+    from helpers.course.room_check import _conntrack
+    from helpers.course.room_firewall import CONNTRACK_MIN_ENTRIES, CONNTRACK_TIME_WAIT_MAX_S
+
+    proc = tmp_path / "netfilter"
+    assert not _conntrack(str(proc)).ok  # not loaded: apply the firewall first
+    proc.mkdir()
+    for entries, time_wait_s, ok in (
+        (65_536, 120, False),  # the kernel's defaults
+        (CONNTRACK_MIN_ENTRIES, 120, False),
+        (CONNTRACK_MIN_ENTRIES, CONNTRACK_TIME_WAIT_MAX_S, True),
+        (4 * CONNTRACK_MIN_ENTRIES, 10, True),
+    ):
+        (proc / "nf_conntrack_max").write_text(f"{entries}\n")
+        (proc / "nf_conntrack_tcp_timeout_time_wait").write_text(f"{time_wait_s}\n")
+        finding = _conntrack(str(proc))
+        assert finding.ok is ok, finding
+        if not ok:
+            assert "sysctl -p /etc/sysctl.d/60-workbook-room.conf" in finding.line
 
 
 def test_the_firewall_rules_and_their_probe(tmp_path) -> None:
@@ -338,6 +379,29 @@ def test_a_reader_whose_attendee_cannot_be_ended_still_ends(monkeypatch) -> None
     line, healthy = room_reader._read_with(Stuck(), "postgresql://h/d", read, refuses)
     assert not healthy and Stuck.killed
     assert "stopped, not read" in line["error"] and "could not be ended: OSError" in line["error"]
+
+
+def test_a_reader_that_runs_out_of_memory_ends_after_her_line(monkeypatch) -> None:
+    """Behind the catalog checks: a read that sends the reader more than its memory (an error
+    of hundreds of megabytes) is her line only, and the reader asks to be replaced; any other
+    failure is her line and the reader goes on."""
+    from helpers.course import room_reader
+
+    def floods(request, line) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(room_reader, "_read", floods)
+    line, fatal = room_reader.read_one({"url": "u", "schema": "s", "password": "p"})
+    assert fatal and line["error"].startswith("sent more than the view's 512 MiB")
+    assert room_reader._fatal(line) and (line["passed"], line["runs"]) == ([], 0)
+
+    def fails(request, line) -> None:
+        line["runs"] = 3
+        raise RuntimeError("  no\nsuch   table ")
+
+    monkeypatch.setattr(room_reader, "_read", fails)
+    line, fatal = room_reader.read_one({"url": "u", "schema": "s", "password": "p"})
+    assert not fatal and line["error"] == "no such table" and line["runs"] == 0
 
 
 def test_room_url_imports_neither_the_sdk_nor_the_loop() -> None:
@@ -580,10 +644,11 @@ def test_postgresql_the_instructors_view_runs_nothing_of_an_attendees() -> None:
 
 
 @needs_pg
-def test_postgresql_code_the_view_cannot_avoid_runs_as_the_attendee_only() -> None:
-    """A partial index's constant predicate runs when the view's SELECT is planned: her
-    function runs, but in her own session, so ``RESET ROLE`` leaves her herself, the room's
-    passwords stay unread, and she hears only her own name; everyone else is read as usual."""
+def test_postgresql_code_the_planner_would_run_is_never_planned() -> None:
+    """A partial index's predicate or an index expression runs when a SELECT on the table is
+    planned (an IMMUTABLE function of hers that is not: it resets the role and reads the
+    room's passwords), and so may an extended statistics object: the view reads the catalogs
+    and does not read such a table; her function never runs, and everyone else is read."""
     import select
 
     from sqlalchemy import text
@@ -608,35 +673,76 @@ def test_postgresql_code_the_view_cannot_avoid_runs_as_the_attendee_only() -> No
                 f'AS $f$ BEGIN RETURN "{schema}".payload(); END $f$'
             )
         )
-        db.execute(
-            text(
-                "CREATE INDEX innocent ON checkpoint_results (id) "
-                f'WHERE "{schema}".looks_immutable()'
-            )
-        )
+    routes = {
+        "index with a predicate": (
+            f'CREATE INDEX innocent ON checkpoint_results (id) WHERE "{schema}".looks_immutable()',
+            "has an index on an expression or a predicate",
+        ),
+        "index on an expression": (
+            f'CREATE INDEX innocent ON threads (("{schema}".looks_immutable()))',
+            "has an index on an expression or a predicate",
+        ),
+        "extended statistics": (
+            "CREATE STATISTICS innocent ON notebook, todo FROM checkpoint_results",
+            "has extended statistics",
+        ),
+    }
     import psycopg
 
     listener = psycopg.connect(libpq_url(urls[spy]), autocommit=True)
     listener.execute("LISTEN exfil")
-    progress = room_progress(ROOM)
-    assert progress[attendee_schema(honest)].passed == ["04.1"]
-    heard = []
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        select.select([listener.fileno()], [], [], 0.2)
-        heard += [n.payload for n in listener.notifies(timeout=0.2, stop_after=10)]
+
+    def heard(seconds: float) -> list[str]:
+        said, deadline = [], time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            select.select([listener.fileno()], [], [], 0.2)
+            said += [n.payload for n in listener.notifies(timeout=0.2, stop_after=10)]
+        return said
+
+    for route, (statement, said) in routes.items():
+        with _as(urls[spy]).begin() as db:
+            db.execute(text(statement))  # building the index runs it once, in her session
+        heard(1.0)
+        progress = room_progress(ROOM)
+        assert said in (progress[schema].error or ""), (route, progress[schema])
+        assert progress[attendee_schema(honest)].passed == ["04.1"], route
+        assert heard(1.5) == [], route  # the view never planned it: not even as herself
+        with _as(urls[spy]).begin() as db:
+            db.execute(text("DROP INDEX IF EXISTS innocent"))
+            db.execute(text("DROP STATISTICS IF EXISTS innocent"))
     listener.close()
-    admin = ROOM.split("://", 1)[1].split(":", 1)[0]
-    assert not any(h.startswith(f"{admin}:") for h in heard), heard
-    assert all(h in (f"denied:{schema}", f"{schema}:") for h in heard), heard
+    assert room_progress(ROOM)[schema].error is None  # the store's own tables again: read
+
+
+@needs_pg
+def test_postgresql_a_lock_she_holds_costs_her_line_not_the_view() -> None:
+    """A transaction left open with her table locked (a hostile ``LOCK TABLE``, or a kernel
+    stopped mid-migration): her line says so after the lock timeout, the others are read."""
+    from helpers.course.room import libpq_url
+    from helpers.course.room_reader import PROGRESS_LOCK_TIMEOUT_MS
+
+    locker, honest, urls = _two_attendees("kim", "lou")
+    import psycopg
+
+    holder = psycopg.connect(libpq_url(urls[locker]))
+    holder.execute("LOCK TABLE checkpoint_results IN ACCESS EXCLUSIVE MODE")
+    try:
+        progress = room_progress(ROOM)
+    finally:
+        holder.close()
+    line = progress[attendee_schema(locker)]
+    assert "stayed locked" in (line.error or "") and line.passed == [], line
+    assert f"for {PROGRESS_LOCK_TIMEOUT_MS / 1000:g} s" in line.error
+    assert progress[attendee_schema(honest)].passed == ["04.1"]
+    assert room_progress(ROOM)[attendee_schema(locker)].error is None  # let go: read again
 
 
 @needs_pg
 def test_postgresql_an_attendees_huge_message_costs_only_her_line() -> None:
-    """Her index predicate raises an error of 700 MB when the view (a read-only session) plans
-    its read: the reader
-    process (capped at 512 MiB) gives up her line, the instructor's process does not grow, and
-    the rest of the room is read as usual."""
+    """Her index predicate would raise an error of 700 MB when the view (a read-only session)
+    planned its read: the table is not read (the reader process, capped at 512 MiB, would give
+    up her line otherwise), the instructor's process does not grow, and the rest of the room is
+    read as usual."""
     import resource
 
     from sqlalchemy import text
@@ -815,8 +921,10 @@ def test_the_deploy_guide_states_the_rooms_own_settings() -> None:
         ROOM_ADMIN_CONNECTIONS,
         connection_budget,
     )
+    from helpers.course.room_firewall import CONNTRACK_SYSCTL, CONNTRACK_SYSCTL_FILE
     from helpers.course.room_reader import (
         PROGRESS_DEADLINE_S,
+        PROGRESS_LOCK_TIMEOUT_MS,
         PROGRESS_STATEMENT_TIMEOUT_MS,
         READER_MEMORY_BYTES,
         READERS,
@@ -840,7 +948,10 @@ def test_the_deploy_guide_states_the_rooms_own_settings() -> None:
         f"`statement_timeout = {ATTENDEE_STATEMENT_TIMEOUT_MS // 1000}s`",
         f"`idle_in_transaction_session_timeout = {ATTENDEE_IDLE_IN_TRANSACTION_MS // 1000}s`",
         f"by one of {READERS} reader processes",
-        f"within a {PROGRESS_STATEMENT_TIMEOUT_MS // 1000} s statement timeout",
+        f"a {PROGRESS_STATEMENT_TIMEOUT_MS // 1000} s statement timeout",
+        f"within a {PROGRESS_LOCK_TIMEOUT_MS // 1000} s lock timeout",
+        f"printf '{CONNTRACK_SYSCTL}' \\ > {CONNTRACK_SYSCTL_FILE}".replace("\n", "\\n"),
+        f"sysctl -p {CONNTRACK_SYSCTL_FILE}",
         f"a deadline of {PROGRESS_DEADLINE_S:g} s",
         f"each process's memory capped ({READER_MEMORY_BYTES // 2**20} MiB)",
         f"at most {hub.ROOM_URL_AT_ONCE} at once",

@@ -332,6 +332,71 @@ def test_a_store_at_head_opens_without_importing_alembic(tmp_path) -> None:
     assert again.stdout.split() == ["current", "False"], again.stderr
 
 
+#: One of several processes opening the same new stores at the same moment (after the file
+#: ``go`` appears), one store after another: prints what each open did.
+_FIRST_OPENER = """
+import os, sys, time
+from helpers.tooling.store import ToolOutputStore
+go, urls = sys.argv[1], sys.argv[2:]
+while not os.path.exists(go):
+    time.sleep(0.002)
+for url in urls:
+    store = ToolOutputStore(url)
+    print(store.migrated, store.count(), flush=True)
+    store.close()
+"""
+
+
+def _first_opens(urls: list[str], tmp_path) -> list[list[str]]:
+    """Four processes opening each of ``urls`` (new stores) at once: each one's lines."""
+    import subprocess
+    import sys
+
+    go = tmp_path / f"go-{uuid.uuid4().hex[:6]}"
+    command = [sys.executable, "-c", _FIRST_OPENER, str(go), *urls]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    openers = [subprocess.Popen(command, **pipes) for _ in range(4)]
+    go.touch()
+    said = [opener.communicate(timeout=HANG_GUARD_S) for opener in openers]
+    for opener, (_, err) in zip(openers, said, strict=True):
+        assert opener.returncode == 0, err[-2_000:]
+    return [out.splitlines() for out, _ in said]
+
+
+def _each_made_once(lines: list[list[str]], stores: int) -> None:
+    for k in range(stores):  # one process made each store; the others found it current
+        done = sorted(out[k] for out in lines)
+        assert done == ["created 0", "current 0", "current 0", "current 0"], done
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path) -> None:
+    """Two kernels, or a kernel and ``workbook ask``, opening a new store at the same moment:
+    every one of them opens it (the loser of the creation reads it again), none fails."""
+    urls = [f"sqlite:///{tmp_path / f'new-{k}.sqlite'}" for k in range(8)]
+    _each_made_once(_first_opens(urls, tmp_path), len(urls))
+
+
+@pytest.mark.skipif(not os.environ.get("WORKBOOK_TEST_PG_URL"), reason="set WORKBOOK_TEST_PG_URL")
+def test_processes_opening_a_new_store_at_once_all_get_it_on_postgresql(tmp_path) -> None:
+    from sqlalchemy import create_engine, text
+
+    url = os.environ["WORKBOOK_TEST_PG_URL"]
+    schemas = [f"new_{uuid.uuid4().hex[:8]}" for _ in range(8)]
+    engine = create_engine(url)
+    with engine.begin() as db:
+        for schema in schemas:
+            db.execute(text(f"CREATE SCHEMA {schema}"))
+    sep = "&" if "?" in url else "?"
+    try:
+        urls = [f"{url}{sep}options=-csearch_path%3D{schema}" for schema in schemas]
+        _each_made_once(_first_opens(urls, tmp_path), len(urls))
+    finally:
+        with engine.begin() as db:
+            for schema in schemas:
+                db.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        engine.dispose()
+
+
 #: One writer of the quota test: logs outputs of 100 bytes on one thread until the quota
 #: refuses, starting when the file ``go`` appears (so all writers start at once).
 _QUOTA_WRITER = """

@@ -24,6 +24,7 @@ socket's path.
 """
 
 import asyncio
+import logging
 import os
 import pwd
 import stat
@@ -51,8 +52,15 @@ RUNTIME_FOLDER = ".jupyter-run"
 #: ``Spawner.start_timeout`` and ``Spawner.http_timeout``: 60 and 30 by default): hang guards.
 SERVER_START_TIMEOUT_S = 600
 SERVER_HTTP_TIMEOUT_S = 300
+#: What an attendee's failed spawn says: the reason (which names the room's database) goes to the
+#: hub's log, which only the instructor reads.
+SPAWN_FAILED_FOR_ATTENDEE = (
+    "the workshop could not set up your store: ask the instructor (the hub's log says why)"
+)
 
 _slots = None
+#: JupyterHub's own log (its application's logger is named after it).
+_log = logging.getLogger("JupyterHub")
 
 
 def _room_url_slots():
@@ -67,8 +75,10 @@ async def attendee_environment(name, room_url=None, cli=WORKBOOK_CLI):
     their role's password) and the model profile.
 
     Raises:
-        RuntimeError: ``workbook room url`` failed or took longer than ``ROOM_URL_TIMEOUT_S``
-            (its message says why).
+        RuntimeError: ``workbook room url`` failed or took longer than ``ROOM_URL_TIMEOUT_S``:
+            the hub shows its message to the attendee, so it says only to ask the instructor
+            (:data:`SPAWN_FAILED_FOR_ATTENDEE`); why goes to the hub's log, the command's own
+            error (which masks the room's password) escaped to one line.
     """
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -89,16 +99,16 @@ async def attendee_environment(name, room_url=None, cli=WORKBOOK_CLI):
         try:
             out, err = await asyncio.wait_for(process.communicate(), ROOM_URL_TIMEOUT_S)
         except asyncio.TimeoutError:  # noqa: UP041 - not yet TimeoutError on the hub's Python 3.10
-            raise RuntimeError(
-                f"workbook room url {name!r} took more than {ROOM_URL_TIMEOUT_S} s"
-            ) from None
+            _log.error("workbook room url %r took more than %s s", name, ROOM_URL_TIMEOUT_S)
+            raise RuntimeError(SPAWN_FAILED_FOR_ATTENDEE) from None
         finally:  # timed out, or the spawn cancelled: its admin connection goes with it
             if process.returncode is None:
                 process.kill()
                 await process.wait()
     if process.returncode != 0:
         reason = err.decode("utf-8", "replace").strip()[-500:]
-        raise RuntimeError(f"workbook room url {name!r} failed: {reason}")
+        _log.error("workbook room url %r failed: %r", name, reason)
+        raise RuntimeError(SPAWN_FAILED_FOR_ATTENDEE)
     return {
         "WORKBOOK_DB_URL": out.decode("utf-8").strip(),
         "WORKBOOK_PROFILE": os.environ.get("WORKBOOK_ROOM_PROFILE", "offline"),

@@ -41,8 +41,16 @@ from helpers.course.room import (
     connection_budget,
     recorded_attendees,
 )
-from helpers.course.room_firewall import FIRST_ATTENDEE_UID, probe_cap
-from helpers.course.room_homes import open_homes
+from helpers.course.room_firewall import (
+    CONNTRACK_MIN_ENTRIES,
+    CONNTRACK_SYSCTL,
+    CONNTRACK_SYSCTL_FILE,
+    CONNTRACK_TIME_WAIT_MAX_S,
+    FIRST_ATTENDEE_UID,
+    conntrack_settings,
+    probe_cap,
+)
+from helpers.course.room_homes import attendee_account, open_homes
 
 #: The oldest PostgreSQL the room is tested on (``server_version_num``).
 TESTED_VERSION_NUM = 150000
@@ -219,6 +227,7 @@ def check_room(
             f'sudo -u postgres psql {server.database} -c "{REVOKE_ADVISORY}"',
         ),
         _firewall(server),
+        _conntrack(),
         _socket(server),
         _listening(server),
         _homes(server),
@@ -300,6 +309,35 @@ def _other_databases(server: _Server) -> Finding:
 
 #: What ``room check`` tells to run to put the firewall's cap in place.
 FIREWALL_FIX = "workbook room firewall | sudo nft -f -"
+
+
+def _conntrack(proc: str = "/proc/sys/net/netfilter") -> Finding:
+    settings = conntrack_settings(proc)
+    fix = (
+        f"printf '{CONNTRACK_SYSCTL}' | sudo tee {CONNTRACK_SYSCTL_FILE} && sudo sysctl -p "
+        f"{CONNTRACK_SYSCTL_FILE} (deploy/README.md, step 3)"
+    ).replace("\n", "\\n")
+    if settings is None:
+        return Finding(
+            "conntrack",
+            False,
+            f"the kernel tracks no connection yet: apply the firewall, then {fix}",
+        )
+    entries, time_wait_s = settings
+    if entries >= CONNTRACK_MIN_ENTRIES and time_wait_s <= CONNTRACK_TIME_WAIT_MAX_S:
+        return Finding(
+            "conntrack",
+            True,
+            f"the kernel tracks up to {entries:,} connections and forgets a closed one after "
+            f"{time_wait_s} s",
+        )
+    return Finding(
+        "conntrack",
+        False,
+        f"the kernel tracks up to {entries:,} connections and keeps a closed one {time_wait_s} s: "
+        "an attendee opening and closing connections fast fills the table, and every new "
+        f"connection on the machine is dropped: {fix}",
+    )
 
 
 def _firewall(server: _Server) -> Finding:
@@ -414,13 +452,19 @@ def _homes(server: _Server) -> Finding:
             f"{len(opened)} attendee home(s) open to other users: sudo chmod 0700 {shown} (the "
             "hub's hook closes each home when her server starts)",
         )
-    return Finding(
-        "homes",
-        True,
-        f"the {len(names)} attendees' homes are closed to other users"
-        if names
-        else "no attendee yet (the hook closes each home when her server starts)",
-    )
+    with_account = sum(attendee_account(name) is not None for name in names)
+    if not names:
+        line = "no attendee yet (the hook closes each home when her server starts)"
+    elif with_account == len(names):
+        line = f"the {len(names)} attendees' homes are closed to other users"
+    else:
+        line = (
+            f"{with_account} of the {len(names)} attendees' homes are closed to other users; "
+            f"{len(names) - with_account} {'has' if len(names) - with_account == 1 else 'have'} "
+            "no Linux account yet (the hub makes it, and "
+            "the hook closes its home, when her server first starts)"
+        )
+    return Finding("homes", True, line)
 
 
 #: The systemd unit of the hub (TLJH's) whose ``Environment=`` must not hold the room's URL.

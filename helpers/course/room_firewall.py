@@ -34,6 +34,7 @@ import os
 import pwd
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from helpers.course.room import ATTENDEE_SOCKET_CAP
@@ -51,6 +52,36 @@ FIRST_ATTENDEE_UID = 1000
 TRACKED_PER_USER = 1_024
 #: The user a root ``room check`` probes the cap as (``nobody``: an ordinary user id, 65534).
 PROBE_USER = "nobody"
+#: The kernel's connection-tracking table the room wants, in entries
+#: (``net.netfilter.nf_conntrack_max``; the kernel's default is 65,536 and up, about 300 bytes
+#: each), and the longest a closed TCP connection keeps its entry, in seconds
+#: (``nf_conntrack_tcp_timeout_time_wait``, 120 by default: the kernel's
+#: Documentation/networking/nf_conntrack-sysctl.rst). The per-user cap counts open connections
+#: only (a closed one no longer counts: ``nf_conncount``), so an attendee who opens and closes
+#: connections fast fills the table with closed ones; a table four times larger that empties
+#: four times faster needs sixteen times her rate (thousands a second, sustained).
+CONNTRACK_MIN_ENTRIES = 262_144
+CONNTRACK_TIME_WAIT_MAX_S = 30
+#: Where the room's two settings are kept across reboots, and what it holds.
+CONNTRACK_SYSCTL_FILE = "/etc/sysctl.d/60-workbook-room.conf"
+CONNTRACK_SYSCTL = (
+    f"net.netfilter.nf_conntrack_max = {CONNTRACK_MIN_ENTRIES}\n"
+    f"net.netfilter.nf_conntrack_tcp_timeout_time_wait = {CONNTRACK_TIME_WAIT_MAX_S}\n"
+)
+
+
+def conntrack_settings(proc: str = "/proc/sys/net/netfilter") -> tuple[int, int] | None:
+    """The kernel's ``nf_conntrack_max`` and ``nf_conntrack_tcp_timeout_time_wait`` (seconds),
+    or ``None`` where connection tracking is not loaded (no rule of the room's yet)."""
+    try:
+        return tuple(  # type: ignore[return-value]
+            int(Path(proc, name).read_text().split()[0])
+            for name in ("nf_conntrack_max", "nf_conntrack_tcp_timeout_time_wait")
+        )
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 #: Seconds of wall clock one probe connection may take: a hang guard.
 PROBE_GUARD_S = 30.0
 

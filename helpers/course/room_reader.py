@@ -13,10 +13,19 @@ attendee after another. The protocol, one JSON object per line:
   :class:`helpers.course.room.AttendeeProgress` fields as JSON;
 - it exits when its stdin closes, or after a line whose reading ran it out of memory.
 
-Why processes: code of the attendee's can run during the read (a partial index predicate runs
-when a query is planned), with her rights only, but what it sends back is read into the
-reader's memory: an error or a notice of hundreds of megabytes. That costs the reader its life
-and her line ("not read"), never the instructor's view; a new reader takes the attendees left.
+No code of hers runs during the read: from the catalogs alone, a store table that is not an
+ordinary table, has a column of a type not built in, an index on an expression or with a
+predicate (the planner evaluates those when it plans a query on the table: PostgreSQL's
+``plancat.c``, ``get_relation_info``) or an extended statistics object (``get_relation_statistics``
+evaluates its expressions) is not read, and says so on her line; a lock she holds on her tables
+makes the read give up after :data:`PROGRESS_LOCK_TIMEOUT_MS` (an honest attendee's migration
+holds one for milliseconds). So a hostile attendee costs the view her own line and about a
+second, never its deadline.
+
+Why processes all the same: a way for her code to run that the catalogs do not show would run
+with her rights only, but what it sent back would be read into the reader's memory (an error or
+a notice of hundreds of megabytes). That costs the reader its life and her line ("not read"),
+never the instructor's view; a new reader takes the attendees left.
 Why several attendees per process: a process costs about 0.3 s of CPU to start, so one per
 attendee made the view of thirty take 13 s of CPU; a few processes for all of them take about
 one second (``make bench``).
@@ -62,6 +71,10 @@ MAX_LINE_BYTES = 4 * 2**20
 #: Longest statement of the view's read of one attendee, in milliseconds: a hang guard (an
 #: honest read takes milliseconds), half the reader's deadline.
 PROGRESS_STATEMENT_TIMEOUT_MS = 15_000
+#: Longest wait for a lock on an attendee's table, in milliseconds: a lock her own session holds
+#: (a migration holds one for milliseconds; a transaction left open in a kernel, or a hostile
+#: ``LOCK TABLE``, for ever). Her line says her tables were locked and the view goes on.
+PROGRESS_LOCK_TIMEOUT_MS = 2_000
 #: The most checkpoint rows and threads read of one attendee (more are reported as capped).
 PROGRESS_ROW_CAP = 50_000
 #: Characters of a notebook name read back (the store writes two: ``"04"``).
@@ -121,10 +134,20 @@ def main() -> int:
 def read_one(request: dict[str, str]) -> tuple[dict[str, Any], bool]:
     """One attendee's line (saying her backend's pid first), and whether the reader must end."""
     line: dict[str, Any] = {"passed": [], "runs": 0, "last": None, "threads": 0}
+    from psycopg.errors import LockNotAvailable
+
     line.update(capped=False, error=None)
     try:
         _read(request, line)
-    except Exception as exc:  # psycopg.Error, MemoryError, libpq's own "out of memory"
+    except Exception as exc:
+        if isinstance(exc, LockNotAvailable):
+            said = (
+                f"her tables stayed locked by a session of hers for "
+                f"{PROGRESS_LOCK_TIMEOUT_MS / 1000:g} s (a transaction left open in a kernel?): "
+                "not read, look again"
+            )
+            line.update(passed=[], runs=0, last=None, threads=0, error=said)
+            return line, False  # psycopg.Error, MemoryError, libpq's own "out of memory"
         said = " ".join(str(exc).split())[:ERROR_CHARS] or type(exc).__name__
         memory = isinstance(exc, MemoryError) or "memory" in said
         if memory:
@@ -143,7 +166,8 @@ def _read(request: dict[str, str], line: dict[str, Any]) -> None:
     options = (
         "-c search_path=pg_catalog,pg_temp -c row_security=off "
         "-c default_transaction_read_only=on "
-        f"-c statement_timeout={int(PROGRESS_STATEMENT_TIMEOUT_MS)}"
+        f"-c statement_timeout={int(PROGRESS_STATEMENT_TIMEOUT_MS)} "
+        f"-c lock_timeout={int(PROGRESS_LOCK_TIMEOUT_MS)}"
     )
     schema = request["schema"]
     quoted, cap = sql.Identifier(schema), sql.Literal(PROGRESS_ROW_CAP + 1)
@@ -182,20 +206,32 @@ def _read(request: dict[str, str], line: dict[str, Any]) -> None:
 
 def unreadable(db: Any, schema: str) -> tuple[str | None, set[str]]:
     """Why ``schema``'s store tables are not read (``None``: each one present is an ordinary
-    table whose read columns have the built-in types of :data:`READ_COLUMNS`), and which of
-    them are present, from the catalogs only, on the psycopg connection ``db``. A table not
-    there yet is no reason: an attendee who has run no checkpoint has nothing to read."""
+    table whose read columns have the built-in types of :data:`READ_COLUMNS`, with no index
+    the planner would evaluate code of hers for, see the module's docstring), and which of them
+    are present, from the catalogs only, on the psycopg connection ``db``. A table not there yet
+    is no reason: an attendee who has run no checkpoint has nothing to read."""
     present = set()
     for table, columns in READ_COLUMNS.items():
         found = db.execute(
-            "SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
             "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
             (schema, table),
         ).fetchone()
         if found is None:
             continue
-        if found[0] != "r":
-            return f"{table} is not a table (relkind {found[0]!r}): not read", present
+        oid, relkind = found
+        if relkind != "r":
+            return f"{table} is not a table (relkind {relkind!r}): not read", present
+        planned = db.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index WHERE indrelid = %s "
+            "AND (indexprs IS NOT NULL OR indpred IS NOT NULL)), "
+            "EXISTS (SELECT 1 FROM pg_catalog.pg_statistic_ext WHERE stxrelid = %s)",
+            (oid, oid),
+        ).fetchone()
+        if planned[0]:
+            return f"{table} has an index on an expression or a predicate: not read", present
+        if planned[1]:
+            return f"{table} has extended statistics: not read", present
         types = dict(
             db.execute(
                 "SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL) "

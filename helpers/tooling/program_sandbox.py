@@ -26,8 +26,11 @@ Every limit is a field of :class:`ProgramLimits`, checked where it can be checke
   (they run in the caller, each within its own limit, at most ``max_tool_calls`` of them). A
   worker idle for ``idle_limit_s`` seconds (no CPU used, every thread asleep: not waiting for a
   core or the disk) while none of its tool calls runs waits for something that cannot come (the
-  isolate has no timers: a promise that never settles), and is stopped; ``hang_guard_s`` of wall clock (tool calls left out) is the last
-  line, many times the CPU limit, for a worker that neither works nor idles;
+  isolate has no timers: a promise that never settles), and is stopped; ``hang_guard_s`` of wall
+  clock in which the worker used no CPU at all (tool calls left out; from the start where there
+  is no ``/proc``) is the last line, many times the CPU limit, for a worker that neither works
+  nor idles (stopped, or stuck on the disk): a correct program that a busy machine gives a
+  sliver of a core still moves, and is never stopped by it;
 - **memory**: the caller kills a worker whose resident memory passes ``max_rss_bytes``, and it
   looks while a tool runs too (the program's JavaScript goes on meanwhile): the limit that always
   holds. Behind it, V8's heap limit (``heap_limit_bytes``: mini-racer checks it at V8's garbage
@@ -78,10 +81,11 @@ PROGRAM_CPU_TIME_LIMIT_S = 30.0
 #: isolate has no timers, so a program idle so long waits for a promise that never settles. A
 #: worker waiting for a core or for the disk on a busy machine is not idle.
 PROGRAM_IDLE_LIMIT_S = 10.0
-#: A program's hang guard by default, in seconds of wall clock (tool calls left out): 20 times
-#: the CPU limit, so a program that needs all of its CPU time still ends on a machine that gives
-#: it a twentieth of a core (four busy processes per core at a higher priority give about a
-#: thirteenth).
+#: A program's hang guard by default, in seconds of wall clock (tool calls left out) in which
+#: its worker used no CPU at all: 20 times the CPU limit. Where ``/proc`` is missing it counts
+#: from the program's start, so a program that needs all of its CPU time still ends on a machine
+#: that gives it a twentieth of a core (four busy processes per core at a higher priority give
+#: about a thirteenth).
 PROGRAM_HANG_GUARD_S = 20 * PROGRAM_CPU_TIME_LIMIT_S
 #: The V8 heap a program may use, in bytes; past it, mini-racer stops the program.
 PROGRAM_HEAP_LIMIT_BYTES = 64 * 2**20
@@ -156,8 +160,9 @@ class ProgramLimits:
         idle_limit_s: seconds of wall clock the worker may be idle (no CPU, every thread
             asleep) while no tool call of its runs (a program waiting for a promise that never
             settles).
-        hang_guard_s: seconds of wall clock, tool calls left out: the last line, for a worker
-            that is neither working nor idle (see :data:`PROGRAM_HANG_GUARD_S`).
+        hang_guard_s: seconds of wall clock in which the worker used no CPU (tool calls left
+            out; from the start where ``/proc`` is missing): the last line, for a worker that
+            is neither working nor idle (see :data:`PROGRAM_HANG_GUARD_S`).
         heap_limit_bytes: V8 heap bytes.
         max_rss_bytes: the worker process's resident bytes.
         max_tool_calls: tool calls per program.
@@ -379,7 +384,7 @@ class _ProgramWorker(WorkerProcess):
     def over_a_limit(self, *, in_tool_call: bool = False) -> str | None:
         """Why the worker must stop now, or ``None``: its resident memory, its CPU time on the
         program, and (unless one of its tool calls is running) its idle time and the hang
-        guard."""
+        guard (which every moment of the worker's CPU pushes back)."""
         limits = self.limits
         rss = rss_bytes(self.process.pid)
         self.peak_rss = max(self.peak_rss, rss)
@@ -388,6 +393,9 @@ class _ProgramWorker(WorkerProcess):
         cpu, idle_s = self.watch.look()
         if cpu is not None and cpu > limits.cpu_time_limit_s:
             return _over_cpu(limits)
+        if cpu is not None:  # still working, however slowly: the guard counts from its last CPU
+            moved_until = self.watch.cpu_moved_at + limits.hang_guard_s
+            self._hang_deadline = max(self._hang_deadline, moved_until)
         if in_tool_call:
             return None
         if cpu is not None and idle_s > limits.idle_limit_s:
@@ -396,6 +404,11 @@ class _ProgramWorker(WorkerProcess):
                 "it: a promise that never settles?) and was stopped"
             )
         if time.monotonic() >= self._hang_deadline:
+            if cpu is not None:
+                return (
+                    f"the program's worker used no CPU for {limits.hang_guard_s:g} s of wall "
+                    "clock, neither working nor waiting (its hang guard), and was stopped"
+                )
             return (
                 f"the program's worker did not end within its hang guard of "
                 f"{limits.hang_guard_s:g} s of wall clock and was stopped"

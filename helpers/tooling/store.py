@@ -73,8 +73,11 @@ from helpers.tooling.migrations import migrate
 
 #: Every row the agent writes has this ``kind``; other kinds may share the table later.
 KIND_TOOL_OUTPUT = "tool_output"
-#: How long a SQLite writer waits for a lock before it raises (milliseconds).
-DEFAULT_BUSY_TIMEOUT_MS = 10_000
+#: How long a SQLite writer waits for another's lock before it raises (milliseconds): a hang
+#: guard, not a limit. Another process's write of a large output holds the lock for its own
+#: work, which a busy machine stretches (thirty attendees on two cores: tenfold and more), so a
+#: correct write waits as long as it takes; only a lock nobody releases runs out this clock.
+DEFAULT_BUSY_TIMEOUT_MS = 120_000
 #: Bytes of randomness in a reference id (:func:`helpers.ids.argument_safe_token`): 16 URL-safe
 #: characters, never starting with ``-``.
 REF_ID_BYTES = 12

@@ -125,7 +125,9 @@ class WorkWatch:
     """What a caller watches of a worker process while it waits on it: the CPU time the worker
     has used since :meth:`start` (its own work, whatever the machine's load), and how long it
     has been idle: using no CPU with every thread asleep (:func:`all_asleep`), never while it
-    runs, waits for a core or for the disk, or is stopped. Reads ``/proc`` (:func:`cpu_seconds`);
+    runs, waits for a core or for the disk, or is stopped; and when it last used any CPU at all
+    (``cpu_moved_at``, :func:`time.monotonic`: a hang guard counts from there, so a worker
+    making progress, however slowly, is never stopped by one). Reads ``/proc`` (:func:`cpu_seconds`);
     where it is missing, :meth:`cpu_used_s` is ``None`` and the caller falls back on its
     wall-clock guard."""
 
@@ -133,13 +135,14 @@ class WorkWatch:
         self.pid = pid
         self._at_start: float | None = None
         self._seen: float | None = None
-        self._last_work = time.monotonic()
+        self._last_work = self.cpu_moved_at = time.monotonic()
         self.cpu_used_s = 0.0
 
     def start(self) -> None:
         """Count from now."""
         self._at_start = self._seen = cpu_seconds(self.pid)
-        self._last_work, self.cpu_used_s = time.monotonic(), 0.0
+        self._last_work = self.cpu_moved_at = time.monotonic()
+        self.cpu_used_s = 0.0
 
     def look(self) -> tuple[float | None, float]:
         """The worker's CPU seconds since :meth:`start` (``None`` without ``/proc``) and the
@@ -149,13 +152,15 @@ class WorkWatch:
         if cpu is None or self._at_start is None:
             return None, 0.0
         self.cpu_used_s = cpu - self._at_start
+        if cpu != self._seen:
+            self.cpu_moved_at = now
         if cpu != self._seen or not all_asleep(self.pid):
             self._seen, self._last_work = cpu, now
         return self.cpu_used_s, now - self._last_work
 
     def rest(self) -> None:
         """The worker had good reason to use no CPU until now (it waited on its caller)."""
-        self._last_work = time.monotonic()
+        self._last_work = self.cpu_moved_at = time.monotonic()
 
 
 def set_limit(kind: int, soft: int) -> None:

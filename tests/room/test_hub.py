@@ -113,8 +113,8 @@ def test_a_busy_room_on_a_real_hub(tmp_path) -> None:
 
 
 def _room_check_finds_the_room_closed() -> None:
-    """``workbook room check`` as root: the firewall (probed as ``nobody``), the socket, the
-    homes and the budget hold (the fresh cluster's other databases and advisory locks are
+    """``workbook room check`` as root: the firewall (probed as ``nobody``) and the kernel's
+    connection tracking, the socket, the homes and the budget hold (the fresh cluster's other databases and advisory locks are
     test_room.py's)."""
     done = subprocess.run(
         [sys.executable, "-m", "helpers.course.cli", "room", "check", "--json", "--hub-config",
@@ -124,7 +124,7 @@ def _room_check_finds_the_room_closed() -> None:
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     found = {f["check"]: f for f in json.loads(done.stdout)["findings"]}
-    for check in ("firewall", "unix_socket", "homes", "hook", "max_connections"):
+    for check in ("firewall", "conntrack", "unix_socket", "homes", "hook", "max_connections"):
         assert found[check]["ok"], found[check]
 
 

@@ -136,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         return _firewall(args)
     import psycopg
 
+    from helpers.redaction import mask_url_password
+
     args.room_url = args.room_url or room_url_from_file()
     if not args.room_url:
         return usage_error(
@@ -155,10 +157,10 @@ def run(args: argparse.Namespace) -> int:
 
         progress = room_progress(args.room_url)
     except ValueError as exc:
-        return usage_error(args, str(exc))
+        return usage_error(args, mask_url_password(str(exc), args.room_url))
     except psycopg.Error as exc:
-        reason = " ".join(str(exc).split("\n")[0].split())[:300]
-        return usage_error(args, f"the room's database refused: {reason}")
+        reason = mask_url_password(" ".join(str(exc).split("\n")[0].split()), args.room_url)
+        return usage_error(args, f"the room's database refused: {reason[:300]}")
     rows = [
         {
             "schema": line.schema,
