@@ -17,6 +17,7 @@ import threading
 import time
 
 import pytest
+from hang import HANG_GUARD_S
 
 from helpers import Agent, RunConfig, ToolOutputStore, build_policy, default_registry, run_turn
 from helpers.cases import ALL_CASES, load_cases
@@ -273,6 +274,69 @@ def test_without_proc_the_kernel_limits_the_cpu_and_the_hang_guard_ends_a_wait(
     limits = ProgramLimits(cpu_time_limit_s=1.0, idle_limit_s=0.5, hang_guard_s=2.0)
     waiting, _ = _run("await new Promise(() => {})", limits)
     assert not waiting.ok and "hang guard of 2 s" in waiting.error, waiting
+
+
+#: A caller that starts a worker and then waits (``program``: a program awaiting a promise that
+#: never settles, its idle limit far away; ``sql``: a run_sql query, its worker then idle in the
+#: pool), printing the worker's pid, then its own end as the test chooses.
+_CALLER = """
+import sys, threading
+from helpers.tooling import program_sandbox, sql_sandbox, worker_pipes
+started, ready = worker_pipes.WorkerProcess.__init__, threading.Event()
+def tell(self, *args, **kwargs):
+    started(self, *args, **kwargs)
+    print(self.process.pid, flush=True)
+    ready.set()
+worker_pipes.WorkerProcess.__init__ = tell
+class Host:
+    def tool_names(self): return ["echo"]
+    def __call__(self, name, arguments): return True, ""
+if sys.argv[1] == "program":
+    limits = program_sandbox.ProgramLimits(idle_limit_s=3600, hang_guard_s=3600)
+    threading.Thread(target=program_sandbox.run_program, daemon=True, args=(
+        "await new Promise(() => {})", Host(), limits)).start()
+else:
+    sql_sandbox.run_query("SELECT 1")
+ready.wait()
+print("waiting", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("kind", ["program", "sql"])
+@pytest.mark.parametrize("end", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_a_worker_ends_with_its_caller_however_the_caller_ends(kind: str, end: int) -> None:
+    """A program waiting for ever, or a run_sql worker idle in its pool: the caller (workbook
+    ask, a kernel) ends by a signal it does not handle, or SIGKILL (a kernel restart): no
+    cleanup code of its runs, and the worker ends all the same (its lifeline closes)."""
+    import subprocess
+    import sys
+
+    caller = subprocess.Popen(
+        [sys.executable, "-c", _CALLER, kind], stdout=subprocess.PIPE, text=True
+    )
+    assert caller.stdout is not None
+    worker = int(caller.stdout.readline())
+    assert caller.stdout.readline().strip() == "waiting"
+    if kind == "program":
+        time.sleep(0.5)  # the program is running: the worker waits in V8
+    os.kill(worker, 0)  # alive while its caller is
+    caller.send_signal(end)
+    caller.wait(timeout=HANG_GUARD_S)
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        try:  # reaped by init once it exits; a zombie of ours it is not
+            with open(f"/proc/{worker}/stat", encoding="ascii") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except OSError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the {kind} worker {worker} outlived its caller")
 
 
 def test_memory_is_watched_while_a_tool_runs() -> None:

@@ -446,3 +446,43 @@ def test_six_writers_at_once_never_pass_a_threads_quota(tmp_path) -> None:
 def test_six_writers_at_once_never_pass_a_threads_quota_on_postgresql(tmp_path) -> None:
     held, count = _quota_race(os.environ["WORKBOOK_TEST_PG_URL"], tmp_path)
     assert held <= 20_000 and count == 200, (held, count)
+
+
+def test_a_connection_refused_for_a_moment_is_tried_again(monkeypatch) -> None:
+    """A room's cap refuses an attendee's connection while the ones she has just closed are
+    still ending: the store tries again after short pauses; another failure, or a refusal that
+    lasts past the pauses, is raised as it came."""
+    import psycopg
+    from sqlalchemy import event
+
+    from helpers.tooling import store as store_module
+
+    monkeypatch.setattr(store_module, "CONNECT_REFUSED_PAUSES_S", (0.0, 0.0, 0.0))
+
+    class Dialect:
+        loaded_dbapi = psycopg
+
+        def __init__(self, answers: list[str]) -> None:
+            self.answers, self.tries = answers, 0
+
+        def connect(self, *args, **kwargs) -> str:
+            self.tries += 1
+            answer = self.answers.pop(0)
+            if answer != "ok":
+                raise psycopg.OperationalError(f'connection to server at "h" failed: {answer}')
+            return "connection"
+
+    twice = Dialect(["Connection refused", "Connection refused", "ok"])
+    assert store_module._connect_through_refusals(twice, None, (), {}) == "connection"
+    assert twice.tries == 3
+    other = Dialect(["password authentication failed", "ok"])
+    with pytest.raises(psycopg.OperationalError, match="password authentication"):
+        store_module._connect_through_refusals(other, None, (), {})
+    assert other.tries == 1
+    down = Dialect(["Connection refused"] * 5)
+    with pytest.raises(psycopg.OperationalError, match="Connection refused"):
+        store_module._connect_through_refusals(down, None, (), {})
+    assert down.tries == 4  # the first try and one after each pause
+    engine = store_module.make_engine("postgresql+psycopg://u:p@127.0.0.1:1/x")
+    assert event.contains(engine, "do_connect", store_module._connect_through_refusals)
+    engine.dispose()

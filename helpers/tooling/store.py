@@ -38,6 +38,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -235,6 +236,29 @@ def default_db_url() -> str:
     return os.environ.get("WORKBOOK_DB_URL") or f"sqlite:///{store_db_path()}"
 
 
+#: Pauses, in seconds, before each new try of a connection PostgreSQL's port refused at once (a
+#: TCP reset). In a room the kernel caps each attendee's connections in any state
+#: (:mod:`helpers.course.room_firewall`), and a connection she has just closed still counts
+#: until its server process has ended, which a busy machine slows: her next operation may be
+#: refused for a moment though she holds nothing. About 3 s in all; a server that is down is
+#: said after them.
+CONNECT_REFUSED_PAUSES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _connect_through_refusals(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+    """SQLAlchemy's ``do_connect`` hook: the driver's connect, tried again after each pause of
+    :data:`CONNECT_REFUSED_PAUSES_S` while the answer is "Connection refused"."""
+    pauses = iter(CONNECT_REFUSED_PAUSES_S)
+    while True:
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except dialect.loaded_dbapi.OperationalError as exc:
+            pause_s = next(pauses, None)
+            if pause_s is None or "Connection refused" not in str(exc):
+                raise
+            time.sleep(pause_s)
+
+
 def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
     """An engine for ``url``; SQLite files get WAL mode and a busy timeout on every connection.
 
@@ -242,7 +266,8 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     kernels cost the server nothing while idle (the room's budget counts only what an attendee
     may hold at once: :func:`helpers.course.room.connection_budget`), and
     a server restarted between two cells costs no failed cell (the next operation connects
-    afresh)."""
+    afresh); a connection refused at once is tried again for a few seconds
+    (:data:`CONNECT_REFUSED_PAUSES_S`)."""
     is_sqlite = url.startswith("sqlite")
     connect_args: dict[str, Any] = {"timeout": busy_timeout_ms / 1000} if is_sqlite else {}
     pooling: dict[str, Any] = {}
@@ -251,6 +276,8 @@ def make_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
 
         pooling["poolclass"] = NullPool
     engine = create_engine(url, connect_args=connect_args, **pooling)
+    if pooling:
+        event.listen(engine, "do_connect", _connect_through_refusals)
     if is_sqlite:
 
         @event.listens_for(engine, "connect")

@@ -6,6 +6,14 @@ talk to their caller the same way: each message is its length (8 bytes, big-endi
 its bytes, so a message of any size passes through a pipe whole, and a caller waiting for one can
 give up at a deadline. The worker lowers its own limits (``resource.RLIMIT_*``), and the caller
 reads a worker's resident memory from ``/proc``.
+
+A worker ends with its caller however the caller ends (a signal, SIGKILL, a kernel restart):
+it holds the read end of a pipe of its own, its **lifeline**, whose only write end is the
+caller's; when the caller's process ends, the kernel closes that end, and a thread of the
+worker's, waiting on the pipe, reads the end of file and exits the process
+(:func:`die_with_caller`). No cleanup code of the caller's has to run, and unlike Linux's
+``PR_SET_PDEATHSIG`` it does not fire when the caller's *thread* ends (a pooled ``run_sql``
+worker outlives the thread that started it).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import selectors
 import struct
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -27,6 +36,27 @@ FRAME_HEADER = struct.Struct(">Q")
 PIPE_READ_BYTES = 1 << 20
 #: What a worker sends when it is ready for its first job.
 WORKER_READY = b"ready"
+
+
+#: A worker's exit status when its caller has gone (its lifeline closed).
+ORPHANED_EXIT = 3
+
+
+def die_with_caller(lifeline: int) -> threading.Thread:
+    """In a worker: exit the process (:data:`ORPHANED_EXIT`, at once, no cleanup) as soon as
+    the pipe ``lifeline`` (a file descriptor: its read end) reaches its end, which it does when
+    every write end is closed: the caller ended, however. A daemon thread waits on it, asleep
+    (so it never counts as the worker's work). Returns the thread."""
+
+    def wait_for_the_end() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(lifeline, 1):
+                pass
+        os._exit(ORPHANED_EXIT)
+
+    watcher = threading.Thread(target=wait_for_the_end, name="lifeline", daemon=True)
+    watcher.start()
+    return watcher
 
 
 class FrameTooLarge(ValueError):
@@ -213,18 +243,28 @@ class WorkerProcess:
         """
         from helpers.paths import PACKAGE_PARENT
 
+        lifeline, self._lifeline = os.pipe()  # neither inherited by any other child
         code = (
             f"import sys; sys.path.insert(0, {str(PACKAGE_PARENT)!r}); "
+            f"from helpers.tooling.worker_pipes import die_with_caller; "
+            f"die_with_caller({lifeline}); "
             f"from {module} import {entry}; {entry}()"
         )
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", code],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=0,
-            env=env,
-        )
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-c", code],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                bufsize=0,
+                env=env,
+                pass_fds=(lifeline,),
+            )
+        except OSError:
+            os.close(self._lifeline)
+            raise
+        finally:
+            os.close(lifeline)
         assert self.process.stdin is not None and self.process.stdout is not None
         self.to_worker = self.process.stdin.fileno()
         self.from_worker = self.process.stdout.fileno()
@@ -252,6 +292,9 @@ class WorkerProcess:
         for pipe in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(OSError):
                 pipe.close()  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):
+            os.close(self._lifeline)
+        self._lifeline = -1
 
 
 def worker_replies() -> int:
