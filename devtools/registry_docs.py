@@ -171,14 +171,24 @@ def mcp_limits_markdown() -> str:
             "helpers/mcp/client.py",
         ),
         (
+            "how deep one message from a server nests (the guard)",
+            f"{stdio_guard.MAX_MESSAGE_DEPTH} levels",
+            "helpers/mcp/stdio_guard.py",
+        ),
+        (
             "a server's time to exit once its client has closed its stdin",
             f"{stdio_guard.STOP_GRACE_S:g} s",
             "helpers/mcp/stdio_guard.py",
         ),
         (
-            "tools taken from one server",
-            f"{mcp_client.MAX_TOOLS_PER_SERVER}",
-            "helpers/mcp/client.py",
+            "tools taken from one server (`MCP_<NAME>_MAX_TOOLS`)",
+            f"{mcp_settings.DEFAULT_MAX_TOOLS}",
+            "helpers/mcp/settings.py",
+        ),
+        (
+            "what one server's tools add to every request (`MCP_<NAME>_MAX_TOOL_BYTES`)",
+            f"{mcp_settings.DEFAULT_MAX_TOOL_BYTES:,} bytes of JSON",
+            "helpers/mcp/settings.py",
         ),
         (
             "a tool's description",

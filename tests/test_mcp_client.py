@@ -624,3 +624,86 @@ def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path):
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+# -- what one server adds to every request ---------------------------------------------------------
+
+
+def _many(count: int, **options: Any) -> McpServerSpec:
+    script = str(ROOT / "tests" / "mcp" / "many_tools_server.py")
+    return McpServerSpec("many", sys.executable, (script, str(count)), **options)
+
+
+def _request_bytes(tools: list[Any]) -> int:
+    """What the tools add to a chat-completions request: each as the ``tools`` entry."""
+    return sum(
+        len(json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
+                       ensure_ascii=False).encode())
+        for t in tools
+    )  # fmt: skip
+
+
+def test_one_servers_tools_add_a_bounded_number_of_bytes_to_every_request():
+    """128 tools, each within its own caps, would add megabytes to every request: the client
+    takes them in order while they fit the server's budget and says which it left out and the
+    setting that raises it; the setting does; more tools than the most taken is said too."""
+    from helpers.mcp.settings import DEFAULT_MAX_TOOL_BYTES, DEFAULT_MAX_TOOLS
+
+    with McpServer(_many(DEFAULT_MAX_TOOLS)) as server:
+        taken = server.tools
+        assert 0 < len(taken) < DEFAULT_MAX_TOOLS
+        assert _request_bytes(taken) <= DEFAULT_MAX_TOOL_BYTES
+        said = " ".join(server.notes)
+        assert f"{DEFAULT_MAX_TOOLS - len(taken)} of its tools are left out" in said
+        assert "MCP_MANY_MAX_TOOL_BYTES raises it" in said
+    with McpServer(_many(DEFAULT_MAX_TOOLS, max_tool_bytes=10**9)) as server:
+        assert len(server.tools) == DEFAULT_MAX_TOOLS and not server.notes
+        assert _request_bytes(server.tools) > 10 * DEFAULT_MAX_TOOL_BYTES  # what it would add
+    with McpServer(_many(DEFAULT_MAX_TOOLS + 20, max_tools=3, max_tool_bytes=10**9)) as server:
+        assert [t.name for t in server.tools] == ["tool_000", "tool_001", "tool_002"]
+        assert any("the first 3 are taken (MCP_MANY_MAX_TOOLS" in n for n in server.notes)
+
+
+def test_the_per_server_budgets_are_settings():
+    env = {
+        "MCP_SERVERS": "many",
+        "MCP_MANY_COMMAND": sys.executable,
+        "MCP_MANY_MAX_TOOLS": "12",
+        "MCP_MANY_MAX_TOOL_BYTES": "1_000_000",
+    }
+    (spec,) = mcp_servers_from_env(env)
+    assert (spec.max_tools, spec.max_tool_bytes) == (12, 1_000_000)
+    for key, value in (("MAX_TOOLS", "0"), ("MAX_TOOLS", "129"), ("MAX_TOOL_BYTES", "lots")):
+        with pytest.raises(McpConfigError, match=f"MCP_MANY_{key}|the MCP server 'many'"):
+            mcp_servers_from_env({**env, f"MCP_MANY_{key}": value})
+
+
+@pytest.mark.parametrize("levels", [150, 250, 5_000])
+def test_an_answer_nested_too_deep_is_said_at_once(levels: int):
+    """The SDK's reader drops a message nested past its parser's depth (the call then waited
+    out its whole timeout, "no answer") or fails on it ("the server stopped"): the guard answers
+    such a response with an error for its id, at once, and the server goes on."""
+    from helpers.mcp.stdio_guard import MAX_MESSAGE_DEPTH
+
+    script = str(ROOT / "tests" / "mcp" / "deep_answer_server.py")
+    spec = McpServerSpec("deep", sys.executable, (script, str(levels)), timeout_s=HANG_GUARD_S)
+    with McpServer(spec) as server:
+        (tool,) = server.tools
+        if levels + 3 <= MAX_MESSAGE_DEPTH:  # the message, its result, structuredContent
+            assert tool.call({}) is not None
+            return
+        # the reason itself (a timeout would say "no answer" only after HANG_GUARD_S)
+        with pytest.raises(McpServerError, match=f"nested deeper than {MAX_MESSAGE_DEPTH} levels"):
+            tool.call({})
+        with pytest.raises(McpServerError, match="nested deeper"):
+            tool.call({})  # and again: the server and the session go on
+
+
+def test_the_docs_state_the_guards_depth():
+    from helpers.mcp.stdio_guard import MAX_MESSAGE_DEPTH
+
+    docs = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert f"nested deeper than the client reads ({MAX_MESSAGE_DEPTH} levels)" in docs
+    assert f"nested deeper than {MAX_MESSAGE_DEPTH} levels … it was dropped" in docs
+    threats = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    assert f"a response nested deeper than {MAX_MESSAGE_DEPTH} levels" in threats

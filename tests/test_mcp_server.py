@@ -447,3 +447,148 @@ def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_u
         assert raw.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
     finally:
         raw.close()
+
+
+# -- what a client can make the server hold --------------------------------------------------------
+
+#: The most the server process may grow to under any flood below, in bytes of peak resident
+#: memory (VmHWM): a fresh server is about 120 MB; the floods once took it to 1 GB and more.
+FLOOD_PEAK_BYTES = 300 * 2**20
+
+
+def _peak_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def _flood(raw: RawClient, lines: list[bytes]) -> None:
+    """Write ``lines`` at once from a thread of their own (the server answers while they go)."""
+    import threading
+
+    def write() -> None:
+        assert raw.server.stdin is not None
+        for line in lines:
+            raw.server.stdin.write(line + b"\n")
+        raw.server.stdin.flush()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return writer
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db_url):
+    """1,000 small tools/call written at once: each is answered (its result, or at once that
+    the server has its most in flight), and the server's memory stays bounded."""
+    from helpers.mcp.stdio_transport import MAX_REQUESTS_IN_FLIGHT, SERVER_BUSY
+
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        call = {"name": "get_page", "arguments": {"url": "file:///nowhere"}}
+        lines = [
+            json.dumps({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call", "params": call})
+            .encode()
+            for n in range(1_000)
+        ]  # fmt: skip
+        writer = _flood(raw, lines)
+        answers = {}
+        assert raw.server.stdout is not None
+        while len(answers) < 1_000:
+            message = json.loads(raw.server.stdout.readline())
+            answers[message["id"]] = message
+        writer.join(timeout=HANG_GUARD_S)
+        busy = [a for a in answers.values() if a.get("error", {}).get("code") == SERVER_BUSY]
+        done = [a for a in answers.values() if "result" in a]
+        assert len(busy) + len(done) == 1_000 and done, (len(busy), len(done))
+        assert (
+            f"{MAX_REQUESTS_IN_FLIGHT} requests in flight" in busy[0]["error"]["message"]
+            if busy
+            else True
+        )
+        peak = _peak_bytes(raw.server.pid)
+        assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
+        assert raw.initialize("2025-11-25")["result"]  # and it goes on
+    finally:
+        raw.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize("megabytes", [100, 300])
+def test_a_line_of_hundreds_of_megabytes_is_refused_without_being_held(db_url, megabytes):
+    """One JSON-RPC line far past the 16 MiB a line may hold: read and dropped as it comes,
+    answered -32700, the server's memory bounded, and the next request served."""
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        huge = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"x": "'
+        chunk = b"x" * (1 << 20)
+        assert raw.server.stdin is not None
+
+        def write() -> None:
+            raw.server.stdin.write(huge)
+            for _ in range(megabytes):
+                raw.server.stdin.write(chunk)
+            raw.server.stdin.write(b'"}}\n')
+            raw.server.stdin.flush()
+
+        import threading
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        refused = raw.answer(None)
+        writer.join(timeout=HANG_GUARD_S)
+        assert refused["error"]["code"] == -32700
+        assert "longer than 16,777,216 bytes" in refused["error"]["message"]
+        assert _peak_bytes(raw.server.pid) < FLOOD_PEAK_BYTES
+        raw.send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+        assert raw.answer(8)["result"]["tools"]
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize("depth", [60, 250, 5_000, 200_000])
+def test_arguments_nested_at_any_depth_get_an_answer(db_url, depth):
+    """Past the turn's 32 levels a tool execution error; past the JSON parser's own depth,
+    -32700 (which request it was cannot be read); never silence."""
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        nested = "[" * depth + "]" * depth
+        raw.send(
+            b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": '
+            b'{"name": "get_page", "arguments": {"url": ' + nested.encode() + b"}}}"
+        )
+        answer = raw.answer(9) if depth <= 60 else raw.answer(None)
+        if depth <= 60:
+            assert (
+                answer["result"]["isError"]
+                and "32 levels" in answer["result"]["content"][0]["text"]
+            )
+        else:
+            assert answer["error"]["code"] == -32700, answer
+        raw.send({"jsonrpc": "2.0", "id": 10, "method": "tools/list"})
+        assert raw.answer(10)["result"]["tools"]
+    finally:
+        raw.close()
+
+
+def test_the_docs_state_the_transports_own_bounds():
+    """docs/mcp.md and the threat model say the transport's constants."""
+    from helpers.mcp.stdio_transport import MAX_LINE_BYTES, MAX_REQUESTS_IN_FLIGHT, SERVER_BUSY
+
+    docs = " ".join((ROOT / "docs" / "mcp.md").read_text(encoding="utf-8").split())
+    for phrase in (
+        f"never held past {MAX_LINE_BYTES >> 20} MiB",
+        f"at most {MAX_REQUESTS_IN_FLIGHT} requests are in flight",
+        f"answered at once with error `{SERVER_BUSY}`",
+    ):
+        assert phrase in docs, phrase
+    threats = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    assert f"holds at most {MAX_LINE_BYTES:,} bytes of it" in threats
+    assert f"passes at most {MAX_REQUESTS_IN_FLIGHT} requests in flight" in threats
+    assert f"answered at once with `{SERVER_BUSY}`" in threats
+    assert f"stays under {FLOOD_PEAK_BYTES >> 20} MiB" in threats

@@ -20,13 +20,14 @@ preview, a reference, or all of it.
 
 What a server sends is untrusted, and bounded: each request within the server's timeout; each
 message within the guard's limit; a tool's description cut to :data:`MAX_DESCRIPTION_CHARS`,
-its schema at most :data:`MAX_SCHEMA_BYTES`, at most :data:`MAX_TOOLS_PER_SERVER` tools. A
+its schema at most :data:`MAX_SCHEMA_BYTES`, at most ``spec.max_tools`` tools adding at most
+``spec.max_tool_bytes`` to every request (``MCP_<NAME>_MAX_TOOLS``, ``..._MAX_TOOL_BYTES``). A
 server that does not start, dies, hangs or answers with something that is not MCP raises
 :class:`McpServerError` saying which and why, with the end of what it wrote on stderr; during a
 turn that is an error result, and the turn goes on.
 
 Which tools join (the MCP spec, "Tools › Tool Names"): of the tools ``MCP_<NAME>_TOOLS`` names
-(all by default), at most :data:`MAX_TOOLS_PER_SERVER`, those whose names a chat-completions
+(all by default), at most ``spec.max_tools``, those whose names a chat-completions
 function can have come first; a name it cannot have (a dot, over 64 characters) is offered with
 ``_`` in place of each character it cannot hold, cut to 64, and left out if that name is taken;
 a name one of the workbook's own model-only tools has (``fetch_tool_output``, the resolve tools,
@@ -69,15 +70,19 @@ from helpers.context.modes import MODEL_ONLY_TOOLS
 from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.mcp import stdio_guard
 from helpers.mcp.content import McpToolError, cut, mcp_result_text
-from helpers.mcp.settings import McpConfigError, McpServerError, McpServerSpec, setting
+from helpers.mcp.settings import (
+    DEFAULT_MAX_TOOLS,
+    McpConfigError,
+    McpServerError,
+    McpServerSpec,
+    setting,
+)
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
 from helpers.paths import workbook_version, workspace_dir
 from helpers.redaction import MIN_SECRET_CHARS, configured_secrets, redact, secrets_of
 from helpers.replies import map_strings
 from helpers.tooling.registry import Tool, ToolRegistry
 
-#: The most tools taken from one server (OpenAI takes at most 128 in one request).
-MAX_TOOLS_PER_SERVER = 128
 #: A tool's description is cut to this many characters (the model reads it on every call).
 MAX_DESCRIPTION_CHARS = 8_000
 #: A tool's input schema may be at most this many bytes of JSON; a longer one leaves it out.
@@ -432,7 +437,8 @@ class McpServer:
     def _tools_of(self, listed: list[types.Tool]) -> list[Tool]:
         """The registry's tools for what ``tools/list`` gave (the rules of the module doc):
         the tools ``MCP_<NAME>_TOOLS`` names (all by default), those whose names a function
-        can have first, then the renamed ones, at most :data:`MAX_TOOLS_PER_SERVER`."""
+        can have first, then the renamed ones, at most ``spec.max_tools``, as long as together
+        they add at most ``spec.max_tool_bytes`` to a request."""
         spec, notes = self.spec, self.notes
         if spec.tools is not None:
             missing = sorted(set(spec.tools) - {item.name for item in listed})
@@ -442,9 +448,13 @@ class McpServer:
                     "which it does not list"
                 )
             listed = [item for item in listed if item.name in spec.tools]
-        if len(listed) > MAX_TOOLS_PER_SERVER:
-            notes.append(f"it lists over {MAX_TOOLS_PER_SERVER} tools: the first are taken")
-            listed = listed[:MAX_TOOLS_PER_SERVER]
+        if len(listed) > spec.max_tools:
+            notes.append(
+                f"it lists {len(listed)} tools: the first {spec.max_tools} are taken "
+                f"({setting(spec.name, 'MAX_TOOLS')} sets how many, up to {DEFAULT_MAX_TOOLS})"
+            )
+            listed = listed[: spec.max_tools]
+        added_bytes, over_bytes = 0, []
         named = [(spec.prefix + item.name, item) for item in listed]
         fitting = [(n, item, False) for n, item in named if FUNCTION_NAME_RE.fullmatch(n)]
         renamed = [
@@ -482,12 +492,25 @@ class McpServer:
                     f"{item.name!r}'s description is cut to {MAX_DESCRIPTION_CHARS:,} characters"
                 )
                 description = cut(description, MAX_DESCRIPTION_CHARS)
+            offered = {"name": name, "description": description, "parameters": schema}
+            tool_bytes = len(json.dumps(offered, ensure_ascii=False, default=str).encode())
+            if added_bytes + tool_bytes > spec.max_tool_bytes:
+                over_bytes.append(item.name)
+                continue
+            added_bytes += tool_bytes
             tools[name] = Tool(
                 name=name,
                 description=description,
                 parameters=schema,
                 fn=self._caller(item.name),
                 server=spec.name,
+            )
+        if over_bytes:
+            notes.append(
+                f"{len(over_bytes)} of its tools are left out ({', '.join(map(repr, over_bytes[:5]))}"
+                f"{', …' if len(over_bytes) > 5 else ''}): the others already add "
+                f"{added_bytes:,} bytes to every request, and its tools may add "
+                f"{spec.max_tool_bytes:,} ({setting(spec.name, 'MAX_TOOL_BYTES')} raises it)"
             )
         return list(tools.values())
 

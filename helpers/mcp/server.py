@@ -51,11 +51,8 @@ import anyio
 import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp_types.version import LATEST_PROTOCOL_VERSION, is_version_at_least
-from pydantic import ValidationError
 
 from helpers import ids
 from helpers.context.boxing import (
@@ -343,49 +340,16 @@ class WorkbookMcpServer:
         return await anyio.to_thread.run_sync(self.read_resource, params.uri)
 
     async def serve_stdio(self) -> None:
-        """Serve this session over the process's stdin and stdout until the client closes them
-        (the SDK points fd 1 at stderr meanwhile, so nothing a tool prints reaches the wire).
-        A line that is not a JSON-RPC message gets JSON-RPC's answer (:func:`unreadable_answer`:
-        ``-32700`` or ``-32600``, id ``null``), where the SDK would drop it without a word."""
-        async with stdio_server() as (read_stream, write_stream):
-            messages, received = anyio.create_memory_object_stream[SessionMessage | Exception]()
+        """Serve this session over the process's stdin and stdout until the client closes
+        stdin, within the bounds of :mod:`helpers.mcp.stdio_transport` (a line's bytes,
+        requests in flight, an answer to every line it cannot read); fd 1 points at stderr
+        meanwhile, so nothing a tool prints reaches the wire."""
+        from helpers.mcp.stdio_transport import bounded_stdio
 
-            async def answer_what_cannot_be_read() -> None:
-                async with messages:
-                    async for item in read_stream:
-                        if isinstance(item, Exception):
-                            answer = unreadable_answer(item)
-                            if answer is not None:
-                                await write_stream.send(SessionMessage(answer))
-                        else:
-                            await messages.send(item)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(answer_what_cannot_be_read)
-                await self.server.run(
-                    received, write_stream, self.server.create_initialization_options()
-                )
-                tasks.cancel_scope.cancel()
-
-
-def unreadable_answer(exc: Exception) -> types.JSONRPCError | None:
-    """JSON-RPC 2.0's answer to a line the server cannot take (id ``null``: which request it
-    was cannot be known): ``-32700`` Parse error for a line that is not JSON, ``-32600``
-    Invalid Request for JSON that is not a message (a batch, a request without its method), each
-    saying what the reader found on one line; ``None`` for a blank line (nothing to answer)."""
-    errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
-    first = errors[0] if errors else {}
-    if isinstance(first.get("input"), str) and not first["input"].strip():
-        return None
-    said = " ".join(str(first.get("msg") or exc).split())[:200] or type(exc).__name__
-    if first.get("type") == "json_invalid" or not errors:
-        code, what = types.PARSE_ERROR, "not JSON"
-    else:
-        code, what = types.INVALID_REQUEST, "JSON, but not a JSON-RPC message"
-    message = f"a line this server cannot read: {what} ({said})"
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
-    )
+        async with bounded_stdio() as (read_stream, write_stream):
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
 
 
 def call_result(

@@ -17,7 +17,12 @@
 - ``MCP_N_PREFIX``: put before each of its tools' names, to keep two servers' ``search`` apart
   (the MCP spec, "Tools › Tool Names": clients that aggregate servers SHOULD disambiguate, for
   example by a server prefix); default none, so a server may stand in for a workbook tool of
-  the same name.
+  the same name;
+- ``MCP_N_MAX_TOOLS``: the most of its tools taken (default and largest
+  :data:`DEFAULT_MAX_TOOLS`);
+- ``MCP_N_MAX_TOOL_BYTES``: the most its tools may add to every request to the model, in bytes
+  of their JSON (names, descriptions, schemas; default :data:`DEFAULT_MAX_TOOL_BYTES`): each
+  tool's own caps bound one schema, this bounds what one server adds to the context.
 
 A setting that cannot be used is a :class:`McpConfigError` naming it, before anything starts.
 """
@@ -40,6 +45,13 @@ if TYPE_CHECKING:  # the SDK is imported when a server starts, not when settings
 MCP_SERVERS = "MCP_SERVERS"
 #: Seconds one request to a server may take unless ``MCP_<NAME>_TIMEOUT`` says otherwise.
 DEFAULT_MCP_TIMEOUT_S = 60.0
+#: The most tools taken from one server (OpenAI takes at most 128 in one request: its API
+#: reference, "Create chat completion", ``tools``).
+DEFAULT_MAX_TOOLS = 128
+#: What one server's tools may add to every request unless ``MCP_<NAME>_MAX_TOOL_BYTES`` says
+#: otherwise, in bytes of JSON: about 60,000 tokens, room for a large server's tools (GitHub's,
+#: some 80) and far below what 128 tools at their own caps would add (8 MB).
+DEFAULT_MAX_TOOL_BYTES = 256_000
 #: A server's name as ``MCP_SERVERS`` gives it: it becomes part of setting names.
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
 #: A prefix for tool names: what a chat-completions function name may hold.
@@ -71,6 +83,8 @@ class McpServerSpec:
         timeout_s: seconds one request may take, the start included.
         tools: the names of the tools to take (``None``: all).
         prefix: put before each tool's name in the agent's registry.
+        max_tools: the most of its tools taken.
+        max_tool_bytes: the most its tools may add to every request, in bytes of JSON.
     """
 
     name: str
@@ -81,6 +95,8 @@ class McpServerSpec:
     timeout_s: float = DEFAULT_MCP_TIMEOUT_S
     tools: tuple[str, ...] | None = None
     prefix: str = ""
+    max_tools: int = DEFAULT_MAX_TOOLS
+    max_tool_bytes: int = DEFAULT_MAX_TOOL_BYTES
 
     def __post_init__(self) -> None:
         if not _NAME_RE.fullmatch(self.name):
@@ -98,6 +114,16 @@ class McpServerSpec:
             raise McpConfigError(
                 f"the MCP server {self.name!r}'s prefix may hold only A-Z a-z 0-9 _ - "
                 f"(at most 32), not {self.prefix!r}"
+            )
+        if not 1 <= self.max_tools <= DEFAULT_MAX_TOOLS:
+            raise McpConfigError(
+                f"the MCP server {self.name!r} may offer from 1 to {DEFAULT_MAX_TOOLS} tools, "
+                f"not {self.max_tools}"
+            )
+        if self.max_tool_bytes < 1:
+            raise McpConfigError(
+                f"the MCP server {self.name!r}'s tools may add a positive number of bytes, "
+                f"not {self.max_tool_bytes}"
             )
 
     def command_line(self) -> str:
@@ -186,6 +212,19 @@ def _spec(name: str, env: Mapping[str, str]) -> McpServerSpec:
     cwd = get("CWD") or None
     if cwd is not None and not os.path.isdir(cwd):
         raise McpConfigError(f"{setting(name, 'CWD')}={cwd!r} is not a folder")
+    counts = {}
+    for key, default in (
+        ("MAX_TOOLS", DEFAULT_MAX_TOOLS),
+        ("MAX_TOOL_BYTES", DEFAULT_MAX_TOOL_BYTES),
+    ):
+        counts[key] = default
+        if get(key):
+            try:
+                counts[key] = int(get(key).replace("_", ""))
+            except ValueError:
+                raise McpConfigError(
+                    f"{setting(name, key)}={get(key)!r} must be a whole number"
+                ) from None
     return McpServerSpec(
         name=name,
         command=command,
@@ -195,6 +234,8 @@ def _spec(name: str, env: Mapping[str, str]) -> McpServerSpec:
         timeout_s=timeout,
         tools=tools,
         prefix=prefix,
+        max_tools=counts["MAX_TOOLS"],
+        max_tool_bytes=counts["MAX_TOOL_BYTES"],
     )
 
 

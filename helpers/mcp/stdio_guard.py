@@ -17,7 +17,9 @@ library, so it starts wherever the client runs), which:
   ``id`` and no ``method``), an error response for that id goes instead (``-32603``, "the
   server's answer was over N bytes"), so that call fails with a reason and the session goes on;
   a request, a notification, or a response whose id cannot be read is dropped, said on stderr;
-  the server is never stopped for what it sent;
+  a message nested deeper than :data:`MAX_MESSAGE_DEPTH` levels, which the SDK's reader would
+  drop without a word (the call then waited out its whole timeout) or fail on, is answered the
+  same way ("nested deeper than …"); the server is never stopped for what it sent;
 - passes the first ``M`` bytes of the server's stderr on, then one line saying the rest was
   dropped;
 - when the client closes stdin (it is done, or it died), gives the server
@@ -46,6 +48,9 @@ from typing import BinaryIO
 #: pieces into one string again at each read, so its time grows with the square of a message's
 #: length: 16 MiB is read in about a second.)
 DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
+#: The deepest a message may nest, its own object the first level: the SDK's reader (pydantic's
+#: JSON parser) refuses a message of 202 levels and more, and a message it refuses it drops.
+MAX_MESSAGE_DEPTH = 200
 #: How much of a server's stderr reaches the client's log, in bytes.
 DEFAULT_MAX_STDERR_BYTES = 64 << 10
 #: Seconds a server has to exit once its client has closed stdin, before it is stopped.
@@ -233,28 +238,61 @@ def _pass_stdin(server: subprocess.Popen[bytes], closed: threading.Event) -> Non
         _stop(server)
 
 
-def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
-    """The JSON-RPC error response that stands for an answer over ``max_bytes``."""
-    message = (
-        f"the MCP server's answer was over {max_bytes:,} bytes, the most the client takes in "
-        "one message: it was dropped. Ask for less (a narrower query, one page at a time)."
-    )
+def _dropped_answer(request_id: bytes, message: str) -> bytes:
+    """The JSON-RPC error response (``-32603``, internal error) that stands for a dropped answer
+    to the request ``request_id`` (its JSON text)."""
     body = json.dumps({"code": -32603, "message": message})
     return b'{"jsonrpc":"2.0","id":' + request_id + b',"error":' + body.encode() + b"}\n"
+
+
+def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
+    """The error response that stands for an answer over ``max_bytes``."""
+    return _dropped_answer(
+        request_id,
+        f"the MCP server's answer was over {max_bytes:,} bytes, the most the client takes in "
+        "one message: it was dropped. Ask for less (a narrower query, one page at a time).",
+    )
+
+
+def too_deep_error(request_id: bytes, max_depth: int) -> bytes:
+    """The error response that stands for an answer nested deeper than ``max_depth``."""
+    return _dropped_answer(
+        request_id,
+        f"the MCP server's answer was nested deeper than {max_depth} levels, the most the "
+        "client reads: it was dropped",
+    )
 
 
 def _not_a_number(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _is_message(line: bytes) -> bool:
-    """Whether ``line`` is one JSON object in UTF-8, as a JSON-RPC message is (no byte-order
-    mark, no ``NaN``: what the SDK's reader would drop without a word)."""
+def _depth(value: object) -> int:
+    """How many levels ``value`` nests (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend(
+                (child, level + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
+    return deepest
+
+
+def _shape(line: bytes, max_depth: int = MAX_MESSAGE_DEPTH) -> str:
+    """``"message"`` when ``line`` is one JSON object in UTF-8, as a JSON-RPC message is (no
+    byte-order mark, no ``NaN``: what the SDK's reader would drop without a word), nested at
+    most ``max_depth`` levels; ``"too deep"`` when it nests deeper; else ``"not a message"``."""
     try:
         value = json.loads(line.decode("utf-8"), parse_constant=_not_a_number)
+    except RecursionError:  # deeper than Python's own parser goes: far past the limit
+        return "too deep"
     except (UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(value, dict)
+        return "not a message"
+    if not isinstance(value, dict):
+        return "not a message"
+    return "message" if _depth(value) <= max_depth else "too deep"
 
 
 def _note(log: BinaryIO, text: str) -> None:
@@ -299,7 +337,13 @@ def _pass_stdout(
             line, held = bytes(held), bytearray()
             if not line.strip():
                 continue
-            if not _is_message(line):
+            shape = _shape(line)
+            if shape == "too deep":
+                if not _too_deep(out, log, line):
+                    server.kill()
+                    return
+                continue
+            if shape != "message":
                 text = line.decode("utf-8", "replace").rstrip("\r\n")
                 _note(
                     log,
@@ -330,6 +374,19 @@ def _over_limit(out: BinaryIO, log: BinaryIO, scanner: MessageScanner, max_bytes
         _note(log, f"a request or notification over {max_bytes:,} bytes dropped")
     else:
         _note(log, f"a message over {max_bytes:,} bytes whose id cannot be read dropped")
+    return True
+
+
+def _too_deep(out: BinaryIO, log: BinaryIO, line: bytes) -> bool:
+    """Answer for a message nested past :data:`MAX_MESSAGE_DEPTH` (a response: an error for its
+    id), or drop it; ``False`` when the client can no longer be written to."""
+    scanner = MessageScanner()
+    scanner.feed(line)
+    request_id = scanner.response_id()
+    if request_id is not None:
+        _note(log, f"an answer nested deeper than {MAX_MESSAGE_DEPTH} levels dropped")
+        return _write(out, too_deep_error(request_id, MAX_MESSAGE_DEPTH))
+    _note(log, f"a message nested deeper than {MAX_MESSAGE_DEPTH} levels dropped")
     return True
 
 
