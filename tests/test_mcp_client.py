@@ -699,6 +699,18 @@ def test_an_answer_nested_too_deep_is_said_at_once(levels: int):
             tool.call({})  # and again: the server and the session go on
 
 
+def test_an_answer_json_rpc_does_not_allow_is_said_at_once():
+    """``"result": 5`` (a result must be an object): the SDK's reader drops it and the call
+    waits out its timeout; the guard answers it with an error for its id at once."""
+    script = str(ROOT / "tests" / "mcp" / "deep_answer_server.py")
+    spec = McpServerSpec("odd", sys.executable, (script, "0"), timeout_s=HANG_GUARD_S)
+    with McpServer(spec) as server:
+        (tool,) = server.tools
+        for _ in range(2):  # and the session goes on
+            with pytest.raises(McpServerError, match=r"was not a JSON-RPC 2\.0 response"):
+                tool.call({})
+
+
 def test_the_docs_state_the_guards_depth():
     from helpers.mcp.stdio_guard import MAX_MESSAGE_DEPTH
 

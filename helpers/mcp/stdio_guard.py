@@ -19,7 +19,10 @@ library, so it starts wherever the client runs), which:
   a request, a notification, or a response whose id cannot be read is dropped, said on stderr;
   a message nested deeper than :data:`MAX_MESSAGE_DEPTH` levels, which the SDK's reader would
   drop without a word (the call then waited out its whole timeout) or fail on, is answered the
-  same way ("nested deeper than …"); the server is never stopped for what it sent;
+  same way ("nested deeper than …"), and so is a response that is not one JSON-RPC 2.0 allows
+  (a ``result`` that is not an object, both or neither of ``result`` and ``error``, an error
+  without its code or message: :func:`_is_response`); the server is never stopped for what it
+  sent;
 - passes the first ``M`` bytes of the server's stderr on, then one line saying the rest was
   dropped;
 - when the client closes stdin (it is done, or it died), gives the server
@@ -254,6 +257,16 @@ def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
     )
 
 
+def not_a_response_error(request_id: bytes) -> bytes:
+    """The error response that stands for an answer JSON-RPC does not allow."""
+    return _dropped_answer(
+        request_id,
+        'the MCP server\'s answer was not a JSON-RPC 2.0 response (it needs "jsonrpc": '
+        '"2.0" and either a result object or an error with a code and a message): it was '
+        "dropped",
+    )
+
+
 def too_deep_error(request_id: bytes, max_depth: int) -> bytes:
     """The error response that stands for an answer nested deeper than ``max_depth``."""
     return _dropped_answer(
@@ -292,7 +305,28 @@ def _shape(line: bytes, max_depth: int = MAX_MESSAGE_DEPTH) -> str:
         return "not a message"
     if not isinstance(value, dict):
         return "not a message"
-    return "message" if _depth(value) <= max_depth else "too deep"
+    if _depth(value) > max_depth:
+        return "too deep"
+    if "id" in value and "method" not in value and not _is_response(value):
+        return "not a response"
+    return "message"
+
+
+def _is_response(value: dict[str, object]) -> bool:
+    """Whether ``value`` (a message with an ``id`` and no ``method``) is a response JSON-RPC 2.0
+    allows, as MCP's result and error objects are (the JSON-RPC 2.0 specification, section 5;
+    the MCP schema's ``JSONRPCResponse`` and ``JSONRPCError``)."""
+    if value.get("jsonrpc") != "2.0" or ("result" in value) == ("error" in value):
+        return False
+    if "result" in value:
+        return isinstance(value["result"], dict)
+    error = value["error"]
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error.get("code"), bool)
+        and isinstance(error.get("message"), str)
+    )
 
 
 def _note(log: BinaryIO, text: str) -> None:
@@ -338,8 +372,8 @@ def _pass_stdout(
             if not line.strip():
                 continue
             shape = _shape(line)
-            if shape == "too deep":
-                if not _too_deep(out, log, line):
+            if shape in ("too deep", "not a response"):
+                if not _refuse(out, log, line, shape):
                     server.kill()
                     return
                 continue
@@ -377,16 +411,27 @@ def _over_limit(out: BinaryIO, log: BinaryIO, scanner: MessageScanner, max_bytes
     return True
 
 
-def _too_deep(out: BinaryIO, log: BinaryIO, line: bytes) -> bool:
-    """Answer for a message nested past :data:`MAX_MESSAGE_DEPTH` (a response: an error for its
-    id), or drop it; ``False`` when the client can no longer be written to."""
+def _refuse(out: BinaryIO, log: BinaryIO, line: bytes, shape: str) -> bool:
+    """Answer for a message nested past :data:`MAX_MESSAGE_DEPTH`, or a response JSON-RPC does
+    not allow (a response: an error for its id), or drop it; ``False`` when the client can no
+    longer be written to."""
     scanner = MessageScanner()
     scanner.feed(line)
     request_id = scanner.response_id()
+    what = (
+        f"nested deeper than {MAX_MESSAGE_DEPTH} levels"
+        if shape == "too deep"
+        else "not a JSON-RPC response"
+    )
     if request_id is not None:
-        _note(log, f"an answer nested deeper than {MAX_MESSAGE_DEPTH} levels dropped")
-        return _write(out, too_deep_error(request_id, MAX_MESSAGE_DEPTH))
-    _note(log, f"a message nested deeper than {MAX_MESSAGE_DEPTH} levels dropped")
+        _note(log, f"an answer {what} dropped")
+        answer = (
+            too_deep_error(request_id, MAX_MESSAGE_DEPTH)
+            if shape == "too deep"
+            else not_a_response_error(request_id)
+        )
+        return _write(out, answer)
+    _note(log, f"a message {what} dropped")
     return True
 
 

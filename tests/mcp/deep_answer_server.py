@@ -1,6 +1,6 @@
 """An MCP server written as raw JSON-RPC on stdio (no SDK: the SDK would not serialize it) whose
-one tool answers with a result nested ``N`` levels deep. Run as ``python
-tests/mcp/deep_answer_server.py N``."""
+one tool answers with a result nested ``N`` levels deep, or (``N`` = 0) with a response JSON-RPC
+does not allow (``"result": 5``). Run as ``python tests/mcp/deep_answer_server.py N``."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ for line in sys.stdin:
         answer(request_id, json.dumps(said))
     elif method == "tools/list":
         answer(request_id, json.dumps({"tools": [TOOL]}))
+    elif method == "tools/call" and LEVELS == 0:
+        answer(request_id, "5")
     elif method == "tools/call":
         nested = "[" * LEVELS + "]" * LEVELS  # inside result.structuredContent.x
         answer(request_id, '{"content": [], "structuredContent": {"x": ' + nested + "}}")
