@@ -645,7 +645,7 @@ def _request_bytes(tools: list[Any]) -> int:
 
 def test_one_servers_tools_add_a_bounded_number_of_bytes_to_every_request():
     """128 tools, each within its own caps, would add megabytes to every request: the client
-    takes them in order while they fit the server's budget and says which it left out and the
+    takes them in order, each only if it still fits the server's budget, and says which it left out and the
     setting that raises it; the setting does; more tools than the most taken is said too."""
     from helpers.mcp.settings import DEFAULT_MAX_TOOL_BYTES, DEFAULT_MAX_TOOLS
 
@@ -661,7 +661,7 @@ def test_one_servers_tools_add_a_bounded_number_of_bytes_to_every_request():
         assert _request_bytes(server.tools) > 10 * DEFAULT_MAX_TOOL_BYTES  # what it would add
     with McpServer(_many(DEFAULT_MAX_TOOLS + 20, max_tools=3, max_tool_bytes=10**9)) as server:
         assert [t.name for t in server.tools] == ["tool_000", "tool_001", "tool_002"]
-        assert any("the first 3 are taken (MCP_MANY_MAX_TOOLS" in n for n in server.notes)
+        assert any("only the first 3 are considered (MCP_MANY_MAX_TOOLS" in n for n in server.notes)
 
 
 def test_the_per_server_budgets_are_settings():

@@ -592,3 +592,33 @@ def test_the_docs_state_the_transports_own_bounds():
     assert f"passes at most {MAX_REQUESTS_IN_FLIGHT} requests in flight" in threats
     assert f"answered at once with `{SERVER_BUSY}`" in threats
     assert f"stays under {FLOOD_PEAK_BYTES >> 20} MiB" in threats
+
+
+def test_a_cancel_frees_only_the_request_it_names():
+    """``notifications/cancelled`` naming an id that is not a request's (a list: unhashable; the
+    float 2.0, which is not the request 2 to the SDK; an id never sent) changes nothing: the
+    server goes on, and the cap on requests in flight still holds."""
+    from helpers.mcp.stdio_transport import _InFlight
+
+    flight = _InFlight()
+    for request_id in (1, 2, "2"):
+        flight.start(request_id)
+    for stranger in ([1], {"a": 1}, 2.0, True, None, 99, "1"):
+        flight.done(stranger)
+    assert flight.count() == 3
+    flight.done(2)
+    flight.done(2)  # once only
+    assert flight.count() == 2 and flight.ids == {("int", 1): 1, ("str", "2"): 1}
+
+
+def test_a_cancel_with_an_unhashable_id_leaves_the_server_serving(db_url):
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        for request_id in ([1], {"a": 1}, 2.0):
+            cancel = {"requestId": request_id, "reason": "x"}
+            raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        raw.send({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+        assert raw.answer(5)["result"]["tools"]
+    finally:
+        raw.close()

@@ -450,7 +450,7 @@ class McpServer:
             listed = [item for item in listed if item.name in spec.tools]
         if len(listed) > spec.max_tools:
             notes.append(
-                f"it lists {len(listed)} tools: the first {spec.max_tools} are taken "
+                f"it lists {len(listed)} tools: only the first {spec.max_tools} are considered "
                 f"({setting(spec.name, 'MAX_TOOLS')} sets how many, up to {DEFAULT_MAX_TOOLS})"
             )
             listed = listed[: spec.max_tools]
@@ -508,9 +508,9 @@ class McpServer:
         if over_bytes:
             notes.append(
                 f"{len(over_bytes)} of its tools are left out ({', '.join(map(repr, over_bytes[:5]))}"
-                f"{', …' if len(over_bytes) > 5 else ''}): the others already add "
-                f"{added_bytes:,} bytes to every request, and its tools may add "
-                f"{spec.max_tool_bytes:,} ({setting(spec.name, 'MAX_TOOL_BYTES')} raises it)"
+                f"{', …' if len(over_bytes) > 5 else ''}): each would have taken its tools "
+                f"past the {spec.max_tool_bytes:,} bytes they may add to every request (those "
+                f"taken add {added_bytes:,}; {setting(spec.name, 'MAX_TOOL_BYTES')} raises it)"
             )
         return list(tools.values())
 

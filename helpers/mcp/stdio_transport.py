@@ -129,17 +129,38 @@ def _parsed(line: bytes) -> tuple[Any, types.JSONRPCError | None]:
         return None, unreadable_answer(exc)
 
 
+def _id_key(request_id: object) -> tuple[str, int | str] | None:
+    """What identifies a request id, its type included (``2.0`` and ``True`` are not the request
+    ``2`` or ``1``: MCP's ids are strings or integers, which the SDK checks strictly); ``None``
+    for any other value, which names no request."""
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    return (type(request_id).__name__, request_id)
+
+
 class _InFlight:
-    """The ids of the requests passed to the server and not yet answered or cancelled."""
+    """The requests passed to the server and not yet answered or cancelled, by id."""
 
     def __init__(self) -> None:
-        self.ids: collections.Counter[Any] = collections.Counter()
+        self.ids: collections.Counter[tuple[str, int | str]] = collections.Counter()
 
-    def done(self, request_id: Any) -> None:
-        if self.ids[request_id] > 0:
-            self.ids[request_id] -= 1
-        if self.ids[request_id] <= 0:
-            del self.ids[request_id]
+    def count(self) -> int:
+        return sum(self.ids.values())
+
+    def start(self, request_id: object) -> None:
+        key = _id_key(request_id)
+        if key is not None:
+            self.ids[key] += 1
+
+    def done(self, request_id: object) -> None:
+        """One request of that id answered or cancelled; any other value (an unhashable one, a
+        float, a ``requestId`` never sent) changes nothing."""
+        key = _id_key(request_id)
+        if key is None or key not in self.ids:
+            return
+        self.ids[key] -= 1
+        if self.ids[key] <= 0:
+            del self.ids[key]
 
 
 async def _read(
@@ -157,19 +178,20 @@ async def _read(
             if message is None:
                 continue
             if isinstance(message, types.JSONRPCRequest):
-                if sum(flight.ids.values()) >= most:
+                if flight.count() >= most:
                     said = (
                         f"this server has {most} requests in flight, its most: send this one "
                         "again once one is answered"
                     )
                     await answers.send(SessionMessage(_refusal(message.id, SERVER_BUSY, said)))
                     continue
-                flight.ids[message.id] += 1
+                flight.start(message.id)
             elif (
                 isinstance(message, types.JSONRPCNotification)
                 and message.method == "notifications/cancelled"
             ):  # the SDK answers a cancelled request with nothing: its slot is free
-                flight.done((message.params or {}).get("requestId"))
+                params = message.params if isinstance(message.params, dict) else {}
+                flight.done(params.get("requestId"))
             await to_server.send(SessionMessage(message))
 
 
