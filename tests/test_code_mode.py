@@ -298,12 +298,19 @@ if sys.argv[1] == "program":
 else:
     sql_sandbox.run_query("SELECT 1")
 ready.wait()
+if len(sys.argv) > 2:  # a child forked now (multiprocessing's way) outlives the caller
+    import os, time
+    child = os.fork()
+    if child == 0:
+        time.sleep(3600)
+        os._exit(0)
+    print(child, flush=True)
 print("waiting", flush=True)
 threading.Event().wait()
 """
 
 
-@pytest.mark.parametrize("kind", ["program", "sql"])
+@pytest.mark.parametrize("kind", ["program", "sql", "sql-forked"])
 @pytest.mark.parametrize("end", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_a_worker_ends_with_its_caller_however_the_caller_ends(kind: str, end: int) -> None:
     """A program waiting for ever, or a run_sql worker idle in its pool: the caller (workbook
@@ -312,17 +319,26 @@ def test_a_worker_ends_with_its_caller_however_the_caller_ends(kind: str, end: i
     import subprocess
     import sys
 
-    caller = subprocess.Popen(
-        [sys.executable, "-c", _CALLER, kind], stdout=subprocess.PIPE, text=True
-    )
+    forked = kind.endswith("-forked")
+    command = [sys.executable, "-c", _CALLER, kind.removesuffix("-forked"), *(["fork"] * forked)]
+    caller = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert caller.stdout is not None
     worker = int(caller.stdout.readline())
+    child = int(caller.stdout.readline()) if forked else None
     assert caller.stdout.readline().strip() == "waiting"
     if kind == "program":
         time.sleep(0.5)  # the program is running: the worker waits in V8
     os.kill(worker, 0)  # alive while its caller is
     caller.send_signal(end)
     caller.wait(timeout=HANG_GUARD_S)
+    try:
+        _wait_for_the_end_of(worker, kind)
+    finally:
+        if child is not None:
+            os.kill(child, signal.SIGKILL)
+
+
+def _wait_for_the_end_of(worker: int, kind: str) -> None:
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         try:

@@ -13,7 +13,9 @@ caller's; when the caller's process ends, the kernel closes that end, and a thre
 worker's, waiting on the pipe, reads the end of file and exits the process
 (:func:`die_with_caller`). No cleanup code of the caller's has to run, and unlike Linux's
 ``PR_SET_PDEATHSIG`` it does not fire when the caller's *thread* ends (a pooled ``run_sql``
-worker outlives the thread that started it).
+worker outlives the thread that started it). A child the caller forks (``multiprocessing``'s
+default on Linux) would inherit the write end and keep the worker alive after the caller: the
+child closes its copies as it starts (``os.register_at_fork``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,19 @@ WORKER_READY = b"ready"
 
 #: A worker's exit status when its caller has gone (its lifeline closed).
 ORPHANED_EXIT = 3
+#: The write ends of this process's workers' lifelines.
+_LIFELINES: set[int] = set()
+
+
+def _close_lifelines_in_a_child() -> None:
+    """In a child just forked: close its copies of the lifelines, which are its parent's."""
+    for fd in list(_LIFELINES):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LIFELINES.clear()
+
+
+os.register_at_fork(after_in_child=_close_lifelines_in_a_child)
 
 
 def die_with_caller(lifeline: int) -> threading.Thread:
@@ -265,6 +280,7 @@ class WorkerProcess:
             raise
         finally:
             os.close(lifeline)
+        _LIFELINES.add(self._lifeline)
         assert self.process.stdin is not None and self.process.stdout is not None
         self.to_worker = self.process.stdin.fileno()
         self.from_worker = self.process.stdout.fileno()
@@ -292,6 +308,7 @@ class WorkerProcess:
         for pipe in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(OSError):
                 pipe.close()  # type: ignore[union-attr]
+        _LIFELINES.discard(self._lifeline)
         with contextlib.suppress(OSError):
             os.close(self._lifeline)
         self._lifeline = -1
