@@ -433,10 +433,15 @@ def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_u
         (b"[1, 2]", -32600),
         (b'{"jsonrpc": "2.0", "id": 5}', -32600),
         (b"   ", None),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', -32600),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', -32600),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', -32600),
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', -32600),
     ],
 )
 def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_url, line, code):
-    """Not JSON: -32700; JSON that is not a message: -32600; a blank line: nothing at all."""
+    """Not JSON: -32700; JSON that is not a message (a request whose id is not a string or an
+    integer, which the SDK takes for a notification) -32600; a blank line: nothing at all."""
     raw = RawClient(db_url)
     try:
         raw.send(line)

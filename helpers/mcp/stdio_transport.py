@@ -16,7 +16,7 @@ word:
   kept, and never queued;
 - a line that is not a JSON-RPC message gets JSON-RPC 2.0's answer (:func:`unreadable_answer`,
   id ``null``), whatever makes it so (not UTF-8, not JSON, nested past the parser's depth, a
-  batch); a blank line gets nothing.
+  batch, a request whose id is not a string or an integer); a blank line gets nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
+import json
 import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -124,9 +125,27 @@ def _parsed(line: bytes) -> tuple[Any, types.JSONRPCError | None]:
         said = f"a line this server cannot read: not UTF-8 ({exc})"
         return None, _refusal(None, types.PARSE_ERROR, said)
     try:
-        return types.jsonrpc_message_adapter.validate_json(text, by_name=False), None
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:  # pydantic's, or the parser's own (RecursionError, MemoryError)
         return None, unreadable_answer(exc)
+    if isinstance(message, types.JSONRPCNotification) and '"id"' in text and _has_id(text):
+        said = (
+            "a line this server cannot read: a request whose id is neither a string nor an "
+            "integer (JSON-RPC 2.0, section 4; MCP's RequestId)"
+        )
+        return None, _refusal(None, types.INVALID_REQUEST, said)
+    return message, None
+
+
+def _has_id(text: str) -> bool:
+    """Whether the JSON object ``text`` has an ``id`` at its top level (the SDK reads a request
+    whose id is ``null``, ``true``, ``1.5`` or an object as a notification, which gets no
+    answer). Read only for a notification that mentions ``"id"``: a rare, small line."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "id" in value
 
 
 def _id_key(request_id: object) -> tuple[str, int | str] | None:
