@@ -23,7 +23,7 @@ from helpers.escaping import for_markdown
 from helpers.mcp import client as mcp_client
 from helpers.mcp import content as mcp_content
 from helpers.mcp import settings as mcp_settings
-from helpers.mcp import stdio_guard
+from helpers.mcp import stdio_guard, stdio_transport
 from helpers.mcp.server import CACHE_TTL_MS
 from helpers.providers import PROFILES
 from helpers.tooling.registry import Tool
@@ -176,6 +176,11 @@ def mcp_limits_markdown() -> str:
             "helpers/mcp/stdio_guard.py",
         ),
         (
+            "the JSON values and keys one message from a server holds (the guard, unparsed)",
+            f"{stdio_guard.MAX_MESSAGE_VALUES:,}",
+            "helpers/mcp/stdio_guard.py",
+        ),
+        (
             "a server's time to exit once its client has closed its stdin",
             f"{stdio_guard.STOP_GRACE_S:g} s",
             "helpers/mcp/stdio_guard.py",
@@ -201,6 +206,19 @@ def mcp_limits_markdown() -> str:
             "helpers/mcp/client.py",
         ),
         ("`tools/list` pages read", f"{mcp_client.MAX_LIST_PAGES}", "helpers/mcp/client.py"),
+        (
+            "the workbook's server: one line a client sends",
+            f"{stdio_transport.MAX_LINE_BYTES:,} bytes",
+            "helpers/mcp/stdio_transport.py",
+        ),
+        (
+            "the workbook's server: requests in flight at once; their bytes, and their JSON "
+            "values and keys, together (one request's too)",
+            f"{stdio_transport.MAX_REQUESTS_IN_FLIGHT}; "
+            f"{stdio_transport.MAX_BYTES_IN_FLIGHT:,} bytes; "
+            f"{stdio_transport.MAX_REQUEST_VALUES:,}",
+            "helpers/mcp/stdio_transport.py",
+        ),
         (
             "the workbook's server: how long a client may cache `tools/list` and `resources/read`",
             f"{CACHE_TTL_MS:,} ms",

@@ -711,6 +711,49 @@ def test_an_answer_json_rpc_does_not_allow_is_said_at_once():
                 tool.call({})
 
 
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("values", "held more than 500,000 JSON values and keys"),
+        ("float-id", r"was not a JSON-RPC 2\.0 response"),
+        ("surrogate", "lone surrogate"),
+    ],
+)
+def test_an_answer_the_client_would_not_read_is_said_at_once(mode: str, said: str):
+    """16 MiB of ``{}`` (2 GB in the agent once parsed), an id written ``1.0``, a lone
+    surrogate: the SDK's reader drops each without a word (the call waited out its timeout) or
+    fails on it; the guard answers for its id at once, and the session goes on."""
+    script = str(ROOT / "tests" / "mcp" / "deep_answer_server.py")
+    spec = McpServerSpec("odd", sys.executable, (script, mode), timeout_s=HANG_GUARD_S)
+    with McpServer(spec) as server:
+        (tool,) = server.tools
+        for _ in range(2):
+            with pytest.raises(McpServerError, match=said):
+                tool.call({})
+
+
+def test_a_notification_the_client_cannot_read_prints_nothing():
+    """A server's log notification whose level MCP does not have: the SDK logs it with its
+    traceback (its logger "client"), which Python's last-resort handler printed on the
+    terminal; the workbook's client prints nothing of it, and the call it answers goes on.
+    (Run in a process of its own: pytest's log capture would hide what a terminal shows.)"""
+    program = f"""
+import sys
+from helpers.mcp.client import McpServer
+from helpers.mcp.settings import McpServerSpec
+spec = McpServerSpec("odd", sys.executable, ({str(ROOT / "tests" / "mcp" / "deep_answer_server.py")!r},
+                     "bad-notification"), timeout_s=60)
+with McpServer(spec) as server:
+    print(server.tools[0].call({{}}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True,
+        timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert done.returncode == 0 and "fine" in done.stdout, done.stderr
+    assert "Traceback" not in done.stderr and "Failed to validate" not in done.stderr
+
+
 def test_the_docs_state_the_guards_depth():
     from helpers.mcp.stdio_guard import MAX_MESSAGE_DEPTH
 

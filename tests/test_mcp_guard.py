@@ -18,6 +18,7 @@ import pytest
 from hang import HANG_GUARD_S
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory import peak_bytes
 
 from helpers.mcp import stdio_guard
 from helpers.mcp.stdio_guard import MessageScanner
@@ -60,7 +61,7 @@ print(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"ok": True}}))
     assert [m["id"] for m in messages] == [1, 42, 'ab"c', 2]
     assert messages[1]["error"]["code"] == -32603
     assert "over 1,048,576 bytes" in messages[1]["error"]["message"]
-    assert "a line that is not a JSON object: 'this is not json at all'" in err
+    assert "a line dropped: it was not JSON (" in err and "'this is not json at all'" in err
     assert "a request or notification over 1,048,576 bytes dropped" in err
 
 
@@ -103,17 +104,39 @@ def test_the_limit_counts_the_message_not_its_line_break():
         assert "an answer over 1,000 bytes dropped" in err
 
 
-def test_lines_that_are_not_json_objects_are_dropped_and_quoted():
-    script = """
+def test_lines_the_client_would_not_read_are_answered_for_or_dropped_and_quoted():
+    """A byte-order mark, ``NaN``, a lone surrogate, an id such as ``1.0``: the SDK's reader
+    drops such a line without a word (the call then waits out its timeout), so an answer with a
+    readable id is answered for at once, as is a response whose ``method`` is not a string; a
+    bare value, which has none, is dropped and quoted, and so is a line cut short (its last
+    brace a nested object's, whose id is not the message's). A pair of surrogates is one
+    character, passed on."""
+    script = r"""
 import json, sys
-for line in ['\\ufeff{"jsonrpc": "2.0", "id": 1, "result": {}}', 'NaN', '123', '"hello"',
-             '{"jsonrpc": "2.0", "id": 2, "result": NaN}']:
-    sys.stdout.write(line + "\\n")
+for line in ['\ufeff{"jsonrpc": "2.0", "id": 1, "result": {}}', 'NaN', '123', '"hello"',
+             '{"jsonrpc": "2.0", "id": 2, "result": NaN}',
+             '{"jsonrpc": "2.0", "id": 4.0, "result": {}}',
+             '{"jsonrpc": "2.0", "result": {"t": "\\ud800"}, "id": "s"}',
+             '{"jsonrpc": "2.0", "id": 5, "result": {"t": "\\ud83d\\ude00"}}',
+             '{"jsonrpc": "2.0", "id": 6, "result": 5, "method": null}',
+             '{"jsonrpc": "2.0", "id": 7, "result": {"content": [], "id": 8}',
+             '{"jsonrpc": "2.0", "result": {"x": ' + '[' * 300 + ']' * 300 + '}, "id": 9, "z": []}']:
+    sys.stdout.write(line + "\n")
 print(json.dumps({"jsonrpc": "2.0", "id": 3, "result": {}}))
 """
     messages, err = finished(guarded(script))
-    assert [m["id"] for m in messages] == [3]
-    assert err.count("a line that is not a JSON object") == 5
+    assert [m["id"] for m in messages] == [1, 2, 4, "s", 5, 6, 9, 3]
+    said = {m["id"]: m["error"]["message"] for m in messages if "error" in m}
+    assert "was not JSON (Unexpected UTF-8 BOM" in said[1]
+    assert "was not JSON (NaN is not JSON)" in said[2]
+    assert "was not a JSON-RPC 2.0 response" in said[4]
+    assert "lone surrogate" in said["s"]
+    assert messages[4]["result"] == {"t": "\U0001f600"}
+    assert err.count("a line dropped: it was not a JSON object: ") == 2
+    assert "was not a JSON-RPC 2.0 response" in said[6]  # a method, but not a string
+    assert "nested deeper than 200 levels" in said[9]  # its id between two nested values
+    # cut short (its last brace a nested object's): no id read, rather than the nested one
+    assert err.count("a line dropped: it was not JSON (") == 2
 
 
 def test_a_server_that_closes_its_stdout_and_goes_on_is_said_to():
@@ -187,3 +210,76 @@ def test_the_error_for_an_answer_it_dropped_is_a_json_rpc_error_for_that_id():
     message = json.loads(stdio_guard.over_limit_error(b"7", 100))
     assert message["id"] == 7 and message["error"]["code"] == -32603
     assert "over 100 bytes" in message["error"]["message"]
+
+
+@st.composite
+def _edged_messages(draw: Any) -> tuple[bytes, bytes, bool]:
+    """A message with nested values (``result``, ``meta``) and its scalar members in any order;
+    its own id's text; and whether every scalar member stands at an edge (before the first
+    nested value or after the last), where :func:`stdio_guard.edge_response_id` reads."""
+    nested = {"result": draw(st.dictionaries(st.text(max_size=4), _values, max_size=3))}
+    if draw(st.booleans()):
+        nested["meta"] = draw(st.lists(_values, max_size=3))
+    flat: dict[str, Any] = {"jsonrpc": "2.0", "id": draw(_ids)}
+    if draw(st.booleans()):
+        flat["method"] = draw(st.text(max_size=10))
+    order = draw(st.permutations([*flat, *nested]))
+    fields = {**flat, **nested}
+    text = json.dumps({key: fields[key] for key in order}, ensure_ascii=draw(st.booleans()))
+    places = [order.index(key) for key in nested]
+    at_edges = all(not min(places) < order.index(key) < max(places) for key in flat)
+    return text.encode(), json.dumps(flat["id"]).encode(), at_edges
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(_edged_messages())
+def test_the_edge_reader_finds_the_id_the_scanner_finds(message):
+    """However the values nest (strings holding brackets, quotes and escapes included), the
+    edge reader names no id but the message's own, and reads what the scanner reads when the
+    id and the method stand at the edges (a method between two nested values it does not see:
+    the documented cost of never stepping through them)."""
+    data, own_id, at_edges = message
+    scanner = MessageScanner()
+    scanner.feed(data)
+    found = stdio_guard.edge_response_id(data)
+    assert found in (None, own_id)
+    if at_edges:
+        assert found == scanner.response_id()
+
+
+#: What the guard may hold while it reads a line of 16 MiB: the line, a copy or two of it, and a
+#: million values at most (16 MiB of ``{}`` parsed is about 1 GB).
+GUARD_PEAK_BYTES = 200 * 2**20
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize("shape", ["{}", "[]", '"a"', "0"])
+def test_an_answer_of_too_many_values_is_answered_for_unparsed(shape: str):
+    """An answer holding more values than the client reads (16 MiB of ``{}`` and the like,
+    within the bytes a message may have) is answered for its id at once and never parsed: the
+    guard stays within :data:`GUARD_PEAK_BYTES`; an answer of the most values is passed on."""
+    from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_VALUES
+
+    many = (DEFAULT_MAX_MESSAGE_BYTES - 200) // (len(shape) + 1)
+    script = f"""
+import sys
+def out(value, items, request_id):
+    sys.stdout.write('{{"jsonrpc":"2.0","id":' + request_id + ',"result":{{"structuredContent":'
+                     '{{"x":[' + ",".join([value] * items) + ']}}}}}}\\n')
+    sys.stdout.flush()
+out({shape!r}, {many}, '"many"')
+out("0", {MAX_MESSAGE_VALUES} - 11, "2")  # the most, counted as the guard counts
+sys.stdin.read()
+"""
+    guard = guarded(script, max_bytes=DEFAULT_MAX_MESSAGE_BYTES)
+    assert guard.stdout is not None and guard.stdin is not None
+    refused, passed = (json.loads(guard.stdout.readline()) for _ in range(2))
+    assert refused["id"] == "many" and refused["error"]["code"] == -32603
+    assert (
+        f"held more than {MAX_MESSAGE_VALUES:,} JSON values and keys" in refused["error"]["message"]
+    )
+    assert passed["id"] == 2 and "result" in passed
+    peak = peak_bytes(guard.pid)
+    guard.stdin.close()
+    guard.wait(timeout=HANG_GUARD_S)
+    assert peak < GUARD_PEAK_BYTES or shape == "0", f"{peak:,} bytes"

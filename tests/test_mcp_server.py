@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from memory import peak_bytes
 
 from helpers import ids
 from helpers.context.resolve_tools import resolve_tools
@@ -449,6 +450,10 @@ def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_u
             refused = raw.answer(None)
             assert refused["error"]["code"] == code
             assert refused["error"]["message"].startswith("a line this server cannot read")
+        else:  # nothing at all: the next line the server writes answers the next request
+            raw.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+            assert raw.server.stdout is not None
+            assert json.loads(raw.server.stdout.readline())["id"] == 2
         assert raw.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
     finally:
         raw.close()
@@ -459,14 +464,11 @@ def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_u
 #: The most the server process may grow to under any flood below, in bytes of peak resident
 #: memory (VmHWM): a fresh server is about 120 MB; the floods once took it to 1 GB and more.
 FLOOD_PEAK_BYTES = 300 * 2**20
-
-
-def _peak_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
+#: A query that keeps run_sql busy for a second or so (calls queue behind it).
+SLOW_SQL = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) "
+    "SELECT count(*) FROM c"
+)
 
 
 def _flood(raw: RawClient, lines: list[bytes]) -> None:
@@ -484,6 +486,18 @@ def _flood(raw: RawClient, lines: list[bytes]) -> None:
     return writer
 
 
+def _flood_answers(raw: RawClient, lines: list[bytes]) -> dict[Any, dict[str, Any]]:
+    """Write ``lines`` at once (:func:`_flood`) and read one answer for each, by id."""
+    writer = _flood(raw, lines)
+    answers: dict[Any, dict[str, Any]] = {}
+    assert raw.server.stdout is not None
+    while len(answers) < len(lines):
+        message = json.loads(raw.server.stdout.readline())
+        answers[message["id"]] = message
+    writer.join(timeout=HANG_GUARD_S)
+    return answers
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db_url):
     """1,000 small tools/call written at once: each is answered (its result, or at once that
@@ -499,13 +513,7 @@ def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db
             .encode()
             for n in range(1_000)
         ]  # fmt: skip
-        writer = _flood(raw, lines)
-        answers = {}
-        assert raw.server.stdout is not None
-        while len(answers) < 1_000:
-            message = json.loads(raw.server.stdout.readline())
-            answers[message["id"]] = message
-        writer.join(timeout=HANG_GUARD_S)
+        answers = _flood_answers(raw, lines)
         busy = [a for a in answers.values() if a.get("error", {}).get("code") == SERVER_BUSY]
         done = [a for a in answers.values() if "result" in a]
         assert len(busy) + len(done) == 1_000 and done, (len(busy), len(done))
@@ -514,7 +522,7 @@ def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db
             if busy
             else True
         )
-        peak = _peak_bytes(raw.server.pid)
+        peak = peak_bytes(raw.server.pid)
         assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
         assert raw.initialize("2025-11-25")["result"]  # and it goes on
     finally:
@@ -548,9 +556,49 @@ def test_a_line_of_hundreds_of_megabytes_is_refused_without_being_held(db_url, m
         writer.join(timeout=HANG_GUARD_S)
         assert refused["error"]["code"] == -32700
         assert "longer than 16,777,216 bytes" in refused["error"]["message"]
-        assert _peak_bytes(raw.server.pid) < FLOOD_PEAK_BYTES
+        assert peak_bytes(raw.server.pid) < FLOOD_PEAK_BYTES
         raw.send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
         assert raw.answer(8)["result"]["tools"]
+    finally:
+        raw.close()
+
+
+#: The server's bound while 64 reads of a 6.4 MB output are asked at once: 16 answers in
+#: flight (an answer waiting to be written still counts), each a few copies of the output.
+READS_PEAK_BYTES = 600 * 2**20
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_reads_of_a_large_output_asked_at_once_are_held_within_bounds(db_url):
+    """64 ``resources/read`` of one 6.4 MB output written at once: each is answered (the
+    output, or at once that the server has its most in flight), and the server's memory stays
+    within :data:`READS_PEAK_BYTES` (16 answers at most: 64 would be 1.3 GB)."""
+    import unicodedata
+
+    from helpers.mcp.stdio_transport import SERVER_BUSY
+
+    url = f"https://www.unicode.org/Public/{unicodedata.unidata_version}/ucd/UnicodeData.txt"
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        call = {"name": "get_page", "arguments": {"url": url}}
+        raw.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        link = raw.answer(3)["result"]["content"][0]
+        lines = [
+            json.dumps({"jsonrpc": "2.0", "id": 100 + n, "method": "resources/read",
+                        "params": {"uri": link["uri"]}}).encode()
+            for n in range(64)
+        ]  # fmt: skip
+        sizes = {}
+        for request_id, message in _flood_answers(raw, lines).items():
+            if "error" in message:
+                assert message["error"]["code"] == SERVER_BUSY, message
+                sizes[request_id] = None
+            else:
+                sizes[request_id] = len(message["result"]["contents"][0]["text"].encode())
+        assert set(sizes.values()) <= {None, link["size"]} and link["size"] in sizes.values()
+        peak = peak_bytes(raw.server.pid)
+        assert peak < READS_PEAK_BYTES, f"{peak:,} bytes"
     finally:
         raw.close()
 
@@ -558,7 +606,7 @@ def test_a_line_of_hundreds_of_megabytes_is_refused_without_being_held(db_url, m
 @pytest.mark.parametrize("depth", [60, 250, 5_000, 200_000])
 def test_arguments_nested_at_any_depth_get_an_answer(db_url, depth):
     """Past the turn's 32 levels a tool execution error; past the JSON parser's own depth,
-    -32700 (which request it was cannot be read); never silence."""
+    -32700 for the request's id, read from its top level without parsing it; never silence."""
     raw = RawClient(db_url)
     try:
         raw.initialize("2025-11-25")
@@ -567,7 +615,7 @@ def test_arguments_nested_at_any_depth_get_an_answer(db_url, depth):
             b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": '
             b'{"name": "get_page", "arguments": {"url": ' + nested.encode() + b"}}}"
         )
-        answer = raw.answer(9) if depth <= 60 else raw.answer(None)
+        answer = raw.answer(9)
         if depth <= 60:
             assert (
                 answer["result"]["isError"]
@@ -583,13 +631,21 @@ def test_arguments_nested_at_any_depth_get_an_answer(db_url, depth):
 
 def test_the_docs_state_the_transports_own_bounds():
     """docs/mcp.md and the threat model say the transport's constants."""
-    from helpers.mcp.stdio_transport import MAX_LINE_BYTES, MAX_REQUESTS_IN_FLIGHT, SERVER_BUSY
+    from helpers.mcp.stdio_transport import (
+        MAX_BYTES_IN_FLIGHT,
+        MAX_LINE_BYTES,
+        MAX_REQUEST_VALUES,
+        MAX_REQUESTS_IN_FLIGHT,
+        SERVER_BUSY,
+    )
 
     docs = " ".join((ROOT / "docs" / "mcp.md").read_text(encoding="utf-8").split())
     for phrase in (
         f"never held past {MAX_LINE_BYTES >> 20} MiB",
         f"at most {MAX_REQUESTS_IN_FLIGHT} requests are in flight",
         f"answered at once with error `{SERVER_BUSY}`",
+        f"of at most {MAX_BYTES_IN_FLIGHT:,} bytes and {MAX_REQUEST_VALUES:,} JSON values together",
+        f"more than {MAX_REQUEST_VALUES:,} JSON values",
     ):
         assert phrase in docs, phrase
     threats = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
@@ -597,23 +653,182 @@ def test_the_docs_state_the_transports_own_bounds():
     assert f"passes at most {MAX_REQUESTS_IN_FLIGHT} requests in flight" in threats
     assert f"answered at once with `{SERVER_BUSY}`" in threats
     assert f"stays under {FLOOD_PEAK_BYTES >> 20} MiB" in threats
+    assert f"under {READS_PEAK_BYTES >> 20} MiB" in threats
 
 
-def test_a_cancel_frees_only_the_request_it_names():
+def test_a_cancel_frees_only_the_request_it_names_once_its_handler_ends():
     """``notifications/cancelled`` naming an id that is not a request's (a list: unhashable; the
-    float 2.0, which is not the request 2 to the SDK; an id never sent) changes nothing: the
-    server goes on, and the cap on requests in flight still holds."""
+    float 2.0 and ``True``, which the SDK reads as no request's; an id never sent) changes
+    nothing; one naming ``"2"`` names the request ``2`` (the SDK's ``coerce_request_id``, as in
+    the TypeScript SDK); a cancelled request holds its place (and its bytes) until its handler
+    ends, since the SDK answers it with nothing while its thread runs on; an answered one frees
+    it once written."""
     from helpers.mcp.stdio_transport import _InFlight
 
     flight = _InFlight()
-    for request_id in (1, 2, "2"):
-        flight.start(request_id)
-    for stranger in ([1], {"a": 1}, 2.0, True, None, 99, "1"):
+    for request_id in (1, 2, "a"):
+        flight.start(request_id, 10, 3)
+    for stranger in ([1], {"a": 1}, 2.0, True, None, 99, "b"):
         flight.done(stranger)
-    assert flight.count() == 3
-    flight.done(2)
-    flight.done(2)  # once only
-    assert flight.count() == 2 and flight.ids == {("int", 1): 1, ("str", "2"): 1}
+        flight.cancel(stranger)
+        flight.handler_ended(stranger)
+    assert (flight.count(), flight.bytes(), flight.values()) == (3, 30, 9)
+    flight.cancel("2")
+    flight.handler_ended(1)  # answered requests are done when written, not before
+    assert (flight.count(), flight.bytes()) == (3, 30)
+    flight.handler_ended(2)
+    flight.handler_ended(2)  # once only
+    flight.done(1)
+    assert (flight.count(), flight.bytes()) == (1, 10) and flight.sizes == {("str", "a"): [(10, 3)]}
+
+
+def test_cancels_of_every_request_leave_the_server_serving(db_url):
+    """16 calls each cancelled at once, their ids sent as integers and cancelled as strings
+    (one id to the SDK): once their handlers end the server takes requests again."""
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        call = {"name": "get_page", "arguments": {"url": "https://example.com/"}}
+        for n in range(16):
+            raw.send({"jsonrpc": "2.0", "id": 300 + n, "method": "tools/call", "params": call})
+            cancel = {"requestId": str(300 + n), "reason": "changed my mind"}
+            raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        for attempt in range(200):  # the handlers end within moments; then a ping is served
+            raw.send({"jsonrpc": "2.0", "id": 900 + attempt, "method": "ping"})
+            if "result" in raw.answer(900 + attempt):
+                break
+        else:
+            raise AssertionError("the server stayed busy after its requests were cancelled")
+    finally:
+        raw.close()
+
+
+def test_the_bytes_of_requests_in_flight_are_bounded():
+    from helpers.mcp.stdio_transport import _busy, _InFlight
+
+    flight = _InFlight()
+    flight.start(1, 20 << 20)
+    assert _busy(flight, 12 << 20, 0, most=16, max_bytes=32 << 20) == ""
+    said = _busy(flight, 13 << 20, 0, most=16, max_bytes=32 << 20)
+    assert "20,971,520 bytes of requests in flight and takes at most 33,554,432" in said
+    flight.done(1)
+    assert _busy(flight, 16 << 20, 0, most=16, max_bytes=32 << 20) == ""
+    flight.start(2, 10, 400_000)
+    said = _busy(flight, 10, 100_001, most=16, max_bytes=32 << 20)
+    assert "400,000 JSON values of requests in flight and takes at most 250,000" in said
+
+
+def test_each_handler_says_when_it_ends_however_it_ends(store):
+    """The transport learns that a handler in a worker thread has ended, whether it returned
+    or raised: a cancelled request is held to the cap until then."""
+    server = WorkbookMcpServer(store)
+    ended: list[object] = []
+    server._handler_ended = ended.append
+
+    class Context:
+        request_id = 7
+        protocol_version = "2025-11-25"
+
+    call = types.CallToolRequestParams(name="get_page", arguments={"url": "file:///nowhere"})
+    anyio.run(server._on_call_tool, Context(), call)
+    anyio.run(server._on_list_resources, Context(), None)
+    with pytest.raises(Exception, match="internal://nothing"):
+        anyio.run(
+            server._on_read_resource,
+            Context(),
+            types.ReadResourceRequestParams(uri="internal://nothing"),
+        )
+    assert ended == [7, 7, 7]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize("kind", ["request", "notification"])
+def test_a_line_of_too_many_values_is_refused_unparsed(db_url, kind):
+    """16 MiB of ``{}`` within one line (5.6 million objects, 1.2 GB once parsed) is refused
+    before it is parsed: a request with -32600 for its id, a notification with id null; the
+    server stays within its bound and goes on."""
+    from helpers.mcp.stdio_transport import MAX_LINE_BYTES, MAX_REQUEST_VALUES
+
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        head = b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "get_page", '
+        many = b"{}," * ((MAX_LINE_BYTES - 200) // 3)
+        tail = (
+            b'"arguments": {"url": ['
+            + many
+            + b"{}]}}"
+            + (b', "id": 11}' if kind == "request" else b"}")
+        )
+        raw.send(head + tail)
+        answer = raw.answer(11 if kind == "request" else None)
+        assert answer["error"]["code"] == -32600, answer
+        assert f"more than {MAX_REQUEST_VALUES:,} JSON values" in answer["error"]["message"]
+        assert peak_bytes(raw.server.pid) < FLOOD_PEAK_BYTES
+        raw.send({"jsonrpc": "2.0", "id": 12, "method": "tools/list"})
+        assert raw.answer(12)["result"]["tools"]
+    finally:
+        raw.close()
+
+
+#: One nested one-key object, 16 levels deep: 32 values and keys, 16 dicts (a review's shape,
+#: which costs the parser more per value than ``{}``).
+NESTED = b'{"a":' * 16 + b"0" + b"}" * 16
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_requests_of_the_most_values_are_held_within_bounds(db_url):
+    """Two calls written at once, each of nearly the most values and keys as nested one-key
+    objects (the shape that costs most per value counted): the first is served, the second
+    refused at once and unparsed (the values in flight together), and the server stays within
+    its bound (940,000 such objects in one line took it past 500 MiB)."""
+    from helpers.mcp.stdio_transport import MAX_REQUEST_VALUES, SERVER_BUSY
+
+    many = b",".join([NESTED] * ((MAX_REQUEST_VALUES - 100) // 33))
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        lines = [
+            b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": '
+            b'"yt_transcribe", "arguments": {"video_id": "1"}, "x": [%s]}}' % (400 + n, many)
+            for n in range(2)
+        ]
+        answers = _flood_answers(raw, lines)
+        assert "result" in answers[400], answers[400]
+        assert answers[401]["error"]["code"] == SERVER_BUSY
+        assert "JSON values of requests in flight" in answers[401]["error"]["message"]
+        peak = peak_bytes(raw.server.pid)
+        assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
+    finally:
+        raw.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_requests_of_nearly_the_most_bytes_written_at_once_are_held_within_bounds(db_url):
+    """7 calls of 12 MiB each written behind a slow one (calls run one at a time, so they wait
+    in flight: 850 MB held when the cap counted requests only): each is answered, those past
+    the bytes in flight at once, and the server stays within its bound."""
+    from helpers.mcp.stdio_transport import SERVER_BUSY
+
+    raw = RawClient(db_url)
+    try:
+        raw.initialize("2025-11-25")
+        slow = {"name": "run_sql", "arguments": {"query": SLOW_SQL}}
+        big = {"name": "get_page", "arguments": {"url": "x" * (12 << 20)}}
+        lines = [
+            json.dumps({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call",
+                        "params": big if n else slow}).encode()
+            for n in range(8)
+        ]  # fmt: skip
+        del big
+        answers = _flood_answers(raw, lines)
+        busy = [a for a in answers.values() if a.get("error", {}).get("code") == SERVER_BUSY]
+        assert busy and all("bytes of requests in flight" in a["error"]["message"] for a in busy)
+        assert all("result" in a for a in answers.values() if a not in busy)
+        peak = peak_bytes(raw.server.pid)
+        assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
+    finally:
+        raw.close()
 
 
 def test_a_cancel_with_an_unhashable_id_leaves_the_server_serving(db_url):

@@ -102,10 +102,13 @@ CLIENT_INFO = types.Implementation(name="context-relay-workbook", version=workbo
 
 _T = TypeVar("_T")
 
-# The SDK logs a server's bad line or a dropped stream with its traceback; the client says what
+# The SDK logs a server's bad line, a notification it cannot read or a dropped stream with its
+# traceback (its loggers "mcp…" and, for the client session, "client"); the client says what
 # went wrong in the call's error result instead, so the SDK's records reach no console unless
 # the application configures logging itself (the logging HOWTO's advice for libraries).
-logging.getLogger("mcp").addHandler(logging.NullHandler())
+SDK_LOGGERS = ("mcp", "client")
+for _name in SDK_LOGGERS:
+    logging.getLogger(_name).addHandler(logging.NullHandler())
 
 
 #: What makes one text of a ``tools/call`` result, given ``resources/read`` on its server.

@@ -40,10 +40,12 @@ thread, so a slow tool never stops the server from reading its input.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -208,6 +210,8 @@ class WorkbookMcpServer:
         self.limits = limits or TurnLimits()
         self._one_call_at_a_time = threading.Lock()
         self._thread_started = False
+        #: What :meth:`serve_stdio`'s transport is told as a handler ends (nothing elsewhere).
+        self._handler_ended: Callable[[object], None] = lambda _request_id: None
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=workbook_version(),
@@ -321,32 +325,45 @@ class WorkbookMcpServer:
         return types.ListToolsResult(tools=self.list_tools())
 
     async def _on_call_tool(
-        self, _ctx: Any, params: types.CallToolRequestParams
+        self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        version = getattr(_ctx, "protocol_version", None) or LATEST_PROTOCOL_VERSION
-        return await anyio.to_thread.run_sync(
-            self.call_tool, params.name, params.arguments, version
-        )
+        version = getattr(ctx, "protocol_version", None) or LATEST_PROTOCOL_VERSION
+        with self._handling(ctx):
+            return await anyio.to_thread.run_sync(
+                self.call_tool, params.name, params.arguments, version
+            )
 
     async def _on_list_resources(
-        self, _ctx: Any, _params: types.PaginatedRequestParams | None
+        self, ctx: Any, _params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources = await anyio.to_thread.run_sync(self.list_resources)
+        with self._handling(ctx):
+            resources = await anyio.to_thread.run_sync(self.list_resources)
         return types.ListResourcesResult(resources=resources)
 
     async def _on_read_resource(
-        self, _ctx: Any, params: types.ReadResourceRequestParams
+        self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await anyio.to_thread.run_sync(self.read_resource, params.uri)
+        with self._handling(ctx):
+            return await anyio.to_thread.run_sync(self.read_resource, params.uri)
+
+    @contextlib.contextmanager
+    def _handling(self, ctx: Any) -> Iterator[None]:
+        """Tell the transport when a handler running in a worker thread ends, however it ends
+        (a cancelled request's thread runs on to its end, and holds its place till then)."""
+        try:
+            yield
+        finally:
+            self._handler_ended(getattr(ctx, "request_id", None))
 
     async def serve_stdio(self) -> None:
         """Serve this session over the process's stdin and stdout until the client closes
-        stdin, within the bounds of :mod:`helpers.mcp.stdio_transport` (a line's bytes,
-        requests in flight, an answer to every line it cannot read); fd 1 points at stderr
-        meanwhile, so nothing a tool prints reaches the wire."""
+        stdin, within the bounds of :mod:`helpers.mcp.stdio_transport` (a line's bytes and
+        values, requests in flight, an answer to every line it cannot read); fd 1 points at
+        stderr meanwhile, so nothing a tool prints reaches the wire."""
         from helpers.mcp.stdio_transport import bounded_stdio
 
-        async with bounded_stdio() as (read_stream, write_stream):
+        async with bounded_stdio() as (read_stream, write_stream, handler_ended):
+            self._handler_ended = handler_ended
             await self.server.run(
                 read_stream, write_stream, self.server.create_initialization_options()
             )

@@ -10,19 +10,24 @@ library, so it starts wherever the client runs), which:
 
 - passes the client's stdin to the server unchanged;
 - passes the server's stdout to the client one whole message at a time, holding at most ``N``
-  bytes (its line break aside). A line that is not a JSON object (the SDK would drop it without
-  a word: broken JSON, a bare value, ``NaN``, a byte-order mark) is not passed on: a line on
-  stderr quotes its start. A message over ``N`` is not passed on either: it is read to its end
+  bytes (its line break aside). A message over ``N`` is not passed on: it is read to its end
   without being held (:class:`MessageScanner`), and when it is a response (its top level has an
   ``id`` and no ``method``), an error response for that id goes instead (``-32603``, "the
   server's answer was over N bytes"), so that call fails with a reason and the session goes on;
-  a request, a notification, or a response whose id cannot be read is dropped, said on stderr;
-  a message nested deeper than :data:`MAX_MESSAGE_DEPTH` levels, which the SDK's reader would
-  drop without a word (the call then waited out its whole timeout) or fail on, is answered the
-  same way ("nested deeper than …"), and so is a response that is not one JSON-RPC 2.0 allows
-  (a ``result`` that is not an object, both or neither of ``result`` and ``error``, an error
-  without its code or message: :func:`_is_response`); the server is never stopped for what it
-  sent;
+  a request, a notification, or a response whose id cannot be read is dropped, said on stderr.
+  A line within ``N`` that the SDK's reader would drop without a word (the call then waited out
+  its whole timeout, "no answer") or fail on ("the server stopped") is not passed on either, and
+  is answered the same way (:func:`refusal_reason`; the id read by :func:`edge_members`, or by
+  :class:`MessageScanner` when it stands between nested values): not a JSON object in UTF-8
+  (broken JSON, a bare value, ``NaN``, a byte-order mark, a lone surrogate), nested deeper than
+  :data:`MAX_MESSAGE_DEPTH` levels, holding more than :data:`MAX_MESSAGE_VALUES` JSON values
+  and keys (counted before it is parsed, so a line of 16 MiB of ``{}`` costs no more memory
+  than its bytes), or a response JSON-RPC 2.0 does not allow (a ``result`` that is not an
+  object, both or neither of ``result`` and ``error``, an error without its code or message,
+  an id such as ``1.0``, a ``method`` that is not a string: :func:`_is_response`); a line that
+  has no id to answer, or whose brackets do not balance (cut short, its last brace may be a
+  nested object's), is dropped, its start quoted on stderr. The server is never stopped for
+  what it sent;
 - passes the first ``M`` bytes of the server's stderr on, then one line saying the rest was
   dropped;
 - when the client closes stdin (it is done, or it died), gives the server
@@ -44,6 +49,7 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from typing import BinaryIO
 
 #: The longest message a server may send, in bytes, unless told otherwise: a result of 10 MB of
@@ -54,6 +60,12 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
 #: The deepest a message may nest, its own object the first level: the SDK's reader (pydantic's
 #: JSON parser) refuses a message of 202 levels and more, and a message it refuses it drops.
 MAX_MESSAGE_DEPTH = 200
+#: The most JSON values a message may hold, each key counted as one, counted before it is
+#: parsed (:func:`value_count`): 16 MiB of ``{}`` is 5.6 million objects, which took the agent
+#: to 2 GB once the guard, the SDK and the client had each read them, and a review took one
+#: server past 500 MiB with 940,000 nested one-key objects. A result of half a million values
+#: is far past what a model reads whole (a 10 MB text is one value).
+MAX_MESSAGE_VALUES = 500_000
 #: How much of a server's stderr reaches the client's log, in bytes.
 DEFAULT_MAX_STDERR_BYTES = 64 << 10
 #: Seconds a server has to exit once its client has closed stdin, before it is stopped.
@@ -65,6 +77,29 @@ _MAX_ID_BYTES = 512
 _MAX_KEY_BYTES = 64
 #: How much of a line that is not JSON the note on stderr quotes, in characters.
 _QUOTED_CHARS = 200
+#: A JSON string, escapes and all (possessive: nothing kept to backtrack into).
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+#: Whole units from a position: bytes outside strings and whole strings; with a window's end,
+#: it stops before a string the window cuts.
+_UNITS = re.compile(rb'(?:[^"]++|"(?:[^"\\]++|\\.)*+")*+', re.DOTALL)
+#: From a position, up to the first opening bracket outside strings.
+_TO_OPENER = re.compile(rb'(?:[^"\[{]++|"(?:[^"\\]++|\\.)*+")*+', re.DOTALL)
+#: The same, read backwards (over the reversed bytes): up to the first bracket outside strings.
+#: A string reversed ends at a quote that no odd run of backslashes escapes.
+_BACK_TO_BRACKET = re.compile(
+    rb'(?:[^"\[\]{}]++|"(?:[^"]++|"(?=\\(?:\\\\)*+(?!\\)))*+")*+', re.DOTALL
+)
+#: A JSON escape of a surrogate (``\\ud800`` to ``\\udfff``).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: How far back from a message's end its last members are looked for (what the reversed copy
+#: holds); members past that, before the last nested value, are not read.
+_EDGE_BYTES = 64 << 10
+#: Bytes of a line read at once when its structure is counted (bounds what a count holds).
+_WINDOW_BYTES = 1 << 20
+#: A top-level member whose value is a string or a scalar: its key's text, its value's text.
+_MEMBER = re.compile(
+    rb'"((?:[^"\\]++|\\.)*+)"\s*:\s*("(?:[^"\\]++|\\.)*+"|[^\s,{}\[\]"]*+)', re.DOTALL
+)
 
 
 class MessageScanner:
@@ -177,17 +212,7 @@ class MessageScanner:
         """The top-level id's JSON text when the message is a response (a string, a whole
         number, a number with a zero fraction read as that number, or ``null``, which JSON-RPC
         answers with ``null`` too); ``None`` when it is not a response, or its id is not one."""
-        if self.has_method or not self.id:
-            return None
-        try:
-            value = json.loads(self.id)
-        except ValueError:
-            return None
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int | str | None):
-            return None
-        return json.dumps(value).encode()
+        return _as_response_id(self.id, self.has_method)
 
 
 def _key_text(raw: bytes) -> str:
@@ -257,23 +282,10 @@ def over_limit_error(request_id: bytes, max_bytes: int) -> bytes:
     )
 
 
-def not_a_response_error(request_id: bytes) -> bytes:
-    """The error response that stands for an answer JSON-RPC does not allow."""
-    return _dropped_answer(
-        request_id,
-        'the MCP server\'s answer was not a JSON-RPC 2.0 response (it needs "jsonrpc": '
-        '"2.0" and either a result object or an error with a code and a message): it was '
-        "dropped",
-    )
-
-
-def too_deep_error(request_id: bytes, max_depth: int) -> bytes:
-    """The error response that stands for an answer nested deeper than ``max_depth``."""
-    return _dropped_answer(
-        request_id,
-        f"the MCP server's answer was nested deeper than {max_depth} levels, the most the "
-        "client reads: it was dropped",
-    )
+def unreadable_error(request_id: bytes, reason: str) -> bytes:
+    """The error response that stands for an answer the client would not read, for ``reason``
+    (what :func:`refusal_reason` says)."""
+    return _dropped_answer(request_id, f"the MCP server's answer {reason}: it was dropped")
 
 
 def _not_a_number(name: str) -> None:
@@ -293,33 +305,104 @@ def _depth(value: object) -> int:
     return deepest
 
 
-def _shape(line: bytes, max_depth: int = MAX_MESSAGE_DEPTH) -> str:
-    """``"message"`` when ``line`` is one JSON object in UTF-8, as a JSON-RPC message is (no
-    byte-order mark, no ``NaN``: what the SDK's reader would drop without a word), nested at
-    most ``max_depth`` levels; ``"too deep"`` when it nests deeper; else ``"not a message"``."""
+def value_count(line: bytes) -> int:
+    """An upper bound on the JSON values and keys ``line`` holds, read without parsing it: its
+    opening brackets, commas and colons outside strings, plus one (each value but the first
+    follows a comma or opens its container, each key a colon; an empty container counts twice).
+    About 2 ms a MiB, 40 ms a MiB of small strings; what it holds is bounded
+    (:func:`_structure`)."""
+    return 1 + sum(
+        piece.count(b"[") + piece.count(b"{") + piece.count(b",") + piece.count(b":")
+        for piece in _structure(line)
+    )
+
+
+def _balanced(line: bytes) -> bool:
+    """Whether ``line`` closes as many brackets outside strings as it opens."""
+    opened = sum(
+        piece.count(b"[") + piece.count(b"{") - piece.count(b"]") - piece.count(b"}")
+        for piece in _structure(line)
+    )
+    return opened == 0
+
+
+def _structure(line: bytes) -> Iterator[bytes]:
+    """``line`` outside its strings (each string read as ``0``), a window of at most
+    :data:`_WINDOW_BYTES` at a time, so what a reader holds is bounded however many strings the
+    line has; a string never closed is read as if it were structure."""
+    pos, size = 0, len(line)
+    while pos < size:
+        end = _UNITS.match(line, pos, min(size, pos + _WINDOW_BYTES)).end()
+        if end > pos:
+            yield _STRING.sub(b"0", line[pos:end])
+        elif string := _STRING.match(line, pos):  # one string longer than a window
+            end = string.end()
+        else:
+            yield line[pos:]
+            end = size
+        pos = end
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a string in the parsed ``value`` holds a surrogate not in a pair (JSON's
+    ``"\\ud800"``: Python's reader takes it, the SDK's refuses the whole message)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refusal_reason(
+    line: bytes, max_depth: int = MAX_MESSAGE_DEPTH, max_values: int = MAX_MESSAGE_VALUES
+) -> str | None:
+    """``None`` when ``line`` is a message the SDK's reader takes (one JSON object in UTF-8,
+    nested at most ``max_depth`` levels, holding at most ``max_values`` values by
+    :func:`value_count`, no ``NaN`` or lone surrogate, and a response JSON-RPC 2.0 allows when it
+    is one); else why not, as a phrase that follows "the MCP server's answer". Never parses a
+    line past ``max_values``: what a line of 16 MiB of ``{}`` would take (about 1 GB) is not
+    spent."""
+    if value_count(line) > max_values:
+        return f"held more than {max_values:,} JSON values and keys, the most the client reads"
     try:
         value = json.loads(line.decode("utf-8"), parse_constant=_not_a_number)
     except RecursionError:  # deeper than Python's own parser goes: far past the limit
-        return "too deep"
-    except (UnicodeDecodeError, ValueError):
-        return "not a message"
+        return _too_deep(max_depth)
+    except UnicodeDecodeError:
+        return "was not UTF-8"
+    except ValueError as exc:
+        return f"was not JSON ({exc})"
     if not isinstance(value, dict):
-        return "not a message"
+        return "was not a JSON object"
     if _depth(value) > max_depth:
-        return "too deep"
-    if "id" in value and "method" not in value and not _is_response(value):
-        return "not a response"
-    return "message"
+        return _too_deep(max_depth)
+    if "id" in value and not isinstance(value.get("method"), str) and not _is_response(value):
+        return (
+            'was not a JSON-RPC 2.0 response (it needs "jsonrpc": "2.0", an id that is a '
+            "string or an integer, and either a result object or an error with a code and a "
+            "message)"
+        )
+    if _SURROGATE_ESCAPE.search(line) and _lone_surrogate(value):
+        return "held a string with a lone surrogate (\\ud800 to \\udfff not in a pair), which the client's reader refuses"
+    return None
+
+
+def _too_deep(max_depth: int) -> str:
+    return f"was nested deeper than {max_depth} levels, the most the client reads"
 
 
 def _is_response(value: dict[str, object]) -> bool:
     """Whether ``value`` (a message with an ``id`` and no ``method``) is a response JSON-RPC 2.0
     allows, as MCP's result and error objects are (the JSON-RPC 2.0 specification, section 5;
-    the MCP schema's ``JSONRPCResponse`` and ``JSONRPCError``)."""
+    the MCP schema's ``JSONRPCResponse`` and ``JSONRPCError``, whose id is a string or an
+    integer, ``null`` for an error only)."""
     if value.get("jsonrpc") != "2.0" or ("result" in value) == ("error" in value):
         return False
+    request_id = value["id"]
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str | None):
+        return False
     if "result" in value:
-        return isinstance(value["result"], dict)
+        return isinstance(value["result"], dict) and request_id is not None
     error = value["error"]
     return (
         isinstance(error, dict)
@@ -327,6 +410,61 @@ def _is_response(value: dict[str, object]) -> bool:
         and not isinstance(error.get("code"), bool)
         and isinstance(error.get("message"), str)
     )
+
+
+def edge_members(line: bytes) -> tuple[bytes | None, bool]:
+    """What a JSON object's top level says of its kind, read from the members before its first
+    nested value and after its last (where the SDKs write ``jsonrpc``, ``id`` and ``method``:
+    the Python SDK's first, the TypeScript SDK's last): its ``id``'s JSON text (``b""`` for one
+    longer than any id, ``None`` for none found) and whether it has a ``method`` that is a
+    string (what makes it a request or a notification); the members after the last nested
+    value are looked for in the message's last :data:`_EDGE_BYTES`. Nothing is read from a line whose
+    brackets do not balance (cut short, its last brace may be a nested object's). In time and
+    memory two passes of a regular expression over ``line`` (one of them over a reversed copy),
+    however it nests, where :class:`MessageScanner` steps through every bracket in Python (9 s
+    for 16 MiB of ``{}``)."""
+    start, end = line.find(b"{"), line.rfind(b"}")
+    if start < 0 or end <= start or b'"' in line[:start] or not _balanced(line):
+        return None, False
+    first_at = _TO_OPENER.match(line, start + 1, end).end()
+    first = first_at < end and line[first_at] in b"[{"
+    pieces = [line[start + 1 : first_at]]
+    if first:
+        backwards = line[end - 1 : max(first_at, end - 1 - _EDGE_BYTES) : -1]
+        back = _BACK_TO_BRACKET.match(backwards).end()
+        if back < len(backwards) and backwards[back] in b"]}":  # the last nested value's end
+            pieces.append(line[end - back : end])
+    found, has_method = None, False
+    for piece in pieces:
+        for member in _MEMBER.finditer(piece):
+            key = _key_text(member[1]) if len(member[1]) <= _MAX_KEY_BYTES else ""
+            has_method = has_method or (key == "method" and member[2].startswith(b'"'))
+            if key == "id":  # JSON takes the last
+                found = member[2] if len(member[2]) <= _MAX_ID_BYTES else b""
+    return found, has_method
+
+
+def edge_response_id(line: bytes) -> bytes | None:
+    """The top-level id's JSON text of the JSON object ``line`` when it is a response, as
+    :meth:`MessageScanner.response_id` reads it, from :func:`edge_members`; ``None`` when it
+    has a ``method``, or no id is found."""
+    return _as_response_id(*edge_members(line))
+
+
+def _as_response_id(found: bytes | None, has_method: bool) -> bytes | None:
+    """A response's id text as the client's error for it carries it (a number with a zero
+    fraction read as that number), or ``None`` (not a response, or not an id)."""
+    if has_method or not found:
+        return None
+    try:
+        value = json.loads(found)
+    except ValueError:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int | str | None):
+        return None
+    return json.dumps(value).encode()
 
 
 def _note(log: BinaryIO, text: str) -> None:
@@ -371,18 +509,11 @@ def _pass_stdout(
             line, held = bytes(held), bytearray()
             if not line.strip():
                 continue
-            shape = _shape(line)
-            if shape in ("too deep", "not a response"):
-                if not _refuse(out, log, line, shape):
+            reason = refusal_reason(line)
+            if reason is not None:
+                if not _refuse(out, log, line, reason):
                     server.kill()
                     return
-                continue
-            if shape != "message":
-                text = line.decode("utf-8", "replace").rstrip("\r\n")
-                _note(
-                    log,
-                    f"the server wrote a line that is not a JSON object: {text[:_QUOTED_CHARS]!r}",
-                )
                 continue
             if not _write(out, line):
                 server.kill()
@@ -411,27 +542,22 @@ def _over_limit(out: BinaryIO, log: BinaryIO, scanner: MessageScanner, max_bytes
     return True
 
 
-def _refuse(out: BinaryIO, log: BinaryIO, line: bytes, shape: str) -> bool:
-    """Answer for a message nested past :data:`MAX_MESSAGE_DEPTH`, or a response JSON-RPC does
-    not allow (a response: an error for its id), or drop it; ``False`` when the client can no
+def _refuse(out: BinaryIO, log: BinaryIO, line: bytes, reason: str) -> bool:
+    """Answer for a line the client would not read (a response: an error for its id, which
+    :func:`edge_members` reads, or, when the id stands between nested values, the slower
+    :class:`MessageScanner`), or drop it, quoting its start; ``False`` when the client can no
     longer be written to."""
-    scanner = MessageScanner()
-    scanner.feed(line)
-    request_id = scanner.response_id()
-    what = (
-        f"nested deeper than {MAX_MESSAGE_DEPTH} levels"
-        if shape == "too deep"
-        else "not a JSON-RPC response"
-    )
+    found, has_method = edge_members(line)
+    request_id = _as_response_id(found, has_method)
+    if found is None and not has_method and _balanced(line):  # an id between nested values?
+        scanner = MessageScanner()  # exact wherever the id stands; about 0.5 s a MiB
+        scanner.feed(line)
+        request_id = scanner.response_id()
     if request_id is not None:
-        _note(log, f"an answer {what} dropped")
-        answer = (
-            too_deep_error(request_id, MAX_MESSAGE_DEPTH)
-            if shape == "too deep"
-            else not_a_response_error(request_id)
-        )
-        return _write(out, answer)
-    _note(log, f"a message {what} dropped")
+        _note(log, f"an answer dropped: it {reason}")
+        return _write(out, unreadable_error(request_id, reason))
+    text = line.decode("utf-8", "replace").rstrip("\r\n")
+    _note(log, f"a line dropped: it {reason}: {text[:_QUOTED_CHARS]!r}")
     return True
 
 
