@@ -54,12 +54,14 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 $(STAMP): $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_STAMP)
 	rm -f $(DEV_STAMP)
+	@echo "installing the $$(grep -c '==' $(LOCK)) packages pinned in $(LOCK) (JupyterLab, openai, SQLAlchemy, the MCP SDK, ...) into $(VENV) with uv"
 	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(LOCK)
 	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
 	install -D -m 644 jupyter/overrides.json $(LAB_OVERRIDES)
 	touch $@
 
 $(DEV_STAMP): $(DEV_LOCK) $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_STAMP)
+	@echo "installing the $$(grep -c '==' $(DEV_LOCK)) packages pinned in $(DEV_LOCK) (the workbook's, and pytest, ruff, Playwright, ...) into $(VENV) with uv"
 	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(DEV_LOCK)
 	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
 	install -D -m 644 jupyter/overrides.json $(LAB_OVERRIDES)
@@ -124,7 +126,7 @@ TEST_WORKERS ?= auto
 # core, a whole file per worker (a notebook's cells run in order in one kernel)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
+	WORKBOOK_PROFILE=offline WORKBOOK_REFERENCE_CHOICES_ONLY=1 $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
 		--ignore=tests/e2e --ignore=tests/room --ignore=tests/test_run_anywhere.py \
 		--ignore=tests/test_recipes.py \
 		--ignore=tests/test_notebooks_under_personas.py \

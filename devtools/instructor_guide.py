@@ -439,9 +439,9 @@ def _tokens_block(measured: dict[str, Any]) -> str:
 
 def failed_property(report: str) -> str:
     """The property a checkpoint's report says failed: its first line, without the
-    ``❌ TODO n failed · name:`` in front (the report's other lines are the input, expected and got)."""
+    ``✗ TODO n failed · name:`` in front (the report's other lines are the input, expected and got)."""
     first = report.strip().splitlines()[0] if report.strip() else "(no message)"
-    return re.sub(r"^❌ TODO \d+ failed · [\w.]+: ", "", first)
+    return re.sub(r"^✗ TODO \d+ failed · [\w.]+: ", "", first)
 
 
 def _mistakes_block(said: dict[tuple[str, int], list[tuple[str, str]]]) -> str:

@@ -28,7 +28,7 @@ bottom first; a module imports only from its own layer or those below (``_LAYERS
 test):
 
 - the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping, theme,
-  charts, instructions, plans, personas, replies, providers, completion limits,
+  marks, charts, instructions, plans, personas, replies, providers, completion limits,
   :mod:`~helpers.cases`;
 - :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
   and its Alembic migrations, the sandboxes (run_sql's workers, code mode's V8 isolates);

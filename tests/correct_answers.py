@@ -597,7 +597,7 @@ def summarize(result, max_chars=300):
     try:
         out = tool.call(args)
     except BaseException as exc:  # noqa: BLE001
-        return (False, f"{name} raised {type(exc).__name__}: {exc}")
+        return (False, f"{name} raised {type(exc).__name__}: {' '.join(str(exc).split())}")
     n = len(out)
     return (True, out) if n <= max_output_chars else (False, f"{name}: {n:,} chars > limit {max_output_chars:,}")
 """,

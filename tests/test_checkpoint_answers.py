@@ -65,4 +65,4 @@ def test_a_correct_answer_in_another_style_passes(notebook, todo, style, source)
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown):
         check(function)  # a stop raises, with its short report as the message
-    assert f"✅ TODO {todo} passed" in shown.getvalue(), f"{style}: {shown.getvalue()}"
+    assert f"✓ TODO {todo} passed" in shown.getvalue(), f"{style}: {shown.getvalue()}"

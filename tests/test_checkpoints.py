@@ -57,7 +57,7 @@ def test_a_failure_is_short_and_shows_the_smallest_input() -> None:
         CHECKS[("03", 1)](make_preview)
     lines = str(failed.value).splitlines()
     assert len(lines) <= 6 and all(len(line) <= 170 for line in lines)
-    assert lines[0].startswith("❌ TODO 1 failed · make_preview: ")
+    assert lines[0].startswith("✗ TODO 1 failed · make_preview: ")
     assert [line.split()[0] for line in lines[1:4]] == ["input", "expected", "got"]
     assert "hint('03', 1)" in lines[-1] and "why()" in lines[-1]
     # the smallest failing input: one non-ASCII character at a limit of one
@@ -83,7 +83,7 @@ def test_an_exception_in_the_attendees_code_is_reported_with_its_traceback(capsy
     with pytest.raises(checkpoint.CheckpointFailed) as failed:
         CHECKS[("07", 2)](guarded_call)
     lines = str(failed.value).splitlines()
-    assert lines[0] == "❌ TODO 2 failed · guarded_call: your code raised KeyError: 'boom'"
+    assert lines[0] == "✗ TODO 2 failed · guarded_call: your code raised KeyError: 'boom'"
     assert [line.split()[0] for line in lines[1:3]] == ["input", "checking"]
     assert "your traceback: why()" in lines[-1]
     checkpoint.why()
@@ -114,7 +114,7 @@ def test_a_checkpoint_that_passes_prints_its_line_once_and_returns_nothing(capsy
 
     assert CHECKS[("06", 1)](categorize) is None  # nothing for a cell to echo as Out[n]
     out = capsys.readouterr().out
-    assert out.count("✅ TODO 1 passed") == 1 and len(out.splitlines()) == 1
+    assert out.count("✓ TODO 1 passed") == 1 and len(out.splitlines()) == 1
 
 
 def test_a_failure_is_filed_under_the_rule_it_breaks() -> None:

@@ -71,7 +71,7 @@ def test_report_numbers_against_a_hand_checked_case(registry, store, tmp_path) -
     floor = metrics.cases["tiny"].floor
     assert floor is not None and floor.prompt_tokens_per_call == expected_floor
     assert metrics.totals["box"].ratio_to_floor == round(220 / sum(expected_floor), 3)
-    assert "| tiny | 400 ✅\u00a0pass | 220 ✅\u00a0pass |" in comparison_markdown(metrics)
+    assert "| tiny | 400 ✓\u00a0pass | 220 ✓\u00a0pass |" in comparison_markdown(metrics)
     # compare.json holds every figure: read back, it is the same comparison
     path = tmp_path / "compare.json"
     path.write_text(metrics.as_json_text(), encoding="utf-8")
@@ -293,7 +293,7 @@ def test_several_models_write_the_matrix_as_markdown(tmp_path) -> None:
     lines = out.read_text().splitlines()
     assert lines[0] == "| Model | Prompt Id | Strategy | Few-shot | Validation |"
     assert (
-        "| offline-a | case0 | box | - | ✅\u00a0passed |" in lines
-        and "| offline-b | case1 | box | - | ✅\u00a0passed |" in lines
+        "| offline-a | case0 | box | - | ✓\u00a0passed |" in lines
+        and "| offline-b | case1 | box | - | ✓\u00a0passed |" in lines
     )
     assert len(lines) == 2 + 4

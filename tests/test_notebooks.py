@@ -222,7 +222,7 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
             # short: what failed (a property, or "your code raised"), the smallest input, then
             # expected and got (or the property being checked), and where to look next
             assert len(trace.splitlines()) <= 10 and "input" in trace, trace
-            assert trace.startswith(f"❌ TODO {n} failed · "), trace
+            assert trace.startswith(f"✗ TODO {n} failed · "), trace
             assert ("got" in trace) != ("your code raised" in trace), trace
             kernel.follow_pointers(trace, notebook=solution.name[:2], todo=n, index=checkpoint_at)
 
@@ -231,7 +231,7 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
             assert kernel.run(answer, todo_at) is None
             error = kernel.run(checkpoint, checkpoint_at)
             assert error is None, f"TODO {n}, run {attempt}: {error and error['evalue'][:300]}"
-            assert f"✅ TODO {n} passed" in kernel.last_output
+            assert f"✓ TODO {n} passed" in kernel.last_output
 
 
 def test_the_install_cell_installs_only_the_one_wheel_and_says_when_pip_fails(

@@ -287,3 +287,31 @@ def test_the_readme_starts_with_the_attendee_quick_start() -> None:
     for page in sorted(DOCS.glob("*.md")):
         if page.name != "README.md":
             assert f"]({page.name})" in contents, f"docs/README.md does not list {page.name}"
+
+
+#: The files the project keeps at its root (the README's two commands, the project's own files);
+#: anything else there is a stray (a terminal's log, a pid file) a commit picked up.
+ROOT_FILES = {
+    ".env.example",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "CONTRIBUTING.md",
+    "LICENSE",
+    "Makefile",
+    "README.md",
+    "pyproject.toml",
+    "requirements-dev.lock",
+    "requirements.lock",
+}
+
+
+def test_the_root_holds_no_stray_file() -> None:
+    """Every file tracked at the root is one the project names (a fresh clone shows no more)."""
+    root = Path(__file__).parent.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(
+        ["git", "ls-files"], capture_output=True, text=True, cwd=root, check=True
+    ).stdout.splitlines()
+    stray = sorted({name for name in tracked if "/" not in name} - ROOT_FILES)
+    assert not stray, f"files tracked at the root that the project does not name: {stray}"

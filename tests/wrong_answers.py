@@ -2318,3 +2318,76 @@ WRONG_ANSWERS[("09", 1)] += [
         ),
     ),
 ]
+
+# found by a review: zero read as "not given", empty JSON read as no arguments, a tool's message
+# of several lines passed on whole, a link's resource read once per uri, not once per link
+WRONG_ANSWERS[("04", 1)] += [
+    (
+        "threshold 0 read as the default (threshold or 256)",
+        """def box_result(output, ref_id, tool_name, threshold=256, boxing="opaque"):
+    if len(output) <= (threshold or 256):
+        return output
+    uri = make_reference(ref_id)
+    if boxing == "opaque":
+        return uri
+    return json.dumps({"type": "resource_link", "uri": uri, "name": f"{tool_name} result",
+                       "mimeType": guess_mime_type(output), "size": len(output.encode("utf-8"))})
+""",
+    ),
+]
+WRONG_ANSWERS[("08", 1)] += [
+    (
+        'empty JSON read as no arguments ([], null, 0 or "" run a tool without parameters)',
+        """def bridge(tools, name, arguments_json, max_output_chars):
+    if name not in tools:
+        return False, f"no tool {name!r} is in this program's reach"
+    try:
+        arguments = json.loads(arguments_json) or {}
+    except ValueError as exc:
+        return False, f"{name}: the arguments are not JSON ({exc})"
+    if not isinstance(arguments, dict):
+        return False, f"{name} takes a JSON object of arguments"
+    try:
+        output = tools.get(name).call(arguments)
+    except Exception as exc:
+        return False, f"{name} failed: {' '.join(str(exc).split())}"
+    if len(output) > max_output_chars:
+        return False, f"{name} returned {len(output)} characters, over the limit of {max_output_chars}"
+    return True, output
+""",
+    ),
+    (
+        "the tool's message whole, however many lines it has",
+        """def bridge(tools, name, arguments_json, max_output_chars):
+    if name not in tools:
+        return False, f"no tool {name!r} is in this program's reach"
+    try:
+        arguments = json.loads(arguments_json)
+    except ValueError:
+        return False, f"{name}: the arguments are not JSON"
+    if not isinstance(arguments, dict):
+        return False, f"{name} takes a JSON object of arguments"
+    try:
+        output = tools.get(name).call(arguments)
+    except Exception as exc:
+        return False, f"{name} failed: {str(exc)}"
+    if len(output) > max_output_chars:
+        return False, f"{name} returned {len(output)} characters, over the limit of {max_output_chars}"
+    return True, output
+""",
+    ),
+]
+WRONG_ANSWERS[("09", 1)] += [
+    (
+        "a link's resource read once per uri (a cache), not once per link",
+        _mcp_answer(
+            head=_MCP_RIGHT["head"] + "    cache = {}\n\n",
+            blocks=_MCP_RIGHT["blocks"].replace(
+                "parts.extend(contents_text(c) for c in read(block.uri).contents)",
+                """if block.uri not in cache:
+                cache[block.uri] = [contents_text(c) for c in read(block.uri).contents]
+            parts.extend(cache[block.uri])""",
+            ),
+        ),
+    ),
+]

@@ -18,7 +18,7 @@ What a checkpoint cell shows is always a few lines, never a traceback through th
 - a property that does not hold: the property, the smallest failing input, what was expected
   and what the attendee's code returned, and where to look next::
 
-    ❌ TODO 2 failed · prune: with both filters, only rows old AND in the thread go
+    ✗ TODO 2 failed · prune: with both filters, only rows old AND in the thread go
        input     prune(older_than=1 day, thread_id='t0') over rows: t0 2 days old, t0 1 min old
        expected  1 deleted; left: t0 1 min old
        got       2 deleted; left: (none)
@@ -27,16 +27,16 @@ What a checkpoint cell shows is always a few lines, never a traceback through th
 - the attendee's code raised where the contract says it must not: under its own headline, the
   exception, the input, and the property being checked::
 
-    ❌ TODO 2 failed · guarded_call: your code raised KeyError: 'boom'
+    ✗ TODO 2 failed · guarded_call: your code raised KeyError: 'boom'
        input     guarded_call(registry of ['get_page'], 'explore', 'get_page', {'text': ''})
        checking  a tool the mode allows runs once, with the arguments as given, …
        stuck? hint('07', 2) · the whole input and your traceback: why()
 
 ``why()`` (in :data:`helpers.__all__`, imported by every notebook with ``hint``) prints the last
 stop in full: the whole input and, when the attendee's code raised, its traceback. A success
-says what was checked, once: ``✅ TODO 2 passed — 5 properties held on up to 125 generated
-inputs``. The marks ✅ and ❌ always stand beside the words *passed* and *failed*, which read in
-any font.
+says what was checked, once: ``✓ TODO 2 passed — 5 properties held on up to 125 generated
+inputs``. The marks ✓ and ✗ (:mod:`helpers.marks`, in every desktop font) always stand beside the
+words *passed* and *failed*.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from helpers.escaping import for_terminal
+from helpers.marks import FAIL_MARK, PASS_MARK
 
 T = TypeVar("T")
 
@@ -202,7 +203,7 @@ class Failure:
         """The first line: the TODO, the word *failed*, and what failed."""
         number, _, name = self.todo.partition(" · ")
         what = f"your code raised {self.raised}" if self.raised else self.statement
-        return f"❌ {number} failed · {name}: {what}"
+        return f"{FAIL_MARK} {number} failed · {name}: {what}"
 
     def lines(self) -> list[str]:
         """The short report: at most five lines of at most :data:`SHOWN_CHARS` characters (the
@@ -410,7 +411,7 @@ class Checkpoint:
 
     def run(self) -> None:
         """Check every property in order; stop at the first that fails. On success, print
-        ``✅ TODO N passed — …`` (once: nothing is returned for the cell to echo).
+        ``✓ TODO N passed — …`` (once: nothing is returned for the cell to echo).
 
         Raises:
             TodoNotWritten: the TODO is still the stub (its ``NotImplementedError``).
@@ -446,7 +447,7 @@ class Checkpoint:
         _record(self.notebook, self.todo, passed=True)
         inputs = sum(p.examples for p in self.properties)
         print(
-            f"✅ TODO {self.todo} passed — {len(self.properties)} "
+            f"{PASS_MARK} TODO {self.todo} passed — {len(self.properties)} "
             f"{'property' if len(self.properties) == 1 else 'properties'} held on up to "
             f"{inputs:,} generated inputs ({time.perf_counter() - started:.1f} s)"
         )

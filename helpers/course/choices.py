@@ -14,6 +14,7 @@ chose (the store holds every call the turn made; a refused tool did not run).
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -22,13 +23,18 @@ from helpers.escaping import for_terminal
 if TYPE_CHECKING:
     from helpers.loop.records import TurnRecord
 
+#: Set to 1 (``make test`` does, where the offline reference model runs the solution notebooks):
+#: a choice other than the reference model's is then a defect of the page or the library (the
+#: cell compares unlike things, or the reference model changed), never a model's freedom, so
+#: :func:`explain_choice` raises instead of explaining it.
+STRICT_ENV = "WORKBOOK_REFERENCE_CHOICES_ONLY"
 #: How the two outcomes begin: words, readable in any font.
 AS_EXPECTED = "As the reference model does:"
 CHOSE_OTHERWISE = "This model chose otherwise:"
 
 
-def explain_choice(holds: bool, *, expected: str, otherwise: str) -> bool:
-    """Print what the model did at a point where a model may choose, and return ``holds``.
+def explain_choice(holds: bool, *, expected: str, otherwise: str) -> None:
+    """Print what the model did at a point where a model may choose.
 
     Args:
         holds: whether the model did what the offline reference model does here.
@@ -36,8 +42,12 @@ def explain_choice(holds: bool, *, expected: str, otherwise: str) -> bool:
         otherwise: what this model did instead, with the figures that show it, and what the
             difference means (shown when not ``holds``); model text in it is untrusted.
 
-    Returns:
-        ``holds``, so a later cell can branch on it.
+    It returns nothing, so a cell that ends with it shows the verdict alone (never a stray
+    ``True`` or ``False``); a cell that branches on the choice keeps ``holds`` in a name of its
+    own.
+
+    Raises:
+        AssertionError: ``holds`` is false while :data:`STRICT_ENV` is ``1``.
 
     Both texts reach a notebook's output as plain text, escaped for it
     (:func:`helpers.escaping.for_terminal`): a model's answer quoted in them cannot move the
@@ -45,7 +55,11 @@ def explain_choice(holds: bool, *, expected: str, otherwise: str) -> bool:
     """
     said = f"{AS_EXPECTED} {expected}" if holds else f"{CHOSE_OTHERWISE} {otherwise}"
     print(for_terminal(said))
-    return holds
+    if not holds and os.environ.get(STRICT_ENV) == "1":
+        raise AssertionError(
+            f"{STRICT_ENV}=1, and the reference model chose otherwise here: with the offline "
+            "reference model this verdict is a defect of the page, not a model's choice"
+        )
 
 
 #: ``deep_check``'s own report of what it received (:func:`helpers.tooling.tools.deep_check`).

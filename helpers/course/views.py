@@ -49,7 +49,8 @@ def messages_html(record: TurnRecord, *, max_chars: int = 400, title: str | None
     usage = record.usage()
     heading = title or f"{record.strategy} ({record.boxing})"
     rows = []
-    cell = f"vertical-align:top;padding:2px 4px;border-top:1px solid {BORDER}"
+    # JupyterLab right-aligns a table cell of an output unless told otherwise: text reads left
+    cell = f"vertical-align:top;text-align:left;padding:2px 4px;border-top:1px solid {BORDER}"
     for message in record.messages:
         role = str(message.get("role"))
         kind = kinds.get(str(message.get("tool_call_id")), "")
@@ -162,9 +163,11 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
         except ValueError:
             data = None
         if isinstance(data, dict) and {"columns", "rows"} <= set(data):
-            head = "".join(f"<th>{for_html(str(c))}</th>" for c in data["columns"])
+            # a widget's HTML has no table style of its own: a gap between columns, text left
+            gap = "style='padding:1px 12px 1px 0;text-align:left;vertical-align:top'"
+            head = "".join(f"<th {gap}>{for_html(str(c))}</th>" for c in data["columns"])
             body = "".join(
-                "<tr>" + "".join(f"<td>{for_html(str(v))}</td>" for v in r) + "</tr>"
+                "<tr>" + "".join(f"<td {gap}>{for_html(str(v))}</td>" for v in r) + "</tr>"
                 for r in data["rows"]
             )
             children.append(

@@ -18,12 +18,13 @@ from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, PriceTable, SentRequest, session_cost
 from helpers.evaluation.validation import FAIL, PASS, verdict_text
 from helpers.guards import GUARDS
+from helpers.marks import FAIL_MARK, PASS_MARK
 from helpers.theme import BORDER, MUTED, TEXT, VERDICT_TINTS, badge
 
 #: The box goal's verdict, the word beside the mark
 #: (why: :data:`helpers.evaluation.validation.PASSED`).
-GOAL_MET = "✅\u00a0met"
-GOAL_MISSED = "❌\u00a0missed"
+GOAL_MET = f"{PASS_MARK}\u00a0met"
+GOAL_MISSED = f"{FAIL_MARK}\u00a0missed"
 
 
 def usd(value: float | None) -> str:

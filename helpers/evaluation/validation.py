@@ -39,18 +39,17 @@ from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
 from helpers.context.resolve_tools import as_five_tool_name
 from helpers.context.strategies import read_back, strategy_family
 from helpers.loop.records import ToolCallRecord, TurnRecord, output_limit_reason
+from helpers.marks import FAIL_MARK, PASS_MARK
 
-#: A verdict as people read it: the mark, then the word. Where no emoji font is installed
-#: (Chromium on a fresh Debian, with no fonts-noto-color-emoji) ✅ and ❌ are drawn as empty
-#: boxes, so the word carries the verdict and the mark only helps the eye; ``make e2e`` checks
-#: the words in notebook 05 with every emoji font hidden from Chromium. A no-break space joins
-#: them: a narrow table cell wraps before the mark, never between the mark and its word.
-PASSED = "✅\u00a0passed"
-FAILED = "❌\u00a0failed"
+#: A verdict as people read it: the mark (:mod:`helpers.marks`, drawn by every desktop font),
+#: then the word, which carries the verdict; a no-break space joins them, so a narrow table cell
+#: wraps before the mark, never between the mark and its word.
+PASSED = f"{PASS_MARK}\u00a0passed"
+FAILED = f"{FAIL_MARK}\u00a0failed"
 #: The same in a cell of a table of many columns (``compare.md``'s cases × strategies), whose
 #: legend says what they mean: as narrow as the numbers beside them, so the table fits 1280×720.
-PASS = "✅\u00a0pass"
-FAIL = "❌\u00a0fail"
+PASS = f"{PASS_MARK}\u00a0pass"
+FAIL = f"{FAIL_MARK}\u00a0fail"
 
 
 def verdict_text(passed: bool, *, short: bool = False) -> str:
@@ -76,8 +75,8 @@ class Validation:
         return "pass" + (f" ({'; '.join(self.notes)})" if self.notes else "")
 
     def verdict(self) -> str:
-        """The verdict for a title, in words: ``✅ passed`` (with any notes in brackets) or
-        ``❌ failed: `` and the reasons (see :data:`PASSED`)."""
+        """The verdict for a title, in words: ``✓ passed`` (with any notes in brackets) or
+        ``✗ failed: `` and the reasons (see :data:`PASSED`)."""
         if not self.passed:
             return f"{FAILED}: " + "; ".join(self.reasons)
         return PASSED + (f" ({'; '.join(self.notes)})" if self.notes else "")

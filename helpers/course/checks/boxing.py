@@ -68,7 +68,9 @@ def _box_outputs(draw: Any, threshold: int) -> str:
 def box_cases(*, boxing: Any, defaults: bool = False) -> Any:
     @st.composite
     def build(draw: Any) -> BoxCase:
-        threshold = None if defaults else draw(st.integers(0, 30))
+        # threshold 0 drawn apart: every output but the empty one is boxed (code that reads
+        # 0 as "no threshold given", ``threshold or 256``, boxes nothing short)
+        threshold = None if defaults else draw(st.one_of(st.just(0), st.integers(1, 30)))
         output = _box_outputs(draw, 256 if threshold is None else threshold)
         if defaults:
             output = (output * (256 // max(len(output), 1) + 1))[: draw(st.integers(250, 262))]

@@ -48,7 +48,8 @@ def reference_bridge(
     try:
         output = tools.get(name).call(arguments)
     except Exception as exc:
-        return False, f"{name} failed: {exc}"
+        said = " ".join(str(exc).split())  # one line, however many the tool's message has
+        return False, f"{name} failed: {said}"
     if len(output) > max_output_chars:
         return False, (
             f"{name} returned {len(output)} characters, over the limit of {max_output_chars}"
@@ -74,16 +75,19 @@ FAILURES: dict[str, type[Exception]] = {
 
 @dataclass
 class SpyTools:
-    """A registry of four tools that count their runs: ``echo(text)`` returns its text,
+    """A registry of five tools that count their runs: ``echo(text)`` returns its text,
     ``shout(text)`` the same in capitals, ``count(text)`` an object (``call`` turns it into JSON
-    text), ``fail(text)`` raises ``fails_with`` with a message of its own."""
+    text), ``ping()`` (no parameters) returns ``"pong"``, ``fail(text)`` raises ``fails_with``
+    with a message of its own, followed by ``said`` (more lines, or nothing)."""
 
     fails_with: str = "ValueError"
+    said: str = ""
     runs: list[str] = field(default_factory=list)
     marker: str = field(default_factory=nonce)
 
     def registry(self) -> ToolRegistry:
         runs, marker, error = self.runs, self.marker, FAILURES[self.fails_with]
+        said = self.said
 
         def echo(text: str) -> str:
             """Return the text."""
@@ -100,12 +104,17 @@ class SpyTools:
             runs.append("count")
             return {"chars": len(text)}
 
+        def ping() -> str:
+            """Answer pong; takes no arguments."""
+            runs.append("ping")
+            return "pong"
+
         def fail(text: str) -> str:
             """Always fail."""
             runs.append("fail")
-            raise error(f"the tool broke ({marker})")
+            raise error(f"the tool broke ({marker}){said}")
 
-        return ToolRegistry(tool_from_function(fn) for fn in (echo, shout, count, fail))
+        return ToolRegistry(tool_from_function(fn) for fn in (echo, shout, count, ping, fail))
 
 
 @dataclass(frozen=True)
@@ -114,9 +123,15 @@ class BridgeCase:
     arguments_json: str
     max_output_chars: int
     fails_with: str = "ValueError"
+    said: str = ""  # what fail's message has after its first line
 
     def shown(self) -> str:
-        raised = f" (fail raises {self.fails_with})" if self.name == "fail" else ""
+        lines = self.said.count("\n") + 1
+        raised = (
+            f" (fail raises {self.fails_with}, its message {lines} line{'s' * (lines > 1)})"
+            if self.name == "fail"
+            else ""
+        )
         return (
             f"bridge(tools, {self.name!r}, {short(self.arguments_json, 70)}, "
             f"max_output_chars={self.max_output_chars}){raised}"
@@ -124,7 +139,7 @@ class BridgeCase:
 
     def expected(self) -> tuple[bool, str]:
         """The reference's answer."""
-        tools = SpyTools(self.fails_with).registry()
+        tools = SpyTools(self.fails_with, self.said).registry()
         return reference_bridge(tools, self.name, self.arguments_json, self.max_output_chars)
 
 
@@ -134,9 +149,10 @@ def _text_arguments(draw: Any) -> str:
 
 @st.composite
 def fitting_calls(draw: Any) -> BridgeCase:
-    """A call of echo, shout or count whose output fits the limit (now and then exactly)."""
-    name = draw(st.sampled_from(["echo", "shout", "count"]))
-    arguments = _text_arguments(draw)
+    """A call of echo, shout, count or ping (no parameters: ``{}``) whose output fits the limit
+    (now and then exactly)."""
+    name = draw(st.sampled_from(["echo", "shout", "count", "ping"]))
+    arguments = "{}" if name == "ping" else _text_arguments(draw)
     case = BridgeCase(name, arguments, 10**6)
     length = len(case.expected()[1])
     slack = draw(st.sampled_from([0, 0, 1, 50]))
@@ -157,15 +173,25 @@ def unreachable_calls(draw: Any) -> BridgeCase:
     return BridgeCase(draw(st.sampled_from(OUT_OF_REACH)), _text_arguments(draw), 1_000)
 
 
-#: Arguments that are not one JSON object: broken JSON, a list, a string, a number, null.
-NOT_OBJECTS = ("{text: 1}", "", "[]", '["text"]', '"text"', "42", "null", '{"text": "a"')
+#: Arguments that are not one JSON object: broken JSON, a list, a string, a number.
+NOT_OBJECTS = ("{text: 1}", "", '["text"]', '"text"', "42", '{"text": "a"')
+#: JSON values that are empty, zero or null, not objects either: code that reads them as no
+#: arguments (``json.loads(arguments_json) or {}``) runs a tool without parameters.
+EMPTY_NOT_OBJECTS = ("[]", "null", "0", '""', "false", "0.0")
 
 
 @st.composite
 def bad_argument_calls(draw: Any) -> BridgeCase:
-    return BridgeCase(
-        draw(st.sampled_from(["echo", "shout"])), draw(st.sampled_from(NOT_OBJECTS)), 1_000
-    )
+    """Arguments that are not one JSON object (the empty, zero and null ones drawn apart), for a
+    tool with a parameter or ``ping``, which has none."""
+    arguments = st.one_of(st.sampled_from(EMPTY_NOT_OBJECTS), st.sampled_from(NOT_OBJECTS))
+    return BridgeCase(draw(st.sampled_from(["echo", "shout", "ping"])), draw(arguments), 1_000)
+
+
+#: One line of a tool's message: any characters but those that end a line.
+_message_lines = st.text(
+    st.characters(exclude_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=20
+)
 
 
 @st.composite
@@ -175,7 +201,12 @@ def failing_calls(draw: Any) -> BridgeCase:
     kind = draw(st.sampled_from(["fail", "fail", "unknown argument", "wrong type"]))
     if kind == "fail":
         raised = draw(st.sampled_from(sorted(FAILURES)))
-        return BridgeCase("fail", _text_arguments(draw), 1_000, raised)
+        # a message of one line, or (drawn apart) of several, as tools write them
+        more = st.lists(_message_lines, min_size=1, max_size=3).map(
+            lambda lines: "".join("\n" + line for line in lines)
+        )
+        said = draw(st.one_of(st.just(""), more))
+        return BridgeCase("fail", _text_arguments(draw), 1_000, raised, said)
     if kind == "unknown argument":
         return BridgeCase("echo", json.dumps({"words": draw(texts(20))}), 1_000)
     return BridgeCase("echo", json.dumps({"text": draw(st.integers())}), 1_000)
@@ -192,7 +223,7 @@ class _BridgeChecks:
     bridge: Callable[[ToolRegistry, str, str, int], Any]
 
     def call(self, case: BridgeCase) -> tuple[Any, SpyTools]:
-        spy = SpyTools(case.fails_with)
+        spy = SpyTools(case.fails_with, case.said)
         got = attempt(
             self.bridge, spy.registry(), case.name, case.arguments_json, case.max_output_chars
         )
@@ -207,17 +238,32 @@ class _BridgeChecks:
             f"{short(got)}; the tool run {len(spy.runs)} time(s)",
         )
 
-    def refused(self, case: BridgeCase, runs: int, *must_name: str, secret: str = "") -> None:
+    def refused(
+        self,
+        case: BridgeCase,
+        runs: int,
+        *must_name: str,
+        secret: str = "",
+        one_line: bool = False,
+    ) -> None:
         got, spy = self.call(case)
         pair = isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)
         message = got[1] if pair else ""
         named = pair and all(_digits(n) in _digits(message) for n in must_name)
         clean = "Traceback" not in message and not (secret and secret in message)
+        lines = len(message.splitlines())
         expect(
-            pair and got[0] is False and named and clean and len(spy.runs) == runs,
-            f"(False, a short message naming {', '.join(repr(n) for n in must_name)}, none of "
-            f"the output); the tool run {runs} time(s)",
-            f"{short(got)}; the tool run {len(spy.runs)} time(s)",
+            pair
+            and got[0] is False
+            and named
+            and clean
+            and len(spy.runs) == runs
+            and (lines <= 1 or not one_line),
+            f"(False, a short message naming {', '.join(repr(n) for n in must_name)}"
+            f"{', on one line' if one_line else ''}, none of the output); the tool run {runs} "
+            "time(s)",
+            f"{short(got)}{f' ({lines} lines)' if one_line and lines > 1 else ''}; the tool run "
+            f"{len(spy.runs)} time(s)",
         )
 
     def too_long(self, case: BridgeCase) -> None:
@@ -230,7 +276,7 @@ class _BridgeChecks:
         self.refused(case, 0, case.name)
 
     def failing(self, case: BridgeCase) -> None:
-        self.refused(case, 1 if case.name == "fail" else 0, case.name)
+        self.refused(case, 1 if case.name == "fail" else 0, case.name, one_line=True)
 
 
 def check_bridge(bridge: Callable[[ToolRegistry, str, str, int], Any]) -> None:
@@ -293,12 +339,12 @@ def check_bridge(bridge: Callable[[ToolRegistry, str, str, int], Any]) -> None:
             ),
             Property(
                 "a tool that raises, whatever it raises (or whose arguments call refuses), "
-                "gives (False, a short message naming it, never a traceback), never an "
-                "exception",
+                "gives (False, a short message naming it, on one line however many lines the "
+                "tool's message has, never a traceback), never an exception",
                 failing_calls(),
                 checks.failing,
                 show,
-                terms=("whatever it raises", "traceback", "never an exception"),
+                terms=("whatever it raises", "one line", "traceback", "never an exception"),
                 always=(BridgeCase("fail", '{"text": ""}', 10, "PageNotFound"),),
             ),
         ],

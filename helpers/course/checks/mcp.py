@@ -45,18 +45,28 @@ class ReadFailed(Exception):
 @dataclass(frozen=True)
 class ResultCase:
     """A generated ``tools/call`` result: its blocks as (kind, text) pairs, whether it is an
-    error, its structured content (``None``: none), and what ``resources/read`` gives for each
-    link's uri (:data:`Contents`)."""
+    error, its structured content (``None``: none), what ``resources/read`` gives for each
+    link's uri (:data:`Contents`), and the links that share the uri of an earlier link (the
+    link's index → the earlier link's)."""
 
     blocks: tuple[tuple[str, str], ...]
     is_error: bool = False
     structured: Any = None
     resources: dict[str, Contents] = field(default_factory=dict, compare=False)
+    shared: dict[int, int] = field(default_factory=dict, compare=False)
+
+    def uri(self, i: int) -> str:
+        """The uri of the link at block ``i``."""
+        return _uri(self.shared.get(i, i))
+
+    def links(self) -> list[str]:
+        """The uri of each link, in order (a shared uri once per link)."""
+        return [self.uri(i) for i, (kind, _) in enumerate(self.blocks) if kind == "link"]
 
     def result(self) -> types.CallToolResult:
         content: list[Any] = []
         for i, (kind, text) in enumerate(self.blocks):
-            content.append(_block(kind, text, i))
+            content.append(_block(kind, text, i, self.uri(i)))
         structured = self.structured if self.structured is not None else None
         return types.CallToolResult(
             content=content, is_error=self.is_error, structured_content=structured
@@ -64,7 +74,11 @@ class ResultCase:
 
     def shown(self) -> str:
         parts = [
-            _link_shown(self.resources.get(_uri(i)))
+            (
+                f"link(the uri of block {self.shared[i]})"
+                if i in self.shared
+                else _link_shown(self.resources.get(_uri(i)))
+            )
             if kind == "link"
             else f"{kind}({short(text, 18)})"
             for i, (kind, text) in enumerate(self.blocks)
@@ -93,14 +107,14 @@ def _contents(uri: str, kind: str, text: str) -> Any:
     return types.BlobResourceContents(uri=uri, mime_type="application/octet-stream", blob=data)
 
 
-def _block(kind: str, text: str, i: int) -> Any:
+def _block(kind: str, text: str, i: int, uri: str) -> Any:
     """One content block of ``kind`` standing for ``text`` (binary kinds: its UTF-8 bytes in
-    base64)."""
+    base64); a link's is ``uri``."""
     data = base64.b64encode(text.encode("utf-8")).decode("ascii")
     if kind == "text":
         return types.TextContent(type="text", text=text)
     if kind == "link":
-        return types.ResourceLink(type="resource_link", uri=_uri(i), name=f"r{i}.txt")
+        return types.ResourceLink(type="resource_link", uri=uri, name=f"r{i}.txt")
     if kind == "embedded":
         inner = types.TextResourceContents(uri=_uri(i), mime_type="text/plain", text=text)
         return types.EmbeddedResource(type="resource", resource=inner)
@@ -122,9 +136,9 @@ def result_cases(
     unreadable: bool = False,
 ) -> ResultCase:
     """Results of zero to five blocks of ``kinds`` (a link's resource read as zero to three
-    contents, text or blob); with ``errors``, an error result (its text blocks say why); with
-    ``structured``, structured content, with no blocks or with some; with ``unreadable``, at
-    least one link whose read fails."""
+    contents, text or blob; a link may have the uri of an earlier one); with ``errors``, an error
+    result (its text blocks say why); with ``structured``, structured content, with no blocks
+    or with some; with ``unreadable``, at least one link whose read fails."""
     low = 1 if errors else 0
     blocks = tuple(
         (draw(st.sampled_from(kinds)), draw(texts(30)))
@@ -132,19 +146,29 @@ def result_cases(
     )
     if structured and draw(st.booleans()):
         blocks = ()
+    # a link's own uri, or (drawn apart) the uri of an earlier link: two links, one resource
+    shared: dict[int, int] = {}
+    earlier: list[int] = []
+    for i, (kind, _) in enumerate(blocks):
+        if kind == "link":
+            same = draw(st.one_of(st.none(), st.sampled_from(earlier))) if earlier else None
+            if same is None:
+                earlier.append(i)
+            else:
+                shared[i] = same
     if unreadable:
         blocks = (*blocks, ("link", ""))
     one = st.tuples(st.sampled_from(["text", "text", "blob"]), texts(20))
     resources: dict[str, Contents] = {
         _uri(i): tuple(draw(st.lists(one, min_size=0, max_size=3)))
         for i, (kind, _) in enumerate(blocks)
-        if kind == "link"
+        if kind == "link" and i not in shared
     }
     if unreadable:
         failing = [uri for uri in resources if draw(st.booleans())] or [_uri(len(blocks) - 1)]
         resources.update(dict.fromkeys(failing))
     value = draw(json_values()) if structured else None
-    return ResultCase(blocks, is_error=errors, structured=value, resources=resources)
+    return ResultCase(blocks, is_error=errors, structured=value, resources=resources, shared=shared)
 
 
 class ReadProbe:
@@ -183,10 +207,10 @@ class _ResultTextChecks:
 
     def links_read(self, case: ResultCase) -> None:
         got, read = self.text_of(case)
-        links = [_uri(i) for i, (kind, _) in enumerate(case.blocks) if kind == "link"]
+        links = case.links()
         expect(
             sorted(read.asked) == sorted(links),
-            f"read(uri) once for each link: {links}",
+            f"read(uri) once for each link, a uri two links share twice: {links}",
             f"read asked for {read.asked}",
         )
         want = mcp_result_text(case.result(), ReadProbe(case.resources))
