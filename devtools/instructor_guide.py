@@ -38,6 +38,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from devtools.readme_figures import update
+from helpers.course.install_cell import INSTALL_CELL_SOURCE, INSTALL_CELL_TAG
 from helpers.course.student_notebooks import (
     BEGIN,
     END,
@@ -62,12 +63,24 @@ WORDS_PER_MINUTE = 180
 #: after you teach (the schedules below move with them).
 MINUTES_PER_TODO = 5
 LINES_PER_MINUTE = 2
+#: Reading code an attendee runs but does not write (every code cell but the TODOs' and the
+#: install cell): 15 non-blank lines a minute, the rate a review of the notebooks used to count
+#: what the page asks beyond prose. Not yet timed in a room, like the others.
+CODE_LINES_READ_PER_MINUTE = 15
 #: The recap questions' discussion, per notebook.
 RECAP_MINUTES = 5
 #: The days the schedules fill: (name, start, its blocks of teaching minutes between breaks, the
 #: breaks' names and minutes).
 DAYS: dict[str, dict[str, Any]] = {
     "half day": {"start": "09:00", "blocks": [100, 100], "breaks": [("break", 15)]},
+    # the newest material, for a room that knows what a tool result costs inline: the set-up,
+    # the reference (what code mode and MCP build on), code mode and MCP
+    "half day, the newest material": {
+        "start": "09:00",
+        "blocks": [100, 100],
+        "breaks": [("break", 15)],
+        "notebooks": ["00_setup", "04_opaque_reference_boxing", "08_code_mode", "09_real_mcp"],
+    },
     "full day": {
         "start": "09:00",
         "blocks": [105, 105, 90, 90],
@@ -84,20 +97,32 @@ PRICE = {
 ROOM = 20
 
 
-def section_minutes(words: int, lines: int, todos: int, seconds: float) -> int:
+def section_minutes(words: int, lines: int, todos: int, seconds: float, read_lines: int = 0) -> int:
     """An attendee's minutes for a notebook section: reading ``words`` at
-    :data:`WORDS_PER_MINUTE`, each of ``todos`` TODOs at :data:`MINUTES_PER_TODO` plus ``lines``
-    of solution code at :data:`LINES_PER_MINUTE`, and ``seconds`` of its cells' run time;
-    rounded up, at least one minute. An estimate, not a measurement of a room."""
+    :data:`WORDS_PER_MINUTE` and ``read_lines`` of code at :data:`CODE_LINES_READ_PER_MINUTE`,
+    each of ``todos`` TODOs at :data:`MINUTES_PER_TODO` plus ``lines`` of solution code at
+    :data:`LINES_PER_MINUTE`, and ``seconds`` of its cells' run time; rounded up, at least one
+    minute. An estimate, not a measurement of a room."""
     return max(
         1,
         math.ceil(
             words / WORDS_PER_MINUTE
+            + read_lines / CODE_LINES_READ_PER_MINUTE
             + todos * MINUTES_PER_TODO
             + lines / LINES_PER_MINUTE
             + seconds / 60
         ),
     )
+
+
+def _read_lines(cell: nbformat.NotebookNode) -> int:
+    """The code lines an attendee reads in a cell she runs but does not write (none in the
+    install cell, which she only runs)."""
+    if cell.get("metadata", {}).get("tags") and INSTALL_CELL_TAG in cell.metadata["tags"]:
+        return 0
+    if cell.source.startswith(INSTALL_CELL_SOURCE.split("\n", 1)[0]):
+        return 0
+    return sum(1 for line in cell.source.splitlines() if line.strip())
 
 
 def machine() -> str:
@@ -168,6 +193,7 @@ def measure() -> dict[str, Any]:
                         {
                             "title": heading[1] if heading else "(start)",
                             "words": 0,
+                            "read": 0,
                             "lines": 0,
                             "todos": 0,
                             "seconds": 0.0,
@@ -179,10 +205,16 @@ def measure() -> dict[str, Any]:
                 elif todo_number(cell) is not None:
                     section["todos"] += 1
                     section["lines"] += _solution_lines(cell.source)
+                else:
+                    section["read"] += _read_lines(cell)
                 section["seconds"] += spent
             for section in sections:
                 section["minutes"] = section_minutes(
-                    section["words"], section["lines"], section["todos"], section["seconds"]
+                    section["words"],
+                    section["lines"],
+                    section["todos"],
+                    section["seconds"],
+                    section["read"],
                 )
             paid = any("make_client(" in c.source for c in notebook.cells if c.cell_type == "code")
             notebooks[path.stem] = {
@@ -273,17 +305,18 @@ def _minutes_block(measured: dict[str, Any], measured_load: tuple[float, ...]) -
         f"Run times measured on {machine()}, offline; the load average was "
         f"{measured_load[0]:.1f} when the runs began (the machine's cores: {os.cpu_count()}).",
         "",
-        "| notebook | section | words | lines to write | run (s) | minutes |",
-        "|---|---|---:|---:|---:|---:|",
+        "| notebook | section | words | lines to read | lines to write | run (s) | minutes |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, data in measured.items():
         for section in data["sections"]:
             lines.append(
-                f"| {name} | {section['title']} | {section['words']} | {section['lines'] or ''} | "
+                f"| {name} | {section['title']} | {section['words']} | "
+                f"{section['read'] or ''} | {section['lines'] or ''} | "
                 f"{section['seconds']:.1f} | {section['minutes']} |"
             )
-        lines.append(f"| {name} | recap discussion | | | | {RECAP_MINUTES} |")
-        lines.append(f"| **{name}** | **in all** | | | | **{data['minutes']}** |")
+        lines.append(f"| {name} | recap discussion | | | | | {RECAP_MINUTES} |")
+        lines.append(f"| **{name}** | **in all** | | | | | **{data['minutes']}** |")
     wall = sum(d["wall_seconds"] for d in measured.values())
     lines += [
         "",
@@ -300,10 +333,13 @@ def _minutes_block(measured: dict[str, Any], measured_load: tuple[float, ...]) -
         "",
         f"The minutes are an estimate, not a timed room: reading at {WORDS_PER_MINUTE} words a "
         "minute (below the 238 that Brysbaert 2019 found for English non-fiction, because this "
-        f"text is technical); each TODO {MINUTES_PER_TODO} minutes to read its contract and run "
+        f"text is technical) and the code cells an attendee runs but does not write at "
+        f"{CODE_LINES_READ_PER_MINUTE} lines a minute (the rate a review of the notebooks "
+        f"used); each TODO {MINUTES_PER_TODO} minutes to read its contract and run "
         f"its checkpoint, plus a minute per {LINES_PER_MINUTE} lines of its solution's code; the "
         f"cells' run time; {RECAP_MINUTES} minutes per recap. Calibrate them after you teach: "
-        "`WORDS_PER_MINUTE`, `MINUTES_PER_TODO` and `LINES_PER_MINUTE` in "
+        "`WORDS_PER_MINUTE`, `CODE_LINES_READ_PER_MINUTE`, `MINUTES_PER_TODO` and "
+        "`LINES_PER_MINUTE` in "
         "`devtools/instructor_guide.py`, then `make guide`.",
     ]
     return "\n".join(lines)
@@ -318,7 +354,8 @@ def _clock(start: str, minutes: int) -> str:
 def schedule(measured: dict[str, Any], day: dict[str, Any]) -> list[tuple[str, int]]:
     """The slots of one day, in order: ``(what, minutes)``.
 
-    The notebooks go in order, back to back; a break falls where a block of the day ends, in the
+    The notebooks go in order, back to back (those ``day["notebooks"]`` names, when it names
+    some); a break falls where a block of the day ends, in the
     middle of a notebook if need be (the rest of it is a slot "… (continued)"). The spare minutes
     of the last block go to the stretch exercises; a notebook that does not fit whole is left out
     (:func:`_schedules_block` names it). Every slot's minutes come from ``measured`` or ``day``,
@@ -328,7 +365,10 @@ def schedule(measured: dict[str, Any], day: dict[str, Any]) -> list[tuple[str, i
     blocks = list(day["blocks"])
     left = blocks.pop(0)
     breaks = list(day["breaks"])
+    chosen = day.get("notebooks")
     for name, data in measured.items():
+        if chosen is not None and name not in chosen:
+            continue
         need = data["minutes"]
         if need > left + sum(blocks):
             break  # it cannot finish today
@@ -352,7 +392,7 @@ def _schedules_block(measured: dict[str, Any]) -> str:
     for name, day in DAYS.items():
         slots = schedule(measured, day)
         placed = {what.removesuffix(" (continued)") for what, _ in slots}
-        left_out = [n for n in measured if n not in placed]
+        left_out = [n for n in day.get("notebooks", measured) if n not in placed]
         total = sum(minutes for _, minutes in slots)
         lines += [
             f"**{name}** ({total} minutes, {_clock(day['start'], 0)}–"
@@ -373,7 +413,7 @@ def _schedules_block(measured: dict[str, Any]) -> str:
         lines.append(
             "Left for another session: " + ", ".join(left_out) + "."
             if left_out
-            else "Every notebook fits."
+            else ("Every notebook it names fits." if "notebooks" in day else "Every notebook fits.")
         )
         lines.append("")
     return "\n".join(lines).rstrip()

@@ -312,8 +312,9 @@ def _duration() -> str:
     return (
         f"{total} minutes of work for the {len(minutes)} notebooks (about {total / 60:.1f} "
         f"hours), {min(minutes.values())} to {max(minutes.values())} minutes each: the "
-        "[instructor guide](docs/instructor-guide.md)'s estimate of reading, the TODOs and the "
-        "cells' run time, with schedules for a half and a full day."
+        "[instructor guide](docs/instructor-guide.md)'s estimate of reading (prose and code), the "
+        "TODOs and the cells' run time, with schedules for a half day, a half day on the newest "
+        "material and a full day."
     )
 
 

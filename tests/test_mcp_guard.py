@@ -107,7 +107,8 @@ def test_the_limit_counts_the_message_not_its_line_break():
 def test_lines_the_client_would_not_read_are_answered_for_or_dropped_and_quoted():
     """A byte-order mark, ``NaN``, a lone surrogate, an id such as ``1.0``: the SDK's reader
     drops such a line without a word (the call then waits out its timeout), so an answer with a
-    readable id is answered for at once, as is a response whose ``method`` is not a string; a
+    readable id is answered for at once (the last id, as JSON reads it, wherever it stands), as
+    is a response whose ``method`` is not a string; a
     bare value, which has none, is dropped and quoted, and so is a line cut short (its last
     brace a nested object's, whose id is not the message's). A pair of surrogates is one
     character, passed on."""
@@ -120,12 +121,14 @@ for line in ['\ufeff{"jsonrpc": "2.0", "id": 1, "result": {}}', 'NaN', '123', '"
              '{"jsonrpc": "2.0", "id": 5, "result": {"t": "\\ud83d\\ude00"}}',
              '{"jsonrpc": "2.0", "id": 6, "result": 5, "method": null}',
              '{"jsonrpc": "2.0", "id": 7, "result": {"content": [], "id": 8}',
-             '{"jsonrpc": "2.0", "result": {"x": ' + '[' * 300 + ']' * 300 + '}, "id": 9, "z": []}']:
+             '{"jsonrpc": "2.0", "result": {"x": ' + '[' * 300 + ']' * 300 + '}, "id": 9, "z": []}',
+             '{"id": 10, "a": {}, "id": 11, "b": {}, "jsonrpc": "2.0", "result": 5}',
+             '{"jsonrpc": "2.0", "id": 12, "result": {"s": {"id": 13}}, "error": {}}']:
     sys.stdout.write(line + "\n")
 print(json.dumps({"jsonrpc": "2.0", "id": 3, "result": {}}))
 """
     messages, err = finished(guarded(script))
-    assert [m["id"] for m in messages] == [1, 2, 4, "s", 5, 6, 9, 3]
+    assert [m["id"] for m in messages] == [1, 2, 4, "s", 5, 6, 9, 11, 12, 3]
     said = {m["id"]: m["error"]["message"] for m in messages if "error" in m}
     assert "was not JSON (Unexpected UTF-8 BOM" in said[1]
     assert "was not JSON (NaN is not JSON)" in said[2]
@@ -135,6 +138,8 @@ print(json.dumps({"jsonrpc": "2.0", "id": 3, "result": {}}))
     assert err.count("a line dropped: it was not a JSON object: ") == 2
     assert "was not a JSON-RPC 2.0 response" in said[6]  # a method, but not a string
     assert "nested deeper than 200 levels" in said[9]  # its id between two nested values
+    # a second "id" between nested values, or one nested: the edges cannot tell, the scanner can
+    assert "not a JSON-RPC 2.0 response" in said[11] and "not a JSON-RPC 2.0 response" in said[12]
     # cut short (its last brace a nested object's): no id read, rather than the nested one
     assert err.count("a line dropped: it was not JSON (") == 2
 
@@ -236,14 +241,14 @@ def _edged_messages(draw: Any) -> tuple[bytes, bytes, bool]:
 def test_the_edge_reader_finds_the_id_the_scanner_finds(message):
     """However the values nest (strings holding brackets, quotes and escapes included), the
     edge reader names no id but the message's own, and reads what the scanner reads when the
-    id and the method stand at the edges (a method between two nested values it does not see:
-    the documented cost of never stepping through them)."""
+    id and the method stand at the edges and no nested value has an "id" (a method between two
+    nested values it does not see: the documented cost of never stepping through them)."""
     data, own_id, at_edges = message
     scanner = MessageScanner()
     scanner.feed(data)
     found = stdio_guard.edge_response_id(data)
     assert found in (None, own_id)
-    if at_edges:
+    if at_edges and data.count(b'"id"') == 1:  # a nested "id" too: the edges cannot tell
         assert found == scanner.response_id()
 
 
@@ -283,3 +288,23 @@ sys.stdin.read()
     guard.stdin.close()
     guard.wait(timeout=HANG_GUARD_S)
     assert peak < GUARD_PEAK_BYTES or shape == "0", f"{peak:,} bytes"
+
+
+def test_reading_a_lines_edges_is_linear_however_its_strings_are_written():
+    """A string of escaped quotes (closed or never closed) once made every quote in it start a
+    new match that read to the end (a 64 KiB line held the guard 12 s; 16 MiB would be days).
+    Read in a process of its own, the hang guard its only limit: 4 MiB of each, and its id."""
+    program = """
+from helpers.mcp.stdio_guard import edge_members, refusal_reason
+n = 2 << 20
+for line in (b'{"' + b'\\\\"' * n + b'"}', b'{"' + b'\\\\"' * n + b'}',
+             b'{"id": 4, "' + b'\\\\"' * n + b'": 1, "x": []}'):
+    refusal_reason(line)
+    print(edge_members(line))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=HANG_GUARD_S,
+        cwd=Path(stdio_guard.__file__).parents[2],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["(None, False)", "(None, False)", "(b'4', False)"]

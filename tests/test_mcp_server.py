@@ -532,8 +532,10 @@ def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 @pytest.mark.parametrize("megabytes", [100, 300])
 def test_a_line_of_hundreds_of_megabytes_is_refused_without_being_held(db_url, megabytes):
-    """One JSON-RPC line far past the 16 MiB a line may hold: read and dropped as it comes,
+    """One JSON-RPC line far past the 8 MiB a line may hold: read and dropped as it comes,
     answered -32700, the server's memory bounded, and the next request served."""
+    from helpers.mcp.stdio_transport import MAX_LINE_BYTES
+
     raw = RawClient(db_url)
     try:
         raw.initialize("2025-11-25")
@@ -555,7 +557,7 @@ def test_a_line_of_hundreds_of_megabytes_is_refused_without_being_held(db_url, m
         refused = raw.answer(None)
         writer.join(timeout=HANG_GUARD_S)
         assert refused["error"]["code"] == -32700
-        assert "longer than 16,777,216 bytes" in refused["error"]["message"]
+        assert f"longer than {MAX_LINE_BYTES:,} bytes" in refused["error"]["message"]
         assert peak_bytes(raw.server.pid) < FLOOD_PEAK_BYTES
         raw.send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
         assert raw.answer(8)["result"]["tools"]
@@ -703,6 +705,20 @@ def test_cancels_of_every_request_leave_the_server_serving(db_url):
         raw.close()
 
 
+def test_a_request_id_is_read_from_the_edges_only_when_they_can_tell():
+    """The id a refusal names is the request's own (JSON takes the last of two), or none."""
+    from helpers.mcp.stdio_transport import _request_id
+
+    assert _request_id(b'{"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"a": []}}') == 1
+    assert _request_id(b'{"params": {"a": []}, "method": "x", "jsonrpc": "2.0", "id": "b"}') == "b"
+    for unsure in (
+        b'{"jsonrpc": "2.0", "id": 1, "p": [0], "id": 2, "q": {}, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"id": 2}}',
+        b'{"jsonrpc": "2.0", "\\u0069d": 1, "method": "x", "params": {}}',
+    ):
+        assert _request_id(unsure) is None, unsure
+
+
 def test_the_bytes_of_requests_in_flight_are_bounded():
     from helpers.mcp.stdio_transport import _busy, _InFlight
 
@@ -805,7 +821,7 @@ def test_requests_of_the_most_values_are_held_within_bounds(db_url):
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_requests_of_nearly_the_most_bytes_written_at_once_are_held_within_bounds(db_url):
-    """7 calls of 12 MiB each written behind a slow one (calls run one at a time, so they wait
+    """7 calls of 6 MiB each written behind a slow one (calls run one at a time, so they wait
     in flight: 850 MB held when the cap counted requests only): each is answered, those past
     the bytes in flight at once, and the server stays within its bound."""
     from helpers.mcp.stdio_transport import SERVER_BUSY
@@ -814,7 +830,7 @@ def test_requests_of_nearly_the_most_bytes_written_at_once_are_held_within_bound
     try:
         raw.initialize("2025-11-25")
         slow = {"name": "run_sql", "arguments": {"query": SLOW_SQL}}
-        big = {"name": "get_page", "arguments": {"url": "x" * (12 << 20)}}
+        big = {"name": "get_page", "arguments": {"url": "x" * (6 << 20)}}
         lines = [
             json.dumps({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call",
                         "params": big if n else slow}).encode()

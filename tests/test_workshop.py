@@ -212,6 +212,8 @@ Using run_sql, list Norway's ISO 3166-2 subdivisions and save the result to a fi
 
 
 def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
+    """Each notebook ends with a recap; the guide has its minutes, tokens, talking points, an
+    answer to its stretch exercise, and a row for each of its wrong answers."""
     import nbformat
     from wrong_answers import WRONG_ANSWERS
 
@@ -224,6 +226,11 @@ def test_every_notebook_ends_with_a_recap_and_the_guide_covers_them() -> None:
         assert cells[-1].source.startswith("## Recap") and "<details>" in cells[-1].source, path
         assert f"**{path.stem}** | **in all**" in guide, f"the guide has no minutes for {path.stem}"
         assert f"| {path.stem} |" in guide.split("guide:tokens")[1], f"no tokens for {path.stem}"
+        talk = guide.split("## Notebook by notebook")[1]
+        assert f"### {path.stem[:2]} · " in talk, f"no talking points for {path.stem}"
+        if any(c.source.startswith("## Stretch") for c in cells):
+            answers = talk.split("### Stretch exercises: what to look for")[1]
+            assert f"- **{path.stem[:2]}**: " in answers, f"no stretch answer for {path.stem}"
     for (notebook, todo), entries in WRONG_ANSWERS.items():
         for label, _code in entries:
             assert f"| {notebook} | {todo} | {label} |" in guide, f"the guide lacks {label!r}"

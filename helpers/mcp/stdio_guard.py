@@ -96,10 +96,14 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _EDGE_BYTES = 64 << 10
 #: Bytes of a line read at once when its structure is counted (bounds what a count holds).
 _WINDOW_BYTES = 1 << 20
-#: A top-level member whose value is a string or a scalar: its key's text, its value's text.
-_MEMBER = re.compile(
-    rb'"((?:[^"\\]++|\\.)*+)"\s*:\s*("(?:[^"\\]++|\\.)*+"|[^\s,{}\[\]"]*+)', re.DOTALL
-)
+#: One token of a piece of a top level: a whole string, or a run of bytes outside strings.
+_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[^"]++', re.DOTALL)
+#: A key written with an escape (``"\\u0069d"`` is ``"id"``): edges that show one are not trusted.
+_ESCAPED_KEY_LETTER = re.compile(rb"\\u006[4-9a-fA-F]")
+#: The longest line whose id, when it stands between nested values, :class:`MessageScanner`
+#: reads (it steps through every bracket in Python: about 0.7 s a MiB of ``{}``); past it, such a
+#: line is dropped, said on stderr, rather than have a server hold the guard for seconds a line.
+MAX_SCANNED_BYTES = 1 << 20
 
 
 class MessageScanner:
@@ -417,31 +421,52 @@ def edge_members(line: bytes) -> tuple[bytes | None, bool]:
     nested value and after its last (where the SDKs write ``jsonrpc``, ``id`` and ``method``:
     the Python SDK's first, the TypeScript SDK's last): its ``id``'s JSON text (``b""`` for one
     longer than any id, ``None`` for none found) and whether it has a ``method`` that is a
-    string (what makes it a request or a notification); the members after the last nested
-    value are looked for in the message's last :data:`_EDGE_BYTES`. Nothing is read from a line whose
-    brackets do not balance (cut short, its last brace may be a nested object's). In time and
-    memory two passes of a regular expression over ``line`` (one of them over a reversed copy),
-    however it nests, where :class:`MessageScanner` steps through every bracket in Python (9 s
-    for 16 MiB of ``{}``)."""
+    string (what makes it a request or a notification); each edge is read within
+    :data:`_EDGE_BYTES`. No id is read from a line whose brackets do not balance (cut short, its
+    last brace may be a nested object's), nor from one where ``"id"`` stands elsewhere too (a
+    nested object's, or a second key between nested values) or a key letter is escaped: then
+    only :class:`MessageScanner` can tell. Linear in time and memory however the line nests or
+    what its strings hold, where :class:`MessageScanner` steps through every bracket in Python
+    (9 s for 16 MiB of ``{}``)."""
     start, end = line.find(b"{"), line.rfind(b"}")
     if start < 0 or end <= start or b'"' in line[:start] or not _balanced(line):
         return None, False
     first_at = _TO_OPENER.match(line, start + 1, end).end()
     first = first_at < end and line[first_at] in b"[{"
-    pieces = [line[start + 1 : first_at]]
+    pieces = [line[start + 1 : min(first_at, start + 1 + _EDGE_BYTES)]]
     if first:
         backwards = line[end - 1 : max(first_at, end - 1 - _EDGE_BYTES) : -1]
         back = _BACK_TO_BRACKET.match(backwards).end()
         if back < len(backwards) and backwards[back] in b"]}":  # the last nested value's end
             pieces.append(line[end - back : end])
-    found, has_method = None, False
+    found, has_method, ids = None, False, 0
     for piece in pieces:
-        for member in _MEMBER.finditer(piece):
-            key = _key_text(member[1]) if len(member[1]) <= _MAX_KEY_BYTES else ""
-            has_method = has_method or (key == "method" and member[2].startswith(b'"'))
+        for key, value in _members(piece):
+            has_method = has_method or (key == "method" and value.startswith(b'"'))
             if key == "id":  # JSON takes the last
-                found = member[2] if len(member[2]) <= _MAX_ID_BYTES else b""
+                found, ids = (value if len(value) <= _MAX_ID_BYTES else b""), ids + 1
+    if line.count(b'"id"') > ids or _ESCAPED_KEY_LETTER.search(line):
+        return None, has_method  # another "id" elsewhere (nested, or a second one): unsure
     return found, has_method
+
+
+def _members(piece: bytes) -> Iterator[tuple[str, bytes]]:
+    """The members of a piece of a JSON object's top level whose value is a string or a scalar:
+    each key's text and its value's JSON text. One pass, each byte read once (a token at a time;
+    a string never closed ends the piece), so no input makes it slower than linear."""
+    tokens, pos = [], 0
+    while pos < len(piece) and (token := _TOKEN.match(piece, pos)) is not None:
+        tokens.append(token[0])
+        pos = token.end()
+    for at, token in enumerate(tokens[:-1]):
+        after = tokens[at + 1].lstrip()
+        if not token.startswith(b'"') or after.startswith(b'"') or not after.startswith(b":"):
+            continue
+        scalar = after[1:].split(b",", 1)[0].strip()
+        value = scalar or (tokens[at + 2] if at + 2 < len(tokens) else b"")
+        key = _key_text(token[1:-1]) if len(token) <= _MAX_KEY_BYTES + 2 else ""
+        if value:
+            yield key, value
 
 
 def edge_response_id(line: bytes) -> bytes | None:
@@ -544,13 +569,13 @@ def _over_limit(out: BinaryIO, log: BinaryIO, scanner: MessageScanner, max_bytes
 
 def _refuse(out: BinaryIO, log: BinaryIO, line: bytes, reason: str) -> bool:
     """Answer for a line the client would not read (a response: an error for its id, which
-    :func:`edge_members` reads, or, when the id stands between nested values, the slower
-    :class:`MessageScanner`), or drop it, quoting its start; ``False`` when the client can no
-    longer be written to."""
+    :func:`edge_members` reads, or, when the edges cannot tell, :class:`MessageScanner` in a
+    line of at most :data:`MAX_SCANNED_BYTES`), or drop it, quoting its start; ``False`` when
+    the client can no longer be written to."""
     found, has_method = edge_members(line)
     request_id = _as_response_id(found, has_method)
-    if found is None and not has_method and _balanced(line):  # an id between nested values?
-        scanner = MessageScanner()  # exact wherever the id stands; about 0.5 s a MiB
+    if found is None and not has_method and len(line) <= MAX_SCANNED_BYTES and _balanced(line):
+        scanner = MessageScanner()  # exact wherever the id stands (between nested values)
         scanner.feed(line)
         request_id = scanner.response_id()
     if request_id is not None:

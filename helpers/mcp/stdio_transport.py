@@ -8,9 +8,9 @@ SDK's ``stdio_server``, which read a line whole however long (a 100 MB line took
 small calls written at once took it to 1 GB) and dropped a line it could not parse without a
 word:
 
-- a line is counted as it is read and never held past :data:`MAX_LINE_BYTES` (the same 16 MiB
-  that :mod:`helpers.mcp.stdio_guard` allows a server's message): the rest of it is read and
-  dropped, and the line is answered ``-32700``;
+- a line is counted as it is read and never held past :data:`MAX_LINE_BYTES` (8 MiB, room for
+  the longest arguments a call may have): the rest of it is read and dropped, and the line is
+  answered ``-32700``;
 - at most :data:`MAX_REQUESTS_IN_FLIGHT` requests, of at most :data:`MAX_BYTES_IN_FLIGHT` bytes
   together, are in flight (passed to the server, and neither answered with the answer written
   nor cancelled with its handler ended); one more is answered at once with :data:`SERVER_BUSY`,
@@ -39,20 +39,24 @@ from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from helpers.loop.dispatch import MAX_ARGUMENTS_CHARS
 from helpers.mcp.stdio_guard import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     edge_members,
     value_count,
 )
 
 #: The longest line read, in bytes (with its newline left out).
-MAX_LINE_BYTES = DEFAULT_MAX_MESSAGE_BYTES
+#: A call's arguments are at most 1,000,000 characters (:data:`MAX_ARGUMENTS_CHARS`): 4 MB as
+#: UTF-8, 6 MB were every one written as a ``\\uXXXX`` escape; a longer line holds nothing a
+#: tool may run on. Half the guard's 16 MiB: a line of ASCII with one emoji is parsed four bytes a
+#: character, and 16 MiB of it took the server to 345 MiB.
+MAX_LINE_BYTES = max(8 << 20, 6 * MAX_ARGUMENTS_CHARS + (64 << 10))
 #: Requests in flight at once: each holds a worker thread or waits for one (the server runs
 #: calls one at a time), so more only queue; a client that waits for its answers never meets it.
 MAX_REQUESTS_IN_FLIGHT = 16
-#: The bytes of requests in flight at once (their lines), so that 16 requests of nearly 16 MiB
-#: each (850 MB once parsed) cannot be held together; one line of :data:`MAX_LINE_BYTES` always
-#: fits when nothing else is in flight.
+#: The bytes of requests in flight at once (their lines), so that 16 requests of nearly the most
+#: bytes each (16 of 15 MiB held 850 MB once parsed) cannot be held together; one line of
+#: :data:`MAX_LINE_BYTES` always fits when nothing else is in flight.
 MAX_BYTES_IN_FLIGHT = MAX_LINE_BYTES
 #: The JSON values and keys of one request, and of the requests in flight together, counted
 #: before a line is parsed (:func:`~helpers.mcp.stdio_guard.value_count`): 16 MiB of ``{}``
