@@ -434,7 +434,8 @@ def _notebook_10() -> str:
 
 def test_the_notebook_recipe(project: Path) -> None:
     """A solution notebook with one TODO, its checkpoint in checks/ (and todos.py), its name in
-    _PUBLIC, five wrong answers and a correct one in another style, then ``make student``, ``make guide`` and ``make figures``: every notebook
+    _PUBLIC, five wrong answers and a correct one in another style, its talking points and
+    stretch answer in the guide, then ``make student``, ``make guide`` and ``make figures``: every notebook
     test passes on it, its checkpoint stops each wrong answer, and it runs top to bottom."""
     (project / "solutions/10_what_a_preview_keeps_out.ipynb").write_text(
         _notebook_10(), encoding="utf-8"
@@ -455,6 +456,18 @@ def test_the_notebook_recipe(project: Path) -> None:
         project / "docs/library.md",
         "                      boxing.py (04)",
         "                      saved.py (10, the recipe's)\n",
+    )
+    guide = project / "docs/instructor-guide.md"  # the talking points and the stretch's answer
+    edit(
+        guide,
+        "### Stretch exercises: what to look for",
+        "### 10 · What a preview keeps out\n\n- **Say**: what a preview keeps out is counted, "
+        "never guessed.\n\n",
+    )
+    edit(
+        guide,
+        "\nEach notebook ends with a recap",
+        "- **10**: characters and tokens part where one character is several tokens.\n",
     )
     edit(
         project / "README.md",
