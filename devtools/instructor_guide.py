@@ -27,9 +27,11 @@ import math
 import os
 import platform
 import re
+import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +125,36 @@ def _read_lines(cell: nbformat.NotebookNode) -> int:
     if cell.source.startswith(INSTALL_CELL_SOURCE.split("\n", 1)[0]):
         return 0
     return sum(1 for line in cell.source.splitlines() if line.strip())
+
+
+#: The page's bounds on code an attendee reads (issue 48; the teaching anchors keep a cell to
+#: about five lines with an output after each): the median code cell she runs but does not write,
+#: the largest such cell, and all of them together, in non-blank lines.
+CELL_MEDIAN_LINES = 5
+CELL_MAX_LINES = 15
+READ_LINES_PER_NOTEBOOK = 100
+
+
+def cell_figures(notebook: nbformat.NotebookNode) -> dict[str, Any]:
+    """The code an attendee reads in ``notebook`` (a solution notebook: her copy has the same
+    cells, the TODOs' as stubs): ``{"median": …, "largest": …,
+    "read": …, "cells": [(index, lines), …]}`` in non-blank lines, over the code cells she runs
+    but does not write (not a TODO's, not the install cell; an empty cell does not count)."""
+    from helpers.course.student_notebooks import todo_number
+
+    cells = [
+        (index, _read_lines(cell))
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and todo_number(cell) is None
+    ]
+    cells = [(index, lines) for index, lines in cells if lines]
+    sizes = sorted(lines for _, lines in cells)
+    return {
+        "median": statistics.median(sizes) if sizes else 0,
+        "largest": max(sizes, default=0),
+        "read": sum(sizes),
+        "cells": cells,
+    }
 
 
 def machine() -> str:
@@ -497,6 +529,49 @@ def _mistakes_block(said: dict[tuple[str, int], list[tuple[str, str]]]) -> str:
     return "\n".join(lines)
 
 
+#: The short form's longest property, in characters: a row the room reads at a glance.
+SHORT_PROPERTY_CHARS = 70
+
+
+def short_property(report: str) -> str:
+    """A checkpoint report's failed property in a few words, for the room: its first clause (up
+    to a ``; `` or `` — `` outside brackets), at most :data:`SHORT_PROPERTY_CHARS` characters cut
+    at a word; a report that the answer raised says which exception, not its message."""
+    said = failed_property(report)
+    raised = re.match(r"your code raised (\w+)", said)
+    if raised:
+        return f"it raises {raised[1]}"
+    depth, end = 0, len(said)
+    for at, char in enumerate(said):
+        depth += (char in "([{") - (char in ")]}")
+        if depth <= 0 and (said.startswith("; ", at) or said.startswith(" — ", at)):
+            end = at
+            break
+    clause = said[:end].strip().rstrip(",.:")
+    if len(clause) > SHORT_PROPERTY_CHARS:
+        clause = clause[:SHORT_PROPERTY_CHARS].rsplit(" ", 1)[0]
+        opened = [at for at, char in enumerate(clause) if char in "([{"]
+        closed = sum(char in ")]}" for char in clause)
+        if len(opened) > closed:  # cut inside brackets: end before the one left open
+            clause = clause[: opened[closed]]
+        clause = clause.rstrip(" ,.:;") + "…"
+    return clause
+
+
+def _mistakes_short_block(said: dict[tuple[str, int], list[tuple[str, str]]]) -> str:
+    """One row per TODO: how many listed mistakes its checkpoint stops, and the properties they
+    break, most often broken first, each with its count."""
+    lines = [
+        "| TODO | mistakes | the properties they break (how many) |",
+        "|---|---:|---|",
+    ]
+    for (notebook, todo), entries in sorted(said.items()):
+        counts = Counter(short_property(message) for _, message in entries)
+        broken = "; ".join(f"{prop.replace('|', '/')} ({n})" for prop, n in counts.most_common())
+        lines.append(f"| {notebook} · {todo} | {len(entries)} | {broken} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure and write the instructor guide's blocks.")
     parser.parse_args(argv)
@@ -509,8 +584,10 @@ def main(argv: list[str] | None = None) -> int:
         "schedules": _schedules_block(measured),
         "notebooks": _notebooks_block(measured),
         "tokens": _tokens_block(measured),
-        "mistakes": _mistakes_block(mistakes()),
     }
+    said = mistakes()
+    blocks["mistakes_short"] = _mistakes_short_block(said)
+    blocks["mistakes"] = _mistakes_block(said)
     text = GUIDE.read_text(encoding="utf-8")
     GUIDE.write_text(update(text, blocks, prefix="guide"), encoding="utf-8")
     print(f"wrote {len(blocks)} measured blocks into {GUIDE.relative_to(PROJECT_ROOT)}")

@@ -16,6 +16,9 @@ import secrets
 from collections.abc import Iterator
 
 _seeded: random.Random | None = None
+#: Within :func:`reproducible_ids`: its seed, and how often each key of :func:`ids_for` was used.
+_seed: int | None = None
+_uses: dict[str, int] = {}
 
 
 def content_sha256(text: str) -> str:
@@ -69,8 +72,28 @@ def reproducible_ids(seed: int) -> Iterator[None]:
 
     For measurements only (use a fresh store: the same ids would collide with an earlier run's).
     """
+    global _seeded, _seed, _uses
+    previous = _seeded, _seed, _uses
+    _seeded, _seed, _uses = random.Random(seed), seed, {}
+    try:
+        yield
+    finally:
+        _seeded, _seed, _uses = previous
+
+
+@contextlib.contextmanager
+def ids_for(key: str) -> Iterator[None]:
+    """Within :func:`reproducible_ids`, the block's ids come from a generator of its own, seeded
+    by the run's seed, ``key`` (e.g. ``"case3/box/offline-reference"``) and how often ``key``
+    was used before: one run's ids, and so its token counts, do not depend on the runs before
+    it (adding a strategy to a comparison moves no other row: issue 50). Elsewhere it does
+    nothing: ids stay ``secrets`` tokens."""
     global _seeded
-    previous, _seeded = _seeded, random.Random(seed)
+    if _seed is None:
+        yield
+        return
+    uses = _uses[key] = _uses.get(key, 0) + 1
+    previous, _seeded = _seeded, random.Random(f"{_seed}:{key}:{uses}")
     try:
         yield
     finally:

@@ -163,3 +163,44 @@ def test_a_failure_is_filed_under_the_rule_it_breaks() -> None:
     with pytest.raises(checkpoint.CheckpointFailed) as failed:
         CHECKS[("07", 3)](summarize)
     assert "is cut to its first max_chars characters" in str(failed.value).splitlines()[0]
+
+
+#: Wrong programs for notebook 08's TODO 2 (tests/wrong_answers.py, and one that calls a method
+#: of a promise), and what the "got" line of the stop must show: the part that is wrong.
+_NO_AWAIT_SPLIT = """def error_report_program(url):
+    return (
+        f"const page = tools.get_page({{url: {json.dumps(url)}}});\\n"
+        "const hits = page.split('\\\\n').filter((l) => l.includes('ERROR'));\\n"
+        "return {count: hits.length, first: hits.length ? hits[0] : null};"
+    )
+"""
+_WRONG_PROGRAMS = {
+    "the URL pasted between quotes": ("'https://example.com/it's.log'", "SyntaxError"),
+    "the URL escaped by hand (a line break breaks it)": ("line\\x0abreak",),
+    "the URL cleaned up first": ('["https://example.com/spaces around.log"]',),
+    "case ignored (error and Error counted)": ('{"count": 2, "first": "an error"}',),
+    "the first line cut to 200 characters": ('long long"}',),
+    "a method of the promise": (
+        "TypeError: page.split is not a function, at its line 2: const hits = page.split(",
+    ),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(_WRONG_PROGRAMS))
+def test_a_wrong_program_is_shown_where_it_is_wrong(wrong: str) -> None:
+    """08 TODO 2: the stop of a wrong program shows the part that differs (not elided), in
+    JSON as the program sees its values (no Python repr), in finished sentences."""
+    import json
+
+    from wrong_answers import WRONG_ANSWERS
+
+    answers = dict(WRONG_ANSWERS[("08", 2)], **{"a method of the promise": _NO_AWAIT_SPLIT})
+    namespace: dict = {"json": json}
+    exec(answers[wrong], namespace)
+    with pytest.raises(checkpoint.CheckpointFailed) as failed:
+        CHECKS[("08", 2)](namespace["error_report_program"])
+    lines = str(failed.value).splitlines()
+    got = next(line for line in lines if line.split()[0] == "got")
+    assert all(part in got for part in _WRONG_PROGRAMS[wrong]), lines
+    assert len(lines) <= 6 and all(len(line) <= 170 for line in lines[1:]), lines
+    assert not re.search(r"\{'|': |None\b|expected\s+the program returns$", "\n".join(lines))

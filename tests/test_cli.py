@@ -273,6 +273,35 @@ def test_cases_and_compare_use_the_store_given_by_db(tmp_path) -> None:
     assert bad.returncode == 2 and "cannot use 'nosuch://x' as the store" in bad.stderr
 
 
+def test_cases_take_the_files_a_shell_expands_as_well_as_a_quoted_glob(tmp_path) -> None:
+    """``workbook cases data/cases/web*.md`` unquoted hands the command a list of files (issue
+    50): each runs once, in the order given; a quoted glob is expanded by the command; a name
+    that matches nothing is refused with its name."""
+    db = f"sqlite:///{tmp_path / 's.sqlite'}"
+    files = workbook("cases", "data/cases/web3.md", "data/cases/web1.md", "-s", "box", "-j")
+    assert files.returncode == 0, files.stderr
+    assert [r["case"] for r in json.loads(files.stdout)["runs"]] == ["web3", "web1"]
+    both = workbook("cases", "data/cases/web[13].md", "data/cases/web3.md", "-s", "box", "-j")
+    assert [r["case"] for r in json.loads(both.stdout)["runs"]] == ["web1", "web3"]
+    typo = workbook("cases", "data/cases/web3.md", "data/cases/nosuch*.md", "--db", db)
+    assert typo.returncode == 2 and "no case files match 'data/cases/nosuch*.md'" in typo.stderr
+
+
+def test_an_option_the_strategy_does_not_honour_is_refused_not_ignored() -> None:
+    """-l means nothing to box, -t nothing to truncate or an anchor (issue 50): the run is
+    refused with the flag and what each strategy takes; where one strategy of the run honours
+    it (``--strategy all``), it runs."""
+    box = workbook("ask", "-s", "box", "-l", "100", CASE1)
+    assert box.returncode == 2, box.stderr
+    assert "-l/--limit does nothing for box (box takes --boxing, -t/--threshold)" in box.stderr
+    codex = workbook("cases", "data/cases/web3.md", "-s", "codex", "-t", "5")
+    assert codex.returncode == 2 and "codex takes none of them" in codex.stderr
+    boxing = workbook("cases", "data/cases/web3.md", "-s", "truncate", "--boxing", "json")
+    assert boxing.returncode == 2 and "--boxing does nothing for truncate" in boxing.stderr
+    every = workbook("cases", "data/cases/web3.md", "-s", "all", "-l", "100", "-t", "5", "-j")
+    assert every.returncode == 0, every.stderr
+
+
 def test_version_is_the_installed_packages() -> None:
     import tomllib
     from pathlib import Path

@@ -11,7 +11,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from devtools.instructor_guide import GUIDE
+from devtools.instructor_guide import (
+    CELL_MAX_LINES,
+    CELL_MEDIAN_LINES,
+    GUIDE,
+    READ_LINES_PER_NOTEBOOK,
+    cell_figures,
+)
 from helpers.context import anchors, compaction, policies
 from helpers.course.student_notebooks import solution_notebooks
 from helpers.theme import MERMAID_FRONTMATTER
@@ -209,3 +215,16 @@ def test_a_notebook_imports_only_the_public_api(path: Path) -> None:
                 assert node.module == "helpers", f"{path.name}: from {node.module} import …"
                 missing = {a.name for a in node.names} - set(helpers.__all__)
                 assert not missing, f"{path.name}: {missing} not in helpers.__all__"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
+def test_an_attendee_reads_small_cells(path: Path) -> None:
+    """In the attendee's copy (the solution's cells but the TODOs', which her copy holds as
+    stubs), the code she runs but does not write comes in small cells: the
+    median at most :data:`CELL_MEDIAN_LINES` non-blank lines, none over :data:`CELL_MAX_LINES`,
+    at most :data:`READ_LINES_PER_NOTEBOOK` in all (harnesses live in ``helpers``)."""
+    figures = cell_figures(nbformat.read(path, as_version=4))  # her cells, TODOs apart
+    large = [(index, lines) for index, lines in figures["cells"] if lines > CELL_MAX_LINES]
+    assert figures["median"] <= CELL_MEDIAN_LINES, f"median cell {figures['median']} lines"
+    assert not large, f"cells over {CELL_MAX_LINES} lines (index, lines): {large}"
+    assert figures["read"] <= READ_LINES_PER_NOTEBOOK, f"{figures['read']} lines to read"

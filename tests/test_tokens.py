@@ -36,3 +36,26 @@ def test_the_memory_is_bounded_and_least_recently_used_goes_first() -> None:
     counts.count(c)  # b goes
     assert len(counts.counts) == 2
     assert counts.count(b) == _fresh(b) and len(counts.counts) == 2
+
+
+def test_a_runs_ids_do_not_depend_on_the_runs_before_it(tmp_path) -> None:
+    """Under reproducible ids, a case run under a strategy gets the same ids, and so the same
+    token counts, whatever ran before it: adding a strategy to a comparison moves no other row
+    (issue 50). The same run twice in one block gets ids of its own (no collision)."""
+    from helpers import ToolOutputStore, load_cases, offline_client, run_case
+    from helpers.ids import reproducible_ids
+
+    (case,) = [c for c in load_cases() if c.id == "case1"]
+    client = offline_client()
+
+    def box_run(before: list[str], db: str) -> tuple[str, int]:
+        store = ToolOutputStore(f"sqlite:///{tmp_path / db}")
+        with reproducible_ids(7):
+            for strategy in before:
+                run_case(case, strategy, client=client, model="offline-reference", store=store)
+            run = run_case(case, "box", client=client, model="offline-reference", store=store)
+            again = run_case(case, "box", client=client, model="offline-reference", store=store)
+        assert again.record.thread_id != run.record.thread_id
+        return run.record.thread_id, run.record.usage()["prompt_tokens"]
+
+    assert box_run([], "a.sqlite") == box_run(["inline", "truncate"], "b.sqlite")

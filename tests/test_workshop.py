@@ -250,3 +250,34 @@ def test_restore_in_a_copied_folder_restores_there(tmp_path, monkeypatch) -> Non
     path, backup = restore("04")
     assert path == mine and mine.read_text("utf-8") == student_text(SOLUTIONS_DIR / mine.name)
     assert backup is not None and (NOTEBOOKS_DIR / mine.name).stat().st_mtime_ns == checkout
+
+
+def test_the_rooms_mistakes_table_is_the_full_tables_short_form() -> None:
+    """The guide's short table (one row per TODO) says what its full table says: the same
+    mistakes counted, the properties they break in a few words, each with how many it stops."""
+    from devtools.instructor_guide import GUIDE, SHORT_PROPERTY_CHARS, short_property
+
+    guide = GUIDE.read_text(encoding="utf-8")
+
+    def rows(block: str) -> list[list[str]]:
+        body = guide.split(f"<!-- guide:{block} -->")[1].split(f"<!-- /guide:{block} -->")[0]
+        return [
+            [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in body.splitlines()
+            if line.startswith("| 0")
+        ]
+
+    full: dict[str, list[str]] = {}
+    for notebook, todo, _label, prop in rows("mistakes"):
+        full.setdefault(f"{notebook} · {todo}", []).append(short_property(prop))
+    short = {todo: (int(count), broken) for todo, count, broken in rows("mistakes_short")}
+    assert set(short) == set(full)
+    for todo, props in full.items():
+        count, broken = short[todo]
+        assert count == len(props), todo
+        for prop in set(props):
+            assert f"{prop} ({props.count(prop)})" in broken, (todo, prop)
+            assert len(prop) <= SHORT_PROPERTY_CHARS + 1, prop
+    assert short_property("✗ TODO 2 failed · check_x: your code raised KeyError: 'a'\nmore") == (
+        "it raises KeyError"
+    )

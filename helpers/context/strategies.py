@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -83,6 +84,16 @@ SINGLE_ROLES: tuple[Role, ...] = ("baseline", "subject", "origin")
 LESSON_ROLES: tuple[Role, ...] = ("baseline", "rival", "subject")
 
 
+#: The run options a strategy may honour, as :class:`StrategyOptions` names them; the command
+#: line's flags for each (``workbook ask/cases/compare``).
+Option = Literal["threshold", "limit", "boxing"]
+OPTION_FLAGS: dict[str, str] = {
+    "threshold": "-t/--threshold",
+    "limit": "-l/--limit",
+    "boxing": "--boxing",
+}
+
+
 @dataclass(frozen=True)
 class StrategyOptions:
     """What a run may set, the same for every strategy; each strategy takes what applies to it.
@@ -120,6 +131,8 @@ class Strategy:
         read_back: reads a ``tool`` message back as a model sees it, when the message is this
             strategy's presentation of a long result; ``None``: its policy's own ``read_back``
             (:func:`register_strategy` takes it from the policy the factory builds).
+        options: the :data:`Option` names its factory reads (``limit`` for a preview's length);
+            a run that sets another is refused, not ignored (:func:`unhonoured_options`).
     """
 
     name: str
@@ -129,8 +142,12 @@ class Strategy:
     role: Role = "candidate"
     design: str | None = None
     read_back: ReadBack | None = None
+    options: frozenset[Option] = frozenset()
 
 
+#: What a strategy's name may be: lower-case ASCII letters and digits, parts joined by ``-``
+#: (``head-tail``, not ``head_tail``): it is typed on the command line and used in file names.
+STRATEGY_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 #: Every strategy by name, in the order ``--help`` and the comparison list them.
 STRATEGY_REGISTRY: dict[str, Strategy] = {}
 
@@ -139,13 +156,19 @@ def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
     """Add ``strategy`` to :data:`STRATEGY_REGISTRY` and return it.
 
     Raises:
-        ValueError: the name is taken (unless ``replace``), or is not a lower-case word with
-            ``-`` between parts (it is typed on the command line and used in file names); an
+        ValueError: the name is taken (unless ``replace``), or is not :data:`STRATEGY_NAME`
+            (lower-case ASCII letters and digits, parts joined by ``-``); an
             unknown role, or a role of :data:`SINGLE_ROLES` another strategy holds.
     """
     name = strategy.name
-    if not name or name != name.strip().lower() or not name.replace("-", "").isalnum():
-        raise ValueError(f"a strategy name is lower-case letters, digits and '-', not {name!r}")
+    if not STRATEGY_NAME.fullmatch(name):
+        raise ValueError(
+            f"a strategy name is lower-case ASCII letters and digits, parts joined by '-' "
+            f"(e.g. 'head-tail'), not {name!r}"
+        )
+    unknown = set(strategy.options) - set(get_args(Option))
+    if unknown:
+        raise ValueError(f"options must be of {', '.join(get_args(Option))}, got {sorted(unknown)}")
     if name in STRATEGY_REGISTRY and not replace:
         raise ValueError(f"a strategy called {name!r} is registered already")
     if strategy.role not in _ROLE_NAMES:
@@ -206,6 +229,23 @@ def build_policy(
     return policy
 
 
+def unhonoured_options(names: Iterable[str], given: Iterable[str]) -> str | None:
+    """Why a run of the strategies ``names`` may not take the options ``given`` (a subset of
+    :data:`Option`), or ``None``: an option none of them honours would be silently ignored, so it
+    is refused, naming the flag and what each strategy does take (issue 50)."""
+    names = list(names)
+    strategies = [strategy_named(name) for name in names]
+    for option in given:
+        if not any(option in s.options for s in strategies):
+            takes = "; ".join(
+                f"{s.name} takes "
+                + (", ".join(OPTION_FLAGS[o] for o in sorted(s.options)) or "none of them")
+                for s in strategies
+            )
+            return f"{OPTION_FLAGS[option]} does nothing for {', '.join(names)} ({takes})"
+    return None
+
+
 def strategy_family(name: str) -> str | None:
     """The family of the strategy called ``name`` (``box`` for ``box-json``), or ``None`` for a
     name no strategy has (a policy built by hand names itself)."""
@@ -224,16 +264,26 @@ def design_strategy(design: str) -> str | None:
     return next((n for n, s in STRATEGY_REGISTRY.items() if s.design == design), None)
 
 
-def read_back(call_id: str, content: str) -> Seen:
-    """A ``tool`` message as a model sees it: the first registered strategy's reader that
-    recognises its presentation of a long result, else an error result (``{"error": …}``, as
+def read_back(call_id: str, content: str, strategy: str | None = None) -> Seen:
+    """A ``tool`` message as a model sees it: read by the reader of ``strategy``, the one that
+    presented it, when named (a turn's record names it: the validation reads a run's results
+    so); else, as a model that knows no strategy reads it, by the first reader that recognises
+    it, the most recently registered first (a strategy built on another's presentation, such as
+    a preview of its own, is read by its own reader); else an error result (``{"error": …}``, as
     the agent writes one), else the value inline.
 
     Args:
         call_id: the message's ``tool_call_id``.
         content: its text.
+        strategy: the registered strategy that presented it, or ``None``; a name no strategy
+            has (a policy built by hand) reads as ``None`` does.
     """
-    readers = dict.fromkeys(s.read_back for s in STRATEGY_REGISTRY.values() if s.read_back)
+    named = STRATEGY_REGISTRY.get(strategy or "")
+    if named is not None:
+        readers = [named.read_back] if named.read_back else []
+    else:
+        registered = reversed(list(STRATEGY_REGISTRY.values()))
+        readers = list(dict.fromkeys(s.read_back for s in registered if s.read_back))
     for reader in readers:
         seen = reader(call_id, content)
         if seen is not None:
@@ -299,6 +349,10 @@ def strategy_in_role(role: Role) -> str:
 _ROLE_NAMES: tuple[str, ...] = get_args(Role)
 
 
+#: What every box strategy honours: the threshold and the reference's form.
+_BOX_OPTIONS: frozenset[Option] = frozenset({"threshold", "boxing"})
+
+
 def _box(design: str, boxing: str) -> Callable[[StrategyOptions], ResultPolicy]:
     def build(options: StrategyOptions) -> ResultPolicy:
         return BoxPolicy(options.threshold, options.boxing or boxing, design)
@@ -307,6 +361,7 @@ def _box(design: str, boxing: str) -> Callable[[StrategyOptions], ResultPolicy]:
 
 
 def _register_builtins() -> None:
+    """The workbook's strategies, in the order ``--help`` lists them: the lessons' first."""
     register_strategy(
         Strategy("inline", "inline", "every result in full", lambda o: InlinePolicy(), "baseline")
     )
@@ -317,6 +372,7 @@ def _register_builtins() -> None:
             "a preview and a truncation marker; fetch_tool_output brings the rest",
             lambda o: TruncatePolicy(o.limit_chars),
             "rival",
+            options=frozenset({"limit"}),
         )
     )
     register_strategy(
@@ -327,6 +383,7 @@ def _register_builtins() -> None:
             _box(DEFAULT_BOX_DESIGN, "opaque"),
             "subject",
             design=DEFAULT_BOX_DESIGN,
+            options=_BOX_OPTIONS,
         )
     )
     register_strategy(
@@ -337,6 +394,7 @@ def _register_builtins() -> None:
             _box(DEFAULT_BOX_DESIGN, "json"),
             "variant",
             design=DEFAULT_BOX_DESIGN,
+            options=_BOX_OPTIONS,
         )
     )
     register_strategy(
@@ -347,8 +405,14 @@ def _register_builtins() -> None:
             _box("tcr", "opaque"),
             "origin",
             design="tcr",
+            options=_BOX_OPTIONS,
         )
     )
+    _register_the_others()
+
+
+def _register_the_others() -> None:
+    """The reference point, code mode, the anchors and the box design steps."""
     register_strategy(
         Strategy(
             "middle",
@@ -356,6 +420,7 @@ def _register_builtins() -> None:
             "head and tail, no way back (the reference point)",
             lambda o: MiddleTruncatePolicy(o.limit_chars),
             "reference",
+            options=frozenset({"limit"}),
         )
     )
     register_strategy(
@@ -366,6 +431,7 @@ def _register_builtins() -> None:
             "isolate, and only what it returns enters the context (boxed when long)",
             lambda o: CodePolicy(o.threshold, o.boxing or "opaque"),
             "field",
+            options=_BOX_OPTIONS,
         )
     )
     for name, policy in ANCHORS.items():
@@ -384,6 +450,7 @@ def _register_builtins() -> None:
                     build,
                     "design-step",
                     design=design.name,
+                    options=_BOX_OPTIONS,
                 )
             )
 

@@ -140,6 +140,50 @@ def short(value: Any, width: int = SHOWN_CHARS) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _one_line(text: str, at: int, newline: str = "\\n") -> tuple[str, int]:
+    # each line break is shown as ``newline``: the index moves with them
+    return text.replace("\n", newline), at + (len(newline) - 1) * text.count("\n", 0, at)
+
+
+def _window(text: str, start: int, width: int) -> str:
+    end = start + width
+    cut = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+    return for_terminal(cut)
+
+
+def _start(at: int, longest: int, width: int) -> int:
+    return min(max(at - width // 3, 0), max(longest - width, 0))
+
+
+def around(text: str, at: int, width: int = SHOWN_CHARS, newline: str = "\\n") -> str:
+    """``text`` on one line, safe for a terminal, showing its character ``at``: whole when it has
+    at most ``width`` characters, else a window of ``width`` characters with ``at`` a third of
+    the way in, and ``…`` where the window cuts (escapes of invisible characters add a few).
+    A line break is shown as ``newline``: ``\\n``, as JSON writes it, or ``\\x0a`` in a text
+    (a program's source) where ``\\n`` is two characters of its own."""
+    text, at = _one_line(text, at, newline)
+    return _window(text, _start(at, len(text), width), width)
+
+
+def first_difference(one: str, other: str) -> int:
+    """The index of the first character where ``one`` and ``other`` differ (the shorter one's
+    length when it is the other's start; the length when they are equal)."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b),
+        min(len(one), len(other)),
+    )
+
+
+def differing(expected: str, got: str, width: int = SHOWN_CHARS) -> tuple[str, str]:
+    """``expected`` and ``got`` each shown as :func:`around` shows a text, in the same window:
+    the one around their first difference (two long texts that differ near their end show
+    their ends, not their starts), whole when both fit in ``width`` characters."""
+    at = first_difference(expected, got)
+    (expected, at), (got, _) = _one_line(expected, at), _one_line(got, at)
+    start = _start(at, max(len(expected), len(got)), width)
+    return _window(expected, start, width), _window(got, start, width)
+
+
 @dataclass(frozen=True)
 class Property(Generic[T]):
     """One thing a TODO's function must do, checked on generated inputs.

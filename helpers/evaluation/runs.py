@@ -30,6 +30,7 @@ from helpers.context.strategies import (
     strategy_families,
 )
 from helpers.evaluation.validation import Validation, validate
+from helpers.ids import ids_for
 from helpers.loop.agent import Agent, CompactionSettings, RunConfig, run_turn
 from helpers.loop.records import TurnRecord
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
@@ -111,9 +112,10 @@ def run_case(
     check_case_strategies([case])
     started = time.perf_counter()
     policy = build_policy(strategy, threshold=threshold, limit_chars=limit, boxing=boxing)
-    agent = Agent(client, model, policy, registry or default_registry(), store)
     config = RunConfig(few_shot=few_shot, temperature=temperature, compaction=compaction)
-    record = run_turn(case.prompt, agent, config)
+    with ids_for(f"{case.id}/{strategy}/{model}"):  # its figures whatever ran before it
+        agent = Agent(client, model, policy, registry or default_registry(), store)
+        record = run_turn(case.prompt, agent, config)
     prefix = OFFLINE_MODEL_NAME + PERSONA_SEPARATOR
     persona = model[len(prefix) :] if model.startswith(prefix) else None
     seconds = time.perf_counter() - started

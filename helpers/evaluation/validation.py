@@ -82,13 +82,14 @@ class Validation:
         return PASSED + (f" ({'; '.join(self.notes)})" if self.notes else "")
 
 
-def _returned_refs(calls: list[ToolCallRecord]) -> list[set[str]]:
-    """For each call, the reference ids returned by the calls before it."""
+def _returned_refs(calls: list[ToolCallRecord], strategy: str) -> list[set[str]]:
+    """For each call, the reference ids returned by the calls before it (each result read by
+    ``strategy``'s reader, the strategy that presented it)."""
     seen: set[str] = set()
     before: list[set[str]] = []
     for call in calls:
         before.append(set(seen))
-        shown = read_back(call.id, call.result)  # as the strategy that wrote it reads it back
+        shown = read_back(call.id, call.result, strategy)
         if shown.kind == "boxed" and shown.uri:
             try:
                 ref = reference_id(shown.uri)
@@ -324,7 +325,7 @@ def validate(case: Case, record: TurnRecord) -> Validation:
             named = {e["tool_name"] for e in expected_calls}
             if moved:
                 named = {n for n in named if not _is_resolve(n)}
-            earlier_all = _returned_refs(record.tool_calls)
+            earlier_all = _returned_refs(record.tool_calls, record.strategy)
             relevant = [
                 (c, e)
                 for c, e in zip(record.tool_calls, earlier_all, strict=True)

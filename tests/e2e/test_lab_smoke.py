@@ -692,6 +692,8 @@ def _measure_diagrams(page, shot: Path) -> list[dict]:
                     "smallest": diagram["smallest"],
                     "lines": diagram["lines"],
                     "edges": {},
+                    "height": round(diagram["box"]["height"]),
+                    "visible": round(seen["bottom"] - seen["top"]),
                 },
             )
             page_colour = _hex(diagram["background"])
@@ -725,7 +727,8 @@ def test_every_notebooks_diagram_is_drawn_and_reads_in_both_themes(
     """Each notebook's Mermaid block is drawn when the notebook opens (no cell run; a syntax
     error would show Mermaid's warning instead), and at 1280×720, in the light and dark themes,
     its text is at least MIN_DIAGRAM_TEXT_PX high and its lines have a contrast of at least
-    WCAG's 3 with the page: drawn in the theme shown (the notebook opened in it), and left from
+    WCAG's 3 with the page, and it fits in the notebook's visible part (seen whole, without
+    scrolling): drawn in the theme shown (the notebook opened in it), and left from
     the other (the theme switched with the notebook open: JupyterLab does not redraw it).
     Screenshots: ``build/e2e_diagram_NN_<theme>.png`` and ``…_<theme>_switched.png``."""
     from playwright.sync_api import sync_playwright
@@ -778,6 +781,13 @@ def test_every_notebooks_diagram_is_drawn_and_reads_in_both_themes(
         if d["smallest"]["height"] < MIN_DIAGRAM_TEXT_PX
     }
     assert not small, f"diagram text under {MIN_DIAGRAM_TEXT_PX} px at 1280x720: {small}"
+    tall = {
+        where: (d["height"], d["visible"])
+        for where, diagrams in looks.items()
+        for d in diagrams
+        if d["height"] > d["visible"]
+    }
+    assert not tall, f"diagrams taller than the notebook's visible part (height, visible): {tall}"
     unmeasured = [
         where for where, diagrams in looks.items() if not all(d["edges"] for d in diagrams)
     ]

@@ -18,7 +18,19 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from helpers.course.checkpoint import Checkpoint, Property, attempt, expect, short
+from helpers.course.checkpoint import (
+    SHOWN_CHARS,
+    Broken,
+    Checkpoint,
+    Property,
+    around,
+    attempt,
+    attempt_or,
+    differing,
+    expect,
+    first_difference,
+    short,
+)
 from helpers.course.checks.inputs import nonce, texts
 from helpers.tooling.program_sandbox import ProgramLimits, ProgramResult, run_program
 from helpers.tooling.registry import ToolRegistry, tool_from_function
@@ -415,6 +427,11 @@ TRICKY_URLS = (
 urls = st.sampled_from(TRICKY_URLS) | texts(30).map(lambda s: "https://example.com/" + s)
 
 
+def _json(value: Any) -> str:
+    """``value`` as the program sees it: JSON (accents as they are; the escaping is the view's)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class ReportCase:
     url: str
@@ -422,7 +439,10 @@ class ReportCase:
 
     def shown(self) -> str:
         lines = self.page.count("\n") + 1
-        return f"url {self.url!r}, a page of {lines} lines: {short(self.page, 80)}"
+        return (
+            f"url {_json(self.url)}, a page of {lines} line{'s' * (lines > 1)}: "
+            f"{around(_json(self.page), 0, 80)}"
+        )
 
 
 class PageHost:
@@ -440,7 +460,7 @@ class PageHost:
         url = arguments.get("url") if isinstance(arguments, dict) else None
         self.urls.append(url)
         if url != self.case.url:
-            return False, f"get_page: no page at {url!r}"
+            return False, f"get_page: no page at {_json(url)}"
         return True, self.case.page
 
 
@@ -448,6 +468,11 @@ class PageHost:
 #: CPU): it counts the program's own work, so a correct program passes however busy the machine
 #: is (issue 47: a room's load made a wall-clock limit refuse correct programs).
 CHECK_LIMITS = ProgramLimits(cpu_time_limit_s=5.0)
+#: A URL beside the case's, to find where a program writes its URL (where the two differ): its
+#: first character is none a checked URL starts with.
+OTHER_URL = "~other.log"
+#: How much of a program, and of its error, a failure shows (one line holds both).
+SHOWN_PROGRAM_CHARS, SHOWN_ERROR_CHARS = 60, 60
 
 
 @dataclass
@@ -456,15 +481,36 @@ class _ReportChecks:
 
     error_report_program: Callable[[str], str]
 
-    def run(self, case: ReportCase) -> tuple[ProgramResult, PageHost, Any]:
+    def execute(self, case: ReportCase) -> tuple[str, ProgramResult, PageHost]:
+        """The attendee's program for ``case.url``, run on ``case.page``, failed or not."""
         code = attempt(self.error_report_program, case.url)
         expect(isinstance(code, str), "the program's text (a str)", short(code))
         host = PageHost(case)
-        result = run_program(code, host, CHECK_LIMITS)
+        return code, run_program(code, host, CHECK_LIMITS), host
+
+    def failed(self, code: str, result: ProgramResult) -> str:
+        """How the program failed, and the part of it to look at: the line its error names, or
+        else where it writes its URL (where its text for another URL differs), or its start. A
+        line break in the program shows as ``\\x0a`` (its ``\\n`` are two characters)."""
+        error = (result.error or "").removeprefix("the program failed: ")
+        line = re.search(r" \(program line (\d+)\)$", error)
+        lines = code.split("\n")
+        if line and 1 <= int(line.group(1)) <= len(lines):
+            error, where = error[: line.start()], f"its line {line.group(1)}"
+            part = around(lines[int(line.group(1)) - 1].strip(), 0, SHOWN_PROGRAM_CHARS)
+        else:
+            other = attempt_or(Exception, self.error_report_program, OTHER_URL)
+            at = first_difference(code, other) if isinstance(other, str) else 0
+            where = "its URL" if at else "its start"
+            part = around(code, at, SHOWN_PROGRAM_CHARS, newline="\\x0a")
+        return f"failed: {around(error, 0, SHOWN_ERROR_CHARS)}, at {where}: {part}"
+
+    def run(self, case: ReportCase) -> tuple[ProgramResult, PageHost, Any]:
+        code, result, host = self.execute(case)
         expect(
             result.ok,
-            "the program returns",
-            f"it failed: {short(result.error)}; the program: {short(code, 160)}",
+            "the program runs to its end and returns {count, first}",
+            f"it {self.failed(code, result)}",
         )
         try:
             value = json.loads(result.text)
@@ -475,7 +521,8 @@ class _ReportChecks:
     def report(self, case: ReportCase) -> None:
         _, _, value = self.run(case)
         want = reference_report(case.page)
-        expect(value == want, json.dumps(want), short(value))
+        if value != want:
+            raise Broken(*differing(_json(want), _json(value), SHOWN_CHARS - 10))
 
     def only_the_report(self, case: ReportCase) -> None:
         result, host, _ = self.run(case)
@@ -487,8 +534,16 @@ class _ReportChecks:
         )
 
     def url_as_given(self, case: ReportCase) -> None:
-        _, host, _ = self.run(case)
-        expect(host.urls == [case.url], repr([case.url]), short(host.urls))
+        code, result, host = self.execute(case)
+        if host.urls != [case.url]:
+            want, got = differing(_json([case.url]), _json(host.urls), 60)
+            raise Broken(
+                f"one get_page call, with the url as given: {want}",
+                f"get_page called with {got}"
+                if host.urls
+                else f"no get_page call: the program {self.failed(code, result)}",
+            )
+        self.run(case)  # and the program runs to its end
 
 
 def check_error_report_program(error_report_program: Callable[[str], str]) -> None:

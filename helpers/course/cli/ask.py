@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.panel import Panel
 
 from helpers.context.modes import for_mode
-from helpers.context.strategies import build_policy
 from helpers.course.cli.common import (
     KIND_STYLE,
     add_context_controls,
@@ -21,6 +20,7 @@ from helpers.course.cli.common import (
     model_options,
     open_store,
     persona_model,
+    policy_from_args,
     positive,
     retry_options,
     short,
@@ -207,9 +207,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the turn; the exit code says how it ended (:data:`EXIT_CODES`)."""
     try:
         config = persona_model(resolve_model(args.profile, args.model), args.persona)
-        policy = build_policy(
-            args.strategy, limit_chars=args.limit, threshold=args.threshold, boxing=args.boxing
-        )
+        policy = policy_from_args(args)
         mcp_specs = [] if args.no_mcp else mcp_servers_from_env(load_env())
     except (ConfigError, ValueError) as exc:
         return usage_error(args, str(exc))

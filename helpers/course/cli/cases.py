@@ -19,9 +19,11 @@ from helpers.course.cli.common import (
     add_context_controls,
     add_model_controls,
     compaction,
+    limit_chars,
     load_cases_or_fail,
     model_options,
     open_store,
+    options_refused,
     persona_model,
     progress_bar,
     retry_options,
@@ -59,7 +61,13 @@ def add_command(sub: Any, name: str, help: str) -> None:
             output_options(),
         ],
     )
-    cases.add_argument("pattern", nargs="?", default=DEFAULT_CASES, help="glob of case files")
+    cases.add_argument(
+        "pattern",
+        nargs="*",
+        default=[DEFAULT_CASES],
+        metavar="CASES",
+        help="case files, or quoted globs (default: data/cases/*.md)",
+    )
     add_context_controls(cases)
     add_model_controls(cases, repeat=True)
     cases.add_argument("--markdown", help="write the model × case × few-shot table to this file")
@@ -85,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         reasons = "; ".join(f"{s.case.id} {s.reason(where)}" for s in skipped)
         return usage_error(args, f"no case can run in {where}: {reasons}")
     strategies = list(THE_THREE) if args.strategy == "all" else [args.strategy]
+    refused = options_refused(args, strategies)
+    if refused:
+        return usage_error(args, refused)
     targets = [(p, m) for p in (args.profile or [None]) for m in (args.model or [None])]
     personas: list[str | None] = [None]
     if args.persona:
@@ -120,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 model=config.model,
                 store=store,
                 threshold=args.threshold,
-                limit=args.limit,
+                limit=limit_chars(args),
                 few_shot=args.few_shot,
                 boxing=args.boxing,
                 temperature=config.temperature,

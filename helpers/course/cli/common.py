@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -22,13 +23,16 @@ from rich.progress import (
 from helpers.cases import Case, CaseError, load_cases
 from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES
+from helpers.context.policies import ResultPolicy
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
 from helpers.context.strategies import (
     LESSON_ROLES,
+    build_policy,
     strategies_in_role,
     strategy_in_role,
     strategy_names,
+    unhonoured_options,
 )
 from helpers.escaping import for_terminal
 from helpers.loop.agent import CompactionSettings
@@ -179,10 +183,42 @@ def size_options() -> argparse.ArgumentParser:
         "-l",
         "--limit",
         type=non_negative,
-        default=DEFAULT_PREVIEW_LIMIT_CHARS,
-        help="truncate: preview length in characters (default %(default)s)",
+        default=None,
+        help=f"truncate: preview length in characters (default {DEFAULT_PREVIEW_LIMIT_CHARS})",
     )
     return options
+
+
+def limit_chars(args: argparse.Namespace) -> int:
+    """The preview length a run uses, in characters: ``-l/--limit``, else the default."""
+    return DEFAULT_PREVIEW_LIMIT_CHARS if args.limit is None else args.limit
+
+
+def policy_from_args(args: argparse.Namespace) -> ResultPolicy:
+    """The policy ``-s/--strategy`` names, with ``-t``, ``-l`` and ``--boxing`` as given.
+
+    Raises:
+        ValueError: an option the strategy does not honour (:func:`options_refused`), or one it
+            cannot take (:func:`~helpers.context.strategies.build_policy`).
+    """
+    refused = options_refused(args, [args.strategy])
+    if refused:
+        raise ValueError(refused)
+    return build_policy(
+        args.strategy, limit_chars=limit_chars(args), threshold=args.threshold, boxing=args.boxing
+    )
+
+
+def options_refused(args: argparse.Namespace, strategies: Sequence[str]) -> str | None:
+    """Why ``-t``, ``-l`` or ``--boxing``, as given, would do nothing for ``strategies``, or
+    ``None``: an option no strategy of the run honours is refused, never ignored
+    (:func:`~helpers.context.strategies.unhonoured_options`)."""
+    given = [
+        option
+        for option in ("threshold", "limit", "boxing")
+        if getattr(args, option, None) is not None
+    ]
+    return unhonoured_options(strategies, given)
 
 
 #: What ``workbook cases --strategy all`` runs: the three strategies notebooks 01-04 build
@@ -272,13 +308,24 @@ def progress_bar(out: Console, disable: bool) -> Progress:
     )
 
 
-def load_cases_or_fail(pattern: str) -> list[Case] | None:
-    try:
-        cases = load_cases(pattern)
-    except CaseError as exc:
-        print(f"workbook: {for_terminal(str(exc))}", file=sys.stderr)
-        return None
-    if not cases:
-        print(f"workbook: no case files match {for_terminal(repr(pattern))}", file=sys.stderr)
-        return None
+def load_cases_or_fail(patterns: str | Sequence[str]) -> list[Case] | None:
+    """The cases of every file or glob in ``patterns`` (a shell's expansion of
+    ``data/cases/*.md`` is a list of files; a quoted pattern is expanded here), in the order
+    given, each file once; ``None``, said on stderr, when a case file is bad or a pattern matches
+    no file (each one named: an unmatched pattern is a typo, never silently skipped)."""
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for pattern in [patterns] if isinstance(patterns, str) else patterns:
+        try:
+            found = load_cases(pattern)
+        except CaseError as exc:
+            print(f"workbook: {for_terminal(str(exc))}", file=sys.stderr)
+            return None
+        if not found:
+            print(f"workbook: no case files match {for_terminal(repr(pattern))}", file=sys.stderr)
+            return None
+        for case in found:
+            if str(case.path) not in seen:
+                seen.add(str(case.path))
+                cases.append(case)
     return cases

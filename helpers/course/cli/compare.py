@@ -19,9 +19,11 @@ from helpers.context.strategies import (
     field_strategies,
 )
 from helpers.course.cli.common import (
+    limit_chars,
     load_cases_or_fail,
     model_options,
     open_store,
+    options_refused,
     positive,
     progress_bar,
     size_options,
@@ -62,8 +64,10 @@ def add_command(sub: Any, name: str, help: str) -> None:
     )
     compare.add_argument(
         "--cases",
-        default=ALL_CASES,
-        help="glob of case files (default: every shipped case, the large ones too)",
+        nargs="+",
+        default=[ALL_CASES],
+        metavar="CASES",
+        help="case files, or quoted globs (default: every shipped case, the large ones too)",
     )
     compare.add_argument(
         "--price-model",
@@ -123,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
         *field_strategies(),
         *(design_step_strategies() if args.design_steps else ()),
     ]
+    refused = options_refused(args, strategies)
+    if refused:
+        return usage_error(args, refused)
     with tempfile.TemporaryDirectory(prefix="workbook-compare-") as scratch:
         try:  # the runs' tool outputs are kept only when --db names a store
             store = open_store(args.db or f"sqlite:///{Path(scratch) / 'compare.sqlite'}")
@@ -156,7 +163,7 @@ def _measure(
         client=client,
         store=store,
         threshold=args.threshold,
-        limit=args.limit,
+        limit=limit_chars(args),
         temperature=config.temperature,
     )
     sizes = [s for s in SCALING_SIZES_BYTES if s <= args.scaling_max_bytes] if args.scaling else []
@@ -185,7 +192,12 @@ def _measure(
                 on_done=lambda _size, _strategy: progress.advance(task),
             )
     return Comparison(
-        runs, config.model, args.threshold, args.limit, price_model=price_model, scaling=scaling
+        runs,
+        config.model,
+        args.threshold,
+        limit_chars(args),
+        price_model=price_model,
+        scaling=scaling,
     ).metrics()
 
 
