@@ -411,7 +411,7 @@ def persona_markdown(personas: dict[str, PersonaRow]) -> list[str]:
     for name, row in personas.items():
         lines.append(
             f"| {for_markdown(name)} | {for_markdown(row.strategy)} | "
-            f"{for_markdown(row.mistake)} | {_guard_cell(row.guard)} | "
+            f"{for_markdown(row.mistake)} | {guard_cell(row.guard)} | "
             f"{guard_hits_text(row)} | {row.passed}/{row.cases} | {row.prompt_tokens:,} | "
             f"{row.ratio_to_ideal} | {row.model_calls} ({row.ideal_model_calls}) |"
         )
@@ -422,7 +422,7 @@ def persona_markdown(personas: dict[str, PersonaRow]) -> list[str]:
     return lines
 
 
-def _guard_cell(guard: str | None) -> str:
+def guard_cell(guard: str | None) -> str:
     """A guard's name as code when it is one of the workbook's (:data:`helpers.guards.GUARDS`),
     else as text from a file (a code span would show an escape as written)."""
     if guard is None:

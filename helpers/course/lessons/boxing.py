@@ -19,11 +19,11 @@ from helpers.cases import load_cases
 from helpers.context.boxing import ReferenceRefused, make_reference
 from helpers.context.policies import BoxPolicy, Presented
 from helpers.context.resolve_tools import internal_resource_grep
-from helpers.course.choices import deep_check_received, explain_choice
+from helpers.course.choices import explain_choice
 from helpers.escaping import for_terminal
 from helpers.loop.agent import Agent, run_turn
 from helpers.loop.dispatch import dispatch
-from helpers.loop.records import ToolCallRecord, TurnRecord
+from helpers.loop.records import ToolCallRecord
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
 from helpers.tooling.store import StoredOutput, ToolOutputStore
 
@@ -69,6 +69,9 @@ class NotebookBoxPolicy(BoxPolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
+        """What the model sees of ``output``: the attendee's ``box_result`` of it, with the
+        logged row's ``ref_id`` (``boxed`` when it boxed, else ``inline``); a resolve tool's
+        answer inline, never boxed."""
         if tool.internal:  # a resolve tool's answer is never boxed
             return Presented(output, "inline")
         ref_id = self.logged(row).ref_id
@@ -77,11 +80,17 @@ class NotebookBoxPolicy(BoxPolicy):
         return Presented(shown, "boxed" if shown != output else "inline")
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+        """The arguments a real tool gets: the attendee's ``unbox`` of them in the call's
+        thread (it raises :class:`ReferenceRefused`); a resolve tool's as the library's policy
+        prepares them (they take the reference itself)."""
         if tool.internal:  # resolve tools take the reference itself
             return super().prepare_arguments(ctx, tool, arguments)
         return self.unbox(arguments, ctx.store, ctx.thread_id)
 
     def internal_tools(self) -> list[Tool]:
+        """The library's five resolve tools, with the attendee's ``read_slice`` and ``grep``
+        behind ``internal_resource_read_slice`` and ``internal_resource_grep`` (each reading
+        the value through her ``unbox``)."""
         unbox, read_slice, grep = self.unbox, self.read_slice, self.grep
 
         def value(ctx: ToolContext, opaque_reference: str) -> str:
@@ -154,18 +163,23 @@ class TwoThreads:
         print("  ->", for_terminal(head))
         return call
 
-    def library_grep(
-        self, value: str, pattern: str, window: int, tool_name: str = "get_page"
-    ) -> str:
-        """The library's grep (:func:`helpers.context.resolve_tools.internal_resource_grep`) of
-        ``value``, logged in ``mine`` as a result of ``tool_name`` and read back through its
-        reference."""
-        reference = self.log(self.mine, tool_name, value)
+    def log_and_library_grep(self, value: str, pattern: str, window: int) -> str:
+        """Log ``value`` in ``mine`` as a ``get_page`` result (a new row of the store, each
+        call), then return the library's grep of it
+        (:func:`helpers.context.resolve_tools.internal_resource_grep`), read back through its
+        reference: the text the model's grep tool would get."""
+        reference = self.log(self.mine, "get_page", value)
         return internal_resource_grep(self.ctx, reference, pattern, window)
 
 
 def two_threads(store: ToolOutputStore, registry: ToolRegistry, transcript: str) -> TwoThreads:
-    """Log ``transcript`` in two fresh threads of ``store``: :class:`TwoThreads`."""
+    """Two fresh threads of ``store`` (random ids, a new pair on each call), each with
+    ``transcript`` logged as a ``yt_transcribe`` result: one row written per thread.
+
+    Returns:
+        The :class:`TwoThreads`: ``mine`` and ``theirs``, with ``ref`` and ``their_ref``, the
+        transcript's ``internal://<id>`` in each; ``registry`` for the calls run in ``mine``.
+    """
     mine = "thread_nb04_" + secrets.token_hex(4)
     theirs = "thread_nb04_other_" + secrets.token_hex(4)
     empty = TwoThreads(store, registry, mine, theirs, "", "")
@@ -187,25 +201,6 @@ def print_refusal(unbox: Unbox, arguments: Any, store: ToolOutputStore, thread_i
     print("not refused; it returned", for_terminal(repr(returned)[:200]))
 
 
-def explain_routed(turn: TurnRecord, transcript: str) -> None:
-    """Say whether the whole ``transcript`` reached ``deep_check`` in ``turn`` while the model
-    passed only the reference.
-
-    Raises:
-        AssertionError: under ``WORKBOOK_REFERENCE_CHOICES_ONLY=1``, when it did not
-            (:func:`explain_choice`).
-    """
-    received = deep_check_received(turn)
-    explain_choice(
-        len(transcript) in received,
-        expected=f"deep_check received all {len(transcript):,} characters; the model passed "
-        "only the reference.",
-        otherwise=f"deep_check received {received or 'nothing'} characters of "
-        f"{len(transcript):,} (the turn ended {turn.status!r}): read the calls above for "
-        "what the model passed instead of the reference alone.",
-    )
-
-
 def same_answers_as_library(agent: Agent, case_ids: Iterable[str] = ("case3", "web1")) -> None:
     """Run each of ``case_ids`` with ``agent`` (the notebook's box policy) and again with the
     library's :class:`BoxPolicy` (the same design and threshold), as a check; print the resolve
@@ -213,18 +208,21 @@ def same_answers_as_library(agent: Agent, case_ids: Iterable[str] = ("case3", "w
     agree.
 
     Raises:
+        TypeError: ``agent``'s policy is not a box policy.
+        KeyError: a case id that is not shipped.
         AssertionError: under ``WORKBOOK_REFERENCE_CHOICES_ONLY=1``, when an answer differs
             (:func:`explain_choice`): with the offline model, a difference in her functions.
     """
     cases = {c.id: c for c in load_cases()}
     policy = agent.policy
-    threshold = policy.threshold if isinstance(policy, BoxPolicy) else None
-    library_agent = dataclasses.replace(agent, policy=BoxPolicy(threshold, policy.boxing))
+    if not isinstance(policy, BoxPolicy):
+        raise TypeError(f"the agent's policy is a {type(policy).__name__}, not a box policy")
+    library_agent = dataclasses.replace(agent, policy=BoxPolicy(policy.threshold, policy.boxing))
     for case_id in case_ids:
         yours = run_turn(cases[case_id].prompt, agent)
         library = run_turn(cases[case_id].prompt, library_agent)
-        resolve = [c.name for c in yours.tool_calls if c.name.startswith("internal_")]
-        print(f"--- {case_id}: your resolve calls {resolve}")
+        resolve = ", ".join(c.name for c in yours.tool_calls if c.name.startswith("internal_"))
+        print(f"--- {for_terminal(case_id)}: your resolve calls: {for_terminal(resolve or 'none')}")
         print(f"    answer: {for_terminal((yours.answer or yours.error or '')[:120])}")
         explain_choice(
             yours.ok and yours.answer == library.answer,

@@ -8,12 +8,12 @@ themselves, the attendee's ``bridge`` (which :class:`BridgeHost` calls) and her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from helpers.cases import load_cases
+from helpers.course.budget import approve_spend
 from helpers.course.choices import explain_choice
 from helpers.course.progress import progress
 from helpers.course.views import markdown_view
@@ -29,6 +29,13 @@ from helpers.tooling.store import ToolOutputStore
 
 #: The two strategies the notebook sets side by side.
 BOX_AND_CODE = ("box", "code")
+#: What :func:`run_box_and_code` costs on a paid model, for
+#: :func:`helpers.course.budget.approve_spend`: measured with the offline model on the same tasks
+#: (every case under ``box`` and under ``code``, the model calls and the o200k_base tokens of all
+#: the turns), on the shipped cases (13) and on :data:`helpers.cases.ALL_CASES` (19, the large
+#: ones too), rounded up.
+SHIPPED_CASES_SPEND = {"model_calls": 69, "prompt_tokens": 64_000, "completion_tokens": 4_100}
+ALL_CASES_SPEND = {"model_calls": 100, "prompt_tokens": 94_000, "completion_tokens": 5_700}
 
 
 class EchoHost:
@@ -43,12 +50,9 @@ class EchoHost:
         return True, f"echo got {arguments_json}"
 
 
-class Bridge(Protocol):
-    """The notebook's TODO 1: ``bridge(tools, name, arguments_json, max_output_chars)``."""
-
-    def __call__(
-        self, tools: ToolRegistry, name: str, arguments_json: str, max_output_chars: int
-    ) -> tuple[bool, str]: ...
+#: The notebook's TODO 1: ``bridge(tools, name, arguments_json, max_output_chars)``, what a
+#: program's call gets back: ``(True, the tool's output)`` or ``(False, why not)``.
+Bridge = Callable[[ToolRegistry, str, str, int], tuple[bool, str]]
 
 
 @dataclass
@@ -93,36 +97,58 @@ def show_run(result: ProgramResult, host: BridgeHost | None = None) -> None:
     print(for_terminal(said))
 
 
-def show_stopped(attempts: Sequence[str], cpu_time_limit_s: float = 1.0) -> None:
+#: The CPU-time limit :func:`show_stopped` runs each program within, in seconds.
+STOPPED_CPU_TIME_LIMIT_S = 1.0
+
+
+def show_stopped(attempts: Sequence[str]) -> None:
     """Run each program of ``attempts`` with an :class:`EchoHost`, within a CPU-time limit of
-    ``cpu_time_limit_s`` seconds, and print, beside each, why the sandbox stopped it (or what it
-    returned, when it was not stopped)."""
+    :data:`STOPPED_CPU_TIME_LIMIT_S` seconds, and print, beside each, why the sandbox stopped it
+    (or what it returned, when it was not stopped), escaped."""
+    limits = ProgramLimits(cpu_time_limit_s=STOPPED_CPU_TIME_LIMIT_S)
     for attempt in attempts:
-        result = run_program(attempt, EchoHost(), ProgramLimits(cpu_time_limit_s=cpu_time_limit_s))
+        result = run_program(attempt, EchoHost(), limits)
         said = result.error if not result.ok else f"returned {result.text}"
         print(f"{attempt!r:28} → {for_terminal(said or '')}")
 
 
 def run_box_and_code(
-    config: ModelConfig, pattern: str | Path | None = None, store: ToolOutputStore | None = None
+    config: ModelConfig, pattern: str | Path | None = None, *, approve: bool = False
 ) -> ComparisonMetrics:
     """Run every case of ``pattern`` (:func:`helpers.cases.load_cases`'s glob: the shipped cases
     by default; :data:`helpers.cases.ALL_CASES` adds the large ones) under ``box`` and under
     ``code`` with the model of ``config``, showing a progress bar, then the table of the two
-    side by side, case by case (prompt tokens, model and tool calls, verdicts).
+    side by side, case by case (prompt tokens, model and tool calls, verdicts). The whole
+    outputs go to the workbook's store (a :class:`~helpers.tooling.store.ToolOutputStore` on
+    :func:`~helpers.tooling.store.default_db_url`).
+
+    Args:
+        config: the model in use: a paid one first asks for a go-ahead
+            (:func:`helpers.course.budget.approve_spend`), with the estimate
+            :data:`SHIPPED_CASES_SPEND` for the shipped cases, :data:`ALL_CASES_SPEND` for any
+            other pattern (every case the workbook has).
+        pattern: the cases' glob (``None``: the shipped cases).
+        approve: the go-ahead for a paid model's spend.
 
     Returns:
         The comparison's metrics (``.totals[strategy]``: prompt tokens, cases passed).
+
+    Raises:
+        helpers.course.budget.SpendNotApproved: a paid model, and no go-ahead (``approve=True``
+            or ``WORKBOOK_APPROVE_SPEND=1``).
     """
     from IPython.display import display
 
     cases = {case.id: case for case in load_cases(pattern)}
+    spend = SHIPPED_CASES_SPEND if pattern is None else ALL_CASES_SPEND
+    what = f"{len(cases)} cases × {len(BOX_AND_CODE)} strategies"
+    approve_spend(config, what=what, approve=approve, **spend)
     runs = run_cases(
         cases.values(),
         BOX_AND_CODE,
         client=client_for_cases(config, cases.values()),
         model=config.model,
-        store=store if store is not None else ToolOutputStore(),
+        store=ToolOutputStore(),
         on_done=progress(len(BOX_AND_CODE) * len(cases), "runs"),
     )
     metrics = Comparison(runs, config.model, threshold=None, limit=600).metrics()

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.cases import load_cases
-from helpers.context.compaction import SUMMARY_HEADER, Compaction, compact, quoted
+from helpers.context.compaction import Compaction, compact, is_summary, quoted
 from helpers.context.context_editing import ClearToolUses, policy_with_clearing
 from helpers.context.strategies import build_policy
 from helpers.course.choices import explain_choice
 from helpers.course.views import markdown_view, messages_html
+from helpers.escaping import for_terminal
 from helpers.evaluation.pricing import SentRequest, load_prices, session_requests
 from helpers.evaluation.report import session_costs_markdown
 from helpers.loop.agent import Agent, CompactionSettings, RunConfig
@@ -79,13 +80,10 @@ class SessionRun:
         return line + (f", {len(self.compactions)} compactions" if self.compactions else "")
 
     def summaries(self) -> list[str]:
-        """The texts of the compaction summaries in the history (each starts with
-        :data:`~helpers.context.compaction.SUMMARY_HEADER`)."""
-        return [
-            m["content"]
-            for m in self.history
-            if str(m.get("content", "")).startswith(SUMMARY_HEADER)
-        ]
+        """The texts of the compaction summaries in the history, oldest first: the messages
+        :func:`~helpers.context.compaction.is_summary` takes for one (a model's or a tool's text
+        that merely starts like a summary is not)."""
+        return [str(m["content"]) for m in self.history if is_summary(m)]
 
 
 class CompactionSession:
@@ -94,21 +92,21 @@ class CompactionSession:
 
     The session runs on the offline model whatever the profile: the model named by ``config``
     when it is offline (an offline persona, ``OFFLINE_MODEL=offline-reference:<persona>``, makes
-    its mistakes), else the reference model. ``prompts`` holds the ten requests in order.
+    its mistakes), else the reference model.
+
+    Attributes: ``client`` (an ``openai.OpenAI`` on that offline model, which also carries out
+    :data:`FAILING_PLANS`), ``model`` (the model name it asks), ``store`` (the session's own
+    in-memory :class:`~helpers.tooling.store.ToolOutputStore`), ``registry`` (the default tools)
+    and ``prompts`` (the ten requests, in order).
     """
 
-    def __init__(
-        self,
-        config: ModelConfig,
-        *,
-        store: ToolOutputStore | None = None,
-    ) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         model = OfflineModel()
         for prompt, plan in FAILING_PLANS.items():
             model.add_plan(prompt, plan)
         self.client = offline_client(model)
         self.model = config.model if config.offline else "offline-reference"
-        self.store = store or ToolOutputStore()
+        self.store = ToolOutputStore()  # the session's own, in memory
         self.registry = default_registry()
         cases = {c.id: c for c in load_cases()}
         self.prompts: list[str] = (
@@ -175,12 +173,13 @@ class CompactionSession:
         return run
 
 
-def check_compaction_against_library(
+def confirm_compaction_against_library(
     history: list[dict[str, Any]], result: Compaction, *, keep_last: int
 ) -> None:
-    """Check a compaction run with the attendee's rules: every file a folded call wrote is named
-    (quoted) in its summary, and the library's own rules (``compact`` without ``rules``) fold the
-    same calls of ``history`` into the same summary. Prints one line when both hold.
+    """Confirm a compaction run with the attendee's rules (``result``, from ``history`` with
+    ``keep_last`` calls kept whole): every file a folded call wrote is named (quoted) in its
+    summary, and the library's own rules (``compact`` without ``rules``) fold the same calls of
+    ``history`` into the same summary. Prints one line when both hold.
 
     Raises:
         AssertionError: a file is not named, or the library's rules fold differently.
@@ -188,7 +187,9 @@ def check_compaction_against_library(
     for e in result.folded:  # every file written, whatever the model wrote, is named
         if e.name == WRITE_TOOL:
             name = e.arguments.get("file_name", "?")
-            assert quoted(name) in result.summary, f"the summary lost {name!r}"
+            assert quoted(name) in result.summary, (
+                f"the summary lost {for_terminal(repr(name))}"  # a model's file name
+            )
     reference = compact(history, keep_last=keep_last, force=True)  # the library's rules
     assert result.folded_calls == reference.folded_calls and result.summary == reference.summary, (
         "with your rules, compaction should fold the same calls into the same summary as the library's"
@@ -219,7 +220,7 @@ def explain_turns_that_fit(without: SessionRun, with_: SessionRun, requests: int
     )
 
 
-def check_summary_keeps_what_matters(run: SessionRun) -> None:
+def confirm_summary_keeps_what_matters(run: SessionRun) -> None:
     """Say whether compaction ran in ``run`` (a model's choice:
     :func:`~helpers.course.choices.explain_choice`) and, when it did, check that every file the
     session wrote is still named (in the first summary, or in a call still kept whole) and print
@@ -244,7 +245,7 @@ def check_summary_keeps_what_matters(run: SessionRun) -> None:
     kept_calls = json.dumps([m.get("tool_calls") for m in run.history if m.get("tool_calls")])
     files = set(run.written)  # after every merged compaction, each file is still named
     lost = [name for name in files if quoted(name) not in marker and name not in kept_calls]
-    assert not lost, f"files written but no longer named: {lost}"
+    assert not lost, f"files written but no longer named: {for_terminal(repr(lost))}"
     errors = set(run.errors)
     named = [e for e in errors if quoted(e, 40)[:-2] in marker or e[:40] in kept_calls]
     print(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from helpers.cases import load_cases
 from helpers.charts import ThemedChart, themed_chart
 from helpers.course.choices import explain_choice
 from helpers.escaping import for_terminal
@@ -27,26 +28,29 @@ if TYPE_CHECKING:
 #: The system prompt of notebook 01's loop.
 SYSTEM_PROMPT = "You are a helpful assistant that uses tools."
 
-#: The workbook's transcript case: a long result the model only has to pass on
-#: (``yt_transcribe`` → ``deep_check``). Notebooks 01 and 02 run it.
-TRANSCRIPT_TASK = (
-    "Generate a transcript of the YouTube video with video_id='123' "
-    "and then pass it to Deep Check for analysis."
-)
-
-#: Notebook 01's three tasks on real data, label → prompt (each one a case the offline
-#: reference model carries out): a SQL result routed to a file, a large page, the transcript.
-INLINE_TASKS: dict[str, str] = {
-    "SQL result → file": (
-        "Using run_sql, get every ISO 4217 currency (alpha_3, numeric and name; up to 200 rows) "
-        "and save the query result to a file on Google Drive named 'currencies.json'."
-    ),
-    "large page → grep": (
-        "From the page https://docs.python.org/3/library/json.html, tell me the signature of "
-        "json.dumps, without reading the whole page."
-    ),
-    "transcript → deep_check": TRANSCRIPT_TASK,
+#: Notebook 01's three tasks on real data, label → the id of the case whose prompt it runs (each
+#: one a case the offline reference model carries out): a SQL result routed to a file, a large
+#: page, the transcript.
+INLINE_CASES: dict[str, str] = {
+    "SQL result → file": "sql2",
+    "large page → grep": "web2",
+    "transcript → deep_check": "case1",
 }
+
+
+def case_prompts() -> dict[str, str]:
+    """Every shipped case's prompt, by case id, read from ``data/cases/`` (:func:`load_cases`).
+
+    Raises:
+        helpers.cases.CaseError: a case file cannot be used.
+    """
+    return {case.id: case.prompt for case in load_cases()}
+
+
+#: The workbook's transcript case (``case1``): a long result the model only has to pass on
+#: (``yt_transcribe`` → ``deep_check``), its prompt read from the case file. Notebooks 01 to 04
+#: run it.
+TRANSCRIPT_TASK: str = case_prompts()["case1"]
 
 #: A turn as notebook 01 runs it: prompt → (the answer or ``None``, prompt tokens per call).
 InlineTurn = Callable[[str], tuple[str | None, list[int]]]
@@ -62,7 +66,7 @@ def opening_messages(prompt: str) -> list[dict[str, Any]]:
 
 
 def call_model(
-    client: openai.OpenAI, model: str, messages: list[dict[str, Any]], tools: list[dict]
+    client: openai.OpenAI, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> ChatCompletion | None:
     """One model call: ``client.chat.completions.create(model=model, messages=messages,
     tools=tools)``, with the tool schemas as the registry gives them (``registry.schemas()``).
@@ -107,20 +111,25 @@ def explain_transcript_turn(answer: str | None, tokens: list[int], registry: Too
     )
 
 
-def context_growth(turn: InlineTurn, tasks: dict[str, str] | None = None) -> dict[str, list[int]]:
-    """Run ``turn`` (the notebook's ``inline_turn``) on each task and print, per task, the
-    prompt tokens of each model call and their total.
+def context_growth(turn: InlineTurn) -> dict[str, list[int]]:
+    """Run ``turn`` (the notebook's ``inline_turn``) on each task of :data:`INLINE_CASES` (its
+    case's prompt, read from the case file) and print, per task, the prompt tokens of each model
+    call and their total.
 
     Args:
         turn: runs one prompt; returns (answer, prompt tokens per call).
-        tasks: label → prompt; default :data:`INLINE_TASKS`.
 
     Returns:
         label → the prompt tokens of each model call, in call order.
+
+    Raises:
+        KeyError: a case of :data:`INLINE_CASES` is not shipped.
+        helpers.cases.CaseError: a case file cannot be used.
     """
+    prompts = case_prompts()
     growth: dict[str, list[int]] = {}
-    for label, prompt in (tasks or INLINE_TASKS).items():
-        _answer, tokens = turn(prompt)
+    for label, case_id in INLINE_CASES.items():
+        _answer, tokens = turn(prompts[case_id])
         growth[label] = tokens
         print(f"{label:26} prompt tokens per call: {tokens}  (total {sum(tokens):,})")
     return growth

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from helpers.loop.records import TurnRecord
     from helpers.tooling.store import ToolOutputStore
 
+#: The server's tool whose result :func:`print_mcp_turns` reports: the transcript.
+TRANSCRIPT_TOOL = "yt_transcribe"
+
 
 class McpServerLauncher:
     """``workbook mcp-server`` as notebook 09 starts it over stdio: each :meth:`connect` starts
@@ -59,7 +62,7 @@ class McpServerLauncher:
         return for_terminal(self.spec.command_line())
 
     def connect(self) -> Client:
-        """The SDK's client of a new server process (``async with server.connect() as mcp:``
+        """The SDK's client of a new server process (``async with launcher.connect() as mcp:``
         starts it, and stops it on the way out); its stderr goes to the log."""
         from mcp import Client
         from mcp.client.stdio import stdio_client
@@ -88,10 +91,10 @@ class McpServerLauncher:
 
 
 def print_mcp_tools(listed: mcp_types.ListToolsResult, *, protocol: str | None) -> None:
-    """Print ``tools/list``'s answer: the protocol version, then one line per tool: its name,
-    ``reads`` (its ``readOnlyHint``) or ``acts``, and the first line of its description
-    (a server's text: escaped)."""
-    print(f"protocol {protocol}, {len(listed.tools)} tools:")
+    """Print ``tools/list``'s answer: the protocol version the server agreed (``protocol``),
+    then one line per tool: its name, ``reads`` (its ``readOnlyHint``) or ``acts``, and the
+    first line of its description (a server's text, the version too: escaped)."""
+    print(f"protocol {for_terminal(str(protocol))}, {len(listed.tools)} tools:")
     for tool in listed.tools:
         kind = "reads" if tool.annotations and tool.annotations.read_only_hint else "acts"
         first = (tool.description or "").splitlines()[:1]
@@ -124,7 +127,7 @@ def print_mcp_notes(servers: McpServers, base: ToolRegistry) -> None:
     """Print each server's notes (a tool left out or renamed, one that stands in for a tool of
     ``base``), one line per server, escaped."""
     for name, notes in servers.notes(base).items():
-        print(f"MCP server {name}: " + for_terminal("; ".join(notes)))
+        print(for_terminal(f"MCP server {name}: " + "; ".join(notes)))
 
 
 def run_mcp_case(
@@ -154,12 +157,13 @@ def run_mcp_case(
     }
 
 
-def print_mcp_turns(turns: Mapping[str, TurnRecord], tool: str = "yt_transcribe") -> None:
+def print_mcp_turns(turns: Mapping[str, TurnRecord]) -> None:
     """One line per strategy: the turn's status, its prompt tokens, and what the model saw of
-    the first ``tool`` call's result (its kind and length in characters, the error when the
-    call failed, e.g. when ``mcp_result_text`` raised; escaped)."""
+    the transcript, the first :data:`TRANSCRIPT_TOOL` call's result (its kind and length in
+    characters, the error when the call failed, e.g. when ``mcp_result_text`` raised;
+    escaped)."""
     for strategy, turn in turns.items():
-        seen = next((c for c in turn.tool_calls if c.name == tool), None)
+        seen = next((c for c in turn.tool_calls if c.name == TRANSCRIPT_TOOL), None)
         shown = f"{seen.result_kind}, {len(seen.result):,} characters" if seen else "not called"
         if seen is not None and seen.result_kind == "error":
             shown += f" ({for_terminal(seen.error or '')})"

@@ -38,10 +38,12 @@ if TYPE_CHECKING:
     from helpers.theme import ChartTheme
     from helpers.tooling.store import StoredOutput, ToolOutputStore
 
-#: The attendee's TODO 1: ``schemas_for_mode(registry, mode) -> list[dict]``.
-SchemasForMode = Callable[[ToolRegistry, str], list[dict]]
-#: The attendee's TODO 2: ``guarded_call(registry, mode, name, arguments) -> str``.
-GuardedCall = Callable[[ToolRegistry, str, str, dict], str]
+#: The attendee's TODO 1: ``schemas_for_mode(registry, mode)``, the chat-completions schemas
+#: (each as :meth:`~helpers.tooling.registry.Tool.schema` gives it) of the tools ``mode`` allows.
+SchemasForMode = Callable[[ToolRegistry, str], list[dict[str, Any]]]
+#: The attendee's TODO 2: ``guarded_call(registry, mode, name, arguments)``, the tool's result
+#: text or a JSON error; ``arguments`` maps each parameter's name to its (JSON) value.
+GuardedCall = Callable[[ToolRegistry, str, str, dict[str, Any]], str]
 #: The attendee's TODO 3: ``summarize(result, max_chars) -> str``.
 Summarize = Callable[[str, int], str]
 
@@ -104,7 +106,7 @@ class NotebookModeRegistry(ToolRegistry):
         mode: str,
         schemas_for_mode: SchemasForMode,
         guarded_call: GuardedCall,
-    ):
+    ) -> None:
         super().__init__(full)
         self.full, self.mode = full, mode
         self.schemas_for_mode, self.guarded_call = schemas_for_mode, guarded_call
@@ -158,18 +160,24 @@ def nothing_written_to(file_name: str) -> Iterator[None]:
 
 
 def print_mode_turn(turn: TurnRecord) -> None:
-    """Each tool call of ``turn`` (name, result kind, the result's first 100 characters) and its
-    answer, escaped (a model's text is untrusted).
-
-    Raises:
-        AssertionError: the turn's model was offered :data:`WRITE_TOOL` (the mode's schemas let
-            it through).
-    """
+    """Print each tool call of ``turn`` (name, result kind, the result's first 100 characters)
+    and its answer, escaped (a model's text is untrusted)."""
     for call in turn.tool_calls:
         print(for_terminal(f"{call.name:24} {call.result_kind:6} {call.result[:100]}"))
     print("answer:", for_terminal(str(turn.answer)))
-    offered = {s["function"]["name"] for s in turn.tool_schemas}
-    assert WRITE_TOOL not in offered, "explore mode offered a write tool"
+
+
+def confirm_write_tool_not_offered(turn: TurnRecord) -> None:
+    """Check that no model call of ``turn`` was offered :data:`WRITE_TOOL` (the schemas of each
+    call, :attr:`~helpers.loop.records.TurnRecord.schemas_per_call`), and print that it was not.
+
+    Raises:
+        AssertionError: a model call was offered it (the mode's schemas let it through).
+    """
+    per_call = [*turn.schemas_per_call, turn.tool_schemas]
+    offered = {schema["function"]["name"] for schemas in per_call for schema in schemas}
+    assert WRITE_TOOL not in offered, f"the mode offered the write tool {WRITE_TOOL}"
+    print(f"the model was never offered {WRITE_TOOL}")
 
 
 def explain_same_calls_as_library(yours: TurnRecord, library: TurnRecord) -> None:
@@ -224,13 +232,16 @@ class NotebookDualStream(DualStreamPolicy):
         max_chars: the summary's bound, in characters.
     """
 
-    def __init__(self, summarize: Summarize, max_chars: int = MAX_SUMMARY_CHARS):
+    def __init__(self, summarize: Summarize, max_chars: int = MAX_SUMMARY_CHARS) -> None:
         super().__init__(max_chars)
         self.summarize = summarize
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
+        """What the model's ``tool`` message carries for ``output``: the attendee's
+        ``summarize(output, max_chars)``, marked ``truncated`` when ``output`` is longer than
+        ``max_chars`` characters, else ``inline`` (the whole result is in the store already)."""
         return Presented(
             self.summarize(output, self.max_chars),
             "truncated" if len(output) > self.max_chars else "inline",

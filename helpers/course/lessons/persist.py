@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.engine import Engine
 from sqlalchemy.schema import CreateTable
 
 from helpers.escaping import for_terminal
@@ -19,17 +20,15 @@ from helpers.paths import var_dir
 from helpers.tooling.store import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from helpers.loop.records import TurnRecord
 
 #: The attendee's ``log_tool(engine, thread_id, tool_call_id, tool_name, tool_args, tool_output)
 #: -> int`` (notebook 02's TODO 1).
-LogTool = Callable[[Any, str, str, str, dict, str], int]
+LogTool = Callable[[Engine, str, str, str, dict[str, Any], str], int]
 
 
-def empty_tool_outputs_db(name: str = "notebook02") -> Engine:
-    """An empty SQLite database ``var/<name>.sqlite`` (an older one is removed) holding the
+def empty_tool_outputs_db() -> Engine:
+    """An empty SQLite database ``var/notebook02.sqlite`` (an older one is removed) holding the
     ``tool_outputs`` table, with its ``CREATE TABLE`` statement printed.
 
     Returns:
@@ -39,7 +38,7 @@ def empty_tool_outputs_db(name: str = "notebook02") -> Engine:
     Raises:
         OSError: ``var/`` cannot be written.
     """
-    db_path = var_dir() / f"{name}.sqlite"
+    db_path = var_dir() / "notebook02.sqlite"
     db_path.unlink(missing_ok=True)
     engine = make_engine(f"sqlite:///{db_path}")
     Base.metadata.create_all(engine)
@@ -75,7 +74,9 @@ def store_with_log_tool(log_tool: LogTool, engine: Engine) -> ToolOutputStore:
             log_tool(self.engine, thread_id, tool_call_id, tool_name, args, tool_output)
             row = self.get(thread_id, tool_call_id)
             if row is None:
-                raise AssertionError(f"log_tool wrote no row for {tool_call_id} in the thread")
+                raise AssertionError(
+                    f"log_tool wrote no row for {for_terminal(tool_call_id)} in the thread"
+                )
             return row
 
     return NotebookStore(engine.url.render_as_string(hide_password=False))
@@ -99,7 +100,10 @@ def confirm_every_dispatch_logged(store: ToolOutputStore, turn: TurnRecord) -> N
     """
     logged = [row.tool_name for row in store.list_thread(turn.thread_id)]
     outputs = [call.name for call in turn.tool_calls if call.output_sha256 is not None]
-    assert logged == outputs, f"the turn's tools returned {outputs}; your log_tool stored {logged}"
+    assert logged == outputs, (
+        f"the turn's tools returned {for_terminal(', '.join(outputs) or 'nothing')}; "
+        f"your log_tool stored {for_terminal(', '.join(logged) or 'nothing')}"
+    )
     print(f"the turn ended {turn.status!r}: {len(logged)} dispatches logged, every one of them")
 
 

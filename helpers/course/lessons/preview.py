@@ -9,7 +9,8 @@ arguments: what runs is her code, and the verdicts go through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from typing import Literal
 
 from helpers.cases import load_cases
 from helpers.context.policies import Presented, TruncatePolicy
@@ -28,6 +29,10 @@ MakePreview = Callable[[str, str, int], str]
 FetchToolOutput = Callable[[ToolOutputStore, str, str], str]
 #: Fetches, prompt tokens and whether the turn answered, per case id (:func:`fetches_per_case`).
 FetchRows = dict[str, tuple[int, int, bool]]
+#: The case whose answer (the page's title) is in the preview: no fetch needed.
+PREVIEW_CASE = "web3"
+#: The case whose whole value must move on to another tool: fetched, then copied.
+ROUTE_CASE = "case1"
 
 
 class NotebookTruncatePolicy(TruncatePolicy):
@@ -59,6 +64,8 @@ class NotebookTruncatePolicy(TruncatePolicy):
         self.truncate_fetch = truncate_fetch
 
     def internal_tools(self) -> list[Tool]:
+        """The model's way back: one internal tool, ``fetch_tool_output(tool_call_id)``, that
+        runs the attendee's ``fetch_tool_output`` on the call's thread (its JSON text)."""
         fetch = self.fetch_tool_output
 
         def fetch_tool_output_tool(ctx: ToolContext, tool_call_id: str) -> str:
@@ -74,6 +81,9 @@ class NotebookTruncatePolicy(TruncatePolicy):
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
     ) -> Presented:
+        """What the model sees of ``output``: the attendee's ``make_preview`` of it
+        (``truncated`` when it cut, else ``inline``); a fetch's result whole, unless
+        ``truncate_fetch`` (the pitfall) cuts it too."""
         if tool.internal and not self.truncate_fetch:  # a fetch is never cut
             return super().present(ctx, tool, tool_call_id, output, row)
         content = self.make_preview(output, tool_call_id, self.limit)
@@ -102,23 +112,45 @@ def print_calls(turn: TurnRecord, *, width: int = 100) -> None:
     print("answer:", for_terminal((turn.answer or turn.error or "")[:300]))
 
 
-def explain_fetch_then_route(turn: TurnRecord, transcript: str) -> None:
-    """Say whether the whole ``transcript`` reached ``deep_check`` in ``turn`` (the model fetched
-    the full output behind the preview and passed it on), and how many fetches it took.
+def count_fetches(turn: TurnRecord) -> int:
+    """How many times the model called ``fetch_tool_output`` in ``turn``."""
+    return sum(1 for call in turn.tool_calls if call.name == "fetch_tool_output")
+
+
+def explain_transcript_routed(
+    turn: TurnRecord, transcript: str, *, route: Literal["fetch", "reference"]
+) -> None:
+    """Say whether the whole ``transcript`` reached ``deep_check`` in ``turn``, read from the
+    tool's own report (:func:`helpers.course.choices.deep_check_received`), and how it got there.
+
+    Args:
+        turn: the transcript turn (:data:`helpers.course.lessons.inline.TRANSCRIPT_TASK`).
+        transcript: the whole transcript, as ``yt_transcribe`` returns it.
+        route: the policy's way to move it: ``fetch`` (notebook 03: the model fetches the full
+            output behind the preview, then passes it on; the verdict counts the fetches) or
+            ``reference`` (notebook 04: the model passes the reference, the client unboxes it).
 
     Raises:
         AssertionError: under ``WORKBOOK_REFERENCE_CHOICES_ONLY=1``, when it did not
             (:func:`explain_choice`).
     """
     received = deep_check_received(turn)
-    fetches = [c.name for c in turn.tool_calls].count("fetch_tool_output")
+    whole = f"{len(transcript):,}"
+    if route == "fetch":
+        fetched = count_fetches(turn)
+        how = f"it fetched the full output (fetches: {fetched}) and "
+        lost = (
+            f"after {fetched} fetches: a model that passes the preview on, or stops at it, loses "
+            "the rest; the marker is its way back."
+        )
+    else:
+        how = "the model passed only the reference, and "
+        lost = "read the calls above for what the model passed instead of the reference alone."
     explain_choice(
         len(transcript) in received,
-        expected=f"it fetched the full output ({fetches} fetch) and deep_check received all "
-        f"{len(transcript):,} characters.",
-        otherwise=f"deep_check received {received or 'nothing'} characters of "
-        f"{len(transcript):,}, after {fetches} fetches (the turn ended {turn.status!r}): a model "
-        "that passes the preview on, or stops at it, loses the rest; the marker is its way back.",
+        expected=f"{how}deep_check received all {whole} characters.",
+        otherwise=f"deep_check received {received or 'nothing'} characters of {whole} (the "
+        f"turn ended {turn.status!r}): {lost}",
     )
 
 
@@ -162,7 +194,7 @@ def fetches_per_case(agent: Agent, config: ModelConfig, *, approve: bool = False
     """
     approve_spend(
         config,
-        what="every case under your truncate policy, and two of them inline",
+        what=f"every case under your truncate policy, then {PREVIEW_CASE} and {ROUTE_CASE} inline",
         model_calls=56,
         prompt_tokens=352_000,
         completion_tokens=48_000,
@@ -171,38 +203,39 @@ def fetches_per_case(agent: Agent, config: ModelConfig, *, approve: bool = False
     rows: FetchRows = {}
     for case in load_cases():
         turn = run_turn(case.prompt, agent)
-        fetches = sum(1 for c in turn.tool_calls if c.name == "fetch_tool_output")
-        rows[case.id] = (fetches, turn.usage()["prompt_tokens"], turn.ok)
+        rows[case.id] = (count_fetches(turn), turn.usage()["prompt_tokens"], turn.ok)
     print(f"{'case':6} {'fetches':>7} {'prompt tokens':>14}")
-    for case_id, (fetches, tokens, ok) in rows.items():
-        print(f"{case_id:6} {fetches:>7} {tokens:>14,}{'' if ok else '  (no answer)'}")
+    for case_id, (fetched, tokens, ok) in rows.items():
+        print(
+            f"{for_terminal(case_id):6} {fetched:>7} {tokens:>14,}{'' if ok else '  (no answer)'}"
+        )
     return rows
 
 
-def against_inline(
-    rows: FetchRows, inline_agent: Agent, case_ids: Iterable[str] = ("web3", "case1")
-) -> None:
-    """Run each of ``case_ids`` with ``inline_agent`` (an agent with the ``inline`` policy) and
-    print what truncation cost against it, from ``rows`` (:func:`fetches_per_case`); then say
-    whether the model answered ``web3`` from the preview, with no fetch.
+def compare_truncate_with_inline(rows: FetchRows, inline_agent: Agent) -> None:
+    """Run :data:`PREVIEW_CASE` and :data:`ROUTE_CASE` again with ``inline_agent`` (an agent with
+    the ``inline`` policy) and print, for each, what truncation cost against inline, from
+    ``rows`` (:func:`fetches_per_case`); then say whether the model answered
+    :data:`PREVIEW_CASE` from the preview, with no fetch.
 
     Raises:
-        KeyError: a case id not in ``rows``.
+        KeyError: one of the two cases is not in ``rows`` or not shipped.
         AssertionError: under ``WORKBOOK_REFERENCE_CHOICES_ONLY=1``, when the model fetched on
-            ``web3`` (:func:`explain_choice`).
+            :data:`PREVIEW_CASE` (:func:`explain_choice`).
     """
     cases = {c.id: c for c in load_cases()}
-    for case_id in case_ids:
-        fetches, truncated, _ = rows[case_id]
+    for case_id in (PREVIEW_CASE, ROUTE_CASE):
+        fetched, truncated, _ = rows[case_id]
         inline = run_turn(cases[case_id].prompt, inline_agent).usage()["prompt_tokens"]
         print(
-            f"{case_id}: {fetches} fetches; truncate {truncated:,} prompt tokens, inline "
-            f"{inline:,}: truncation cost {truncated / inline:.2f}× inline "
+            f"{for_terminal(case_id)}: {fetched} fetches; truncate {truncated:,} prompt tokens, "
+            f"inline {inline:,}: truncation cost {truncated / inline:.2f}× inline "
             f"({'less' if truncated < inline else 'more'})"
         )
+    fetched = rows[PREVIEW_CASE][0]
     explain_choice(
-        rows["web3"][0] == 0,
-        expected="web3's answer, the page's title, is in the preview: no fetch.",
-        otherwise=f"it fetched web3's page {rows['web3'][0]} times though the title is in the "
+        fetched == 0,
+        expected=f"{PREVIEW_CASE}'s answer, the page's title, is in the preview: no fetch.",
+        otherwise=f"it fetched {PREVIEW_CASE}'s page {fetched} times though the title is in the "
         "preview: a model that does not trust a preview pays for the whole value anyway.",
     )

@@ -35,7 +35,8 @@ def what_the_offline_model_knows(config: ModelConfig, client: openai.OpenAI) -> 
 
     offline = OfflineModel()
     ids = sorted(set(offline.case_ids.values()))
-    print(f"It carries out {len(offline.plans)} case prompts, exactly these: {', '.join(ids)}")
+    listed = for_terminal(", ".join(ids))  # case ids come from case files: untrusted
+    print(f"It carries out {len(offline.plans)} case prompts, exactly these: {listed}")
     reply = client.chat.completions.create(
         model=config.model, messages=[{"role": "user", "content": UNKNOWN_PROMPT}]
     )

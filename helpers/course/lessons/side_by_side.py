@@ -18,7 +18,7 @@ from helpers.course.choices import explain_choice
 from helpers.course.progress import progress
 from helpers.course.views import answer_html, markdown_view, messages_html, side_by_side
 from helpers.escaping import for_markdown, for_terminal
-from helpers.evaluation.report import comparison_verdicts, guard_hits_text
+from helpers.evaluation.report import comparison_verdicts, guard_cell, persona_markdown
 from helpers.evaluation.runs import CaseRun, run_case, run_cases
 from helpers.guards import GUARDS
 from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
@@ -157,25 +157,20 @@ def case_explorer(
 
 
 def grow_one_result(sizes: Iterable[int], store: ToolOutputStore) -> ScalingResult:
-    """The scaling task (:func:`helpers.evaluation.scaling.run_scaling`, the offline model) at
-    each of ``sizes`` (bytes) under every compared strategy, with a progress bar; then the
-    table of where each strategy breaks (:func:`helpers.evaluation.scaling.scaling_markdown`)
-    displayed.
+    """Run the scaling task (:func:`helpers.evaluation.scaling.run_scaling`, the offline model)
+    at each of ``sizes`` (bytes) under every compared strategy, with a progress bar, and return
+    what it measured; it shows nothing else.
 
     Returns:
-        The measurement, for :func:`helpers.evaluation.room_charts.plot_scaling_room` and
-        :func:`scaling_verdict`.
+        The measurement, for :func:`helpers.evaluation.scaling.scaling_markdown`,
+        :func:`helpers.evaluation.room_charts.plot_scaling_room` and :func:`scaling_verdict`.
     """
-    from IPython.display import display
-
-    from helpers.evaluation.scaling import run_scaling, scaling_markdown
+    from helpers.evaluation.scaling import run_scaling
 
     sizes, strategies = list(sizes), compared_strategies()
-    scaling = run_scaling(
+    return run_scaling(
         sizes, strategies, store=store, on_done=progress(len(sizes) * len(strategies), "runs")
     )
-    display(markdown_view("\n".join(scaling_markdown(scaling))))
-    return scaling
 
 
 def scaling_verdict(scaling: ScalingResult) -> None:
@@ -226,13 +221,19 @@ def run_your_case(text: str, config: ModelConfig, store: ToolOutputStore) -> Non
 def persona_table() -> Any:
     """Every mistake persona (:data:`helpers.models.personas.PERSONAS` but the ideal model) as a
     Markdown table: its mistake, where real models or servers make it, and the guard that
-    catches it (:data:`helpers.guards.GUARDS`) or none.
+    catches it (:data:`helpers.guards.GUARDS`, with what it does) or none. Every text reaches
+    the table through :func:`helpers.escaping.for_markdown`, a guard's name as the comparison
+    report writes it.
 
     Returns:
         An ``IPython.display.Markdown`` (:func:`helpers.course.views.markdown_view`)."""
     rows = [
-        f"| `{p.name}` | {p.mistake} | {p.seen_in} | "
-        + (f"`{p.guard}`: {GUARDS[p.guard]}" if p.guard else "no guard: it costs tokens")
+        f"| {for_markdown(p.name)} | {for_markdown(p.mistake)} | {for_markdown(p.seen_in)} | "
+        + (
+            f"{guard_cell(p.guard)}: {for_markdown(GUARDS.get(p.guard, ''))}"
+            if p.guard
+            else "no guard: it costs tokens"
+        )
         + " |"
         for p in PERSONAS.values()
         if p.name != "ideal"
@@ -266,30 +267,23 @@ def run_mistakes(
 
 
 def mistakes_table(rows: Mapping[str, PersonaRow]) -> Any:
-    """The persona runs of :func:`run_mistakes` as a Markdown table: strategy, the guards that
-    fired (:func:`helpers.evaluation.report.guard_hits_text`), cases passed, prompt tokens,
-    × the ideal model's, model calls (the ideal model's).
+    """The persona runs of :func:`run_mistakes` as the table of ``compare.md``'s personas
+    section (:func:`helpers.evaluation.report.persona_markdown`, escaped there): per persona its
+    strategy, mistake, guard, the guards that fired, cases passed, prompt tokens, × the ideal
+    model's and model calls (the ideal model's). The section's heading, text and failures are
+    left out (the next cell prints the failures).
 
     Returns:
         An ``IPython.display.Markdown`` (:func:`helpers.course.views.markdown_view`)."""
-    lines = [
-        f"| {for_markdown(name)} | {for_markdown(row.strategy)} | {guard_hits_text(row)} | "
-        f"{row.passed}/{row.cases} | {row.prompt_tokens:,} | {row.ratio_to_ideal} | "
-        f"{row.model_calls} ({row.ideal_model_calls}) |"
-        for name, row in rows.items()
-    ]
-    header = (
-        "| persona | strategy | guard fired | passed | prompt tokens | × ideal "
-        "| model calls (ideal) |\n|---|---|---|---:|---:|---:|---:|\n"
-    )
-    return markdown_view(header + "\n".join(lines))
+    section = persona_markdown(dict(rows))
+    return markdown_view("\n".join(line for line in section if line.startswith("|")))
 
 
-def guards_caught_every_mistake(rows: Mapping[str, PersonaRow]) -> None:
-    """Check that every guarded persona's guard caught its mistake and every case still passed,
-    and that ``reads-everything`` (no guard) cost more than :data:`READS_EVERYTHING_MIN_RATIO`
-    × the ideal model's prompt tokens; then print it, and why ``reads-everything``'s runs failed
-    (escaped for the page).
+def confirm_guards_caught_every_mistake(rows: Mapping[str, PersonaRow]) -> None:
+    """Confirm (assert) that every guarded persona's guard caught its mistake and every case
+    still passed, and that ``reads-everything`` (no guard) cost more than
+    :data:`READS_EVERYTHING_MIN_RATIO` × the ideal model's prompt tokens; then print it, and why
+    ``reads-everything``'s runs failed (escaped for the page).
 
     Raises:
         AssertionError: a guard missed its mistake, a guarded case failed, or reading what it
@@ -298,7 +292,8 @@ def guards_caught_every_mistake(rows: Mapping[str, PersonaRow]) -> None:
     for name, row in rows.items():
         if row.guard:
             assert row.caught and row.passed == row.cases, (
-                f"{name}: its guard should catch it and every case pass; failures: {row.failures}"
+                f"{for_terminal(name)}: its guard should catch it and every case pass; "
+                f"failures: {for_terminal('; '.join(row.failures))}"
             )
     reader = rows["reads-everything"]
     ratio = reader.ratio_to_ideal or 0.0
@@ -328,8 +323,8 @@ def ideal_beside_embeds(case: Case, client: openai.OpenAI, store: ToolOutputStor
     return widgets.HTML(side_by_side(*panes))
 
 
-def naive_loop_refused(prompt: str, client: openai.OpenAI, model: str) -> None:
-    """The loop of notebook 01 against a thinking model (``model``, e.g. the
+def show_naive_loop_refused(prompt: str, client: openai.OpenAI, model: str) -> None:
+    """Show (print) the loop of notebook 01 refused by a thinking model (``model``, e.g. the
     ``deepseek-thinking`` persona): ask ``prompt`` with the box strategy's tools, echo back only
     ``role``, ``content`` and ``tool_calls`` of the reply (a reference as each tool's result), and
     print the ``reasoning_content`` the reply carried and the error the second request got (a
