@@ -2391,3 +2391,100 @@ WRONG_ANSWERS[("09", 1)] += [
         ),
     ),
 ]
+
+# found by a fresh attack: earlier tool messages wiped, whitespace stripped before the length is
+# compared, the MIME type guessed from a prefix, a padded tool name stripped onto the whitelist,
+# the tool messages appended before the assistant message
+WRONG_ANSWERS[("01", 1)] += [
+    (
+        "the list rebuilt without the earlier tool messages",
+        """def handle_tool_calls(messages, message, registry):
+    new = [{"role": "assistant", "content": message.content, "tool_calls": [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls]}]
+    for call in message.tool_calls:
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+            content = registry.get(call.function.name).call(arguments)
+        except Exception as exc:
+            content = json.dumps({"error": str(exc)})
+        new.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    messages[:] = [m for m in messages if m.get("role") != "tool"] + new
+""",
+    ),
+    (
+        "the tool messages appended before the assistant message",
+        """def handle_tool_calls(messages, message, registry):
+    for call in message.tool_calls:
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+            content = registry.get(call.function.name).call(arguments)
+        except Exception as exc:
+            content = json.dumps({"error": str(exc)})
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls]})
+""",
+    ),
+]
+WRONG_ANSWERS[("03", 1)] += [
+    (
+        "an output of white space only passed on whole, however long",
+        """def make_preview(output, tool_call_id, limit=600):
+    if not output.strip() or len(output) <= limit:
+        return output
+    return output[:limit] + (f" ...[+{len(output) - limit} chars. full output: "
+                             f"fetch_tool_output(tool_call_id='{tool_call_id}')]")
+""",
+    ),
+    (
+        "the length compared without the white space around the text",
+        """def make_preview(output, tool_call_id, limit=600):
+    if len(output.strip()) <= limit:
+        return output
+    return output[:limit] + (f" ...[+{len(output) - limit} chars. full output: "
+                             f"fetch_tool_output(tool_call_id='{tool_call_id}')]")
+""",
+    ),
+]
+WRONG_ANSWERS[("04", 1)] += [
+    (
+        "the length compared without the white space around the text",
+        """def box_result(output, ref_id, tool_name, threshold=256, boxing="opaque"):
+    if len(output.strip()) <= threshold:
+        return output
+    uri = make_reference(ref_id)
+    if boxing == "opaque":
+        return uri
+    return json.dumps({"type": "resource_link", "uri": uri, "name": f"{tool_name} result",
+                       "mimeType": guess_mime_type(output), "size": len(output.encode("utf-8"))})
+""",
+    ),
+    (
+        "the MIME type guessed from the first 64 characters (long JSON is not JSON then)",
+        """def box_result(output, ref_id, tool_name, threshold=256, boxing="opaque"):
+    if len(output) <= threshold:
+        return output
+    uri = make_reference(ref_id)
+    if boxing == "opaque":
+        return uri
+    return json.dumps({"type": "resource_link", "uri": uri, "name": f"{tool_name} result",
+                       "mimeType": guess_mime_type(output[:64]),
+                       "size": len(output.encode("utf-8"))})
+""",
+    ),
+]
+WRONG_ANSWERS[("07", 2)] += [
+    (
+        "the name stripped of white space before the whitelist is read",
+        """def guarded_call(registry, mode, name, arguments):
+    allowed = MODES[mode]
+    if allowed is not None and name.strip() not in allowed:
+        return json.dumps({"error": f"tool {name!r} is not available in mode {mode!r}"})
+    return registry.get(name.strip()).call(arguments)
+""",
+    ),
+]

@@ -184,6 +184,19 @@ def differing(expected: str, got: str, width: int = SHOWN_CHARS) -> tuple[str, s
     return _window(expected, start, width), _window(got, start, width)
 
 
+def expect_same(want: Any, got: Any) -> None:
+    """Raise :class:`Broken` unless ``got == want``: each shown as :func:`short` shows it, or,
+    when both would be elided, their reprs in one window around their first difference (two
+    values that differ only in a part :func:`short` cuts out would look the same)."""
+    if got == want:
+        return
+    shown = short(want), short(got)
+    full = repr(want), repr(got)
+    if all(s != for_terminal(f).replace("\n", "\\n") for s, f in zip(shown, full, strict=True)):
+        shown = differing(*full, width=SHOWN_CHARS - 4)
+    raise Broken(*shown)
+
+
 @dataclass(frozen=True)
 class Property(Generic[T]):
     """One thing a TODO's function must do, checked on generated inputs.
@@ -215,6 +228,11 @@ def _cut(text: str) -> str:
     """``text`` on one line of at most :data:`SHOWN_CHARS` characters, safe for a terminal."""
     text = " ".join(for_terminal(text).split("\n"))
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def _is_cut(text: str) -> bool:
+    """Whether :func:`_cut` cuts ``text``."""
+    return len(" ".join(for_terminal(text).split("\n"))) > SHOWN_CHARS
 
 
 @dataclass
@@ -260,11 +278,14 @@ class Failure:
                 f"   checking  {_cut(self.statement)}",
                 f"{pointer}the whole input and your traceback: why()",
             ]
+        expected, got = _cut(self.expected), _cut(self.got)
+        if _is_cut(self.expected) and _is_cut(self.got):  # both cut: show where they differ
+            expected, got = differing(self.expected, self.got, SHOWN_CHARS - 4)
         return [
             self.headline,
             f"   input     {_cut(self.shown_input)}",
-            f"   expected  {_cut(self.expected)}",
-            f"   got       {_cut(self.got)}",
+            f"   expected  {expected}",
+            f"   got       {got}",
             f"{pointer}the whole input: why()",
         ]
 

@@ -20,8 +20,23 @@ from hypothesis import strategies as st
 from helpers.context.boxing import ReferenceRefused, make_reference, render_reference
 from helpers.context.policies import guess_mime_type
 from helpers.context.resolve_tools import grep_text, internal_resource_read_slice
-from helpers.course.checkpoint import Checkpoint, Property, attempt, attempt_or, expect, short
-from helpers.course.checks.inputs import json_values, nonce, outputs, scratch_store, texts
+from helpers.course.checkpoint import (
+    Checkpoint,
+    Property,
+    attempt,
+    attempt_or,
+    expect,
+    expect_same,
+    short,
+)
+from helpers.course.checks.inputs import (
+    json_values,
+    nonce,
+    outputs,
+    padded,
+    scratch_store,
+    texts,
+)
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.store import ToolOutputStore
 
@@ -55,9 +70,17 @@ class BoxCase:
 
 
 def _box_outputs(draw: Any, threshold: int) -> str:
-    kind = draw(st.sampled_from(["text", "json", "html"]))
+    kind = draw(st.sampled_from(["text", "json", "long json", "padded", "html"]))
     if kind == "json":
         text = json.dumps(draw(json_values()), ensure_ascii=draw(st.booleans()))
+    elif kind == "long json":  # over 64 characters: its start alone is not JSON
+        items = draw(st.lists(json_values(), min_size=1, max_size=3))
+        items *= 80 // len(json.dumps(items)) + 1
+        space = draw(st.text(st.sampled_from(" \t\r\n"), max_size=2))  # JSON's white space
+        text = space + json.dumps(items, ensure_ascii=draw(st.booleans()))
+    elif kind == "padded":  # white space around a short text: its length is not its stripped one
+        length = draw(st.integers(max(threshold - 2, 0), threshold + 4))
+        text = draw(padded(length, max(threshold - 1, 0)))
     elif kind == "html":
         text = "<!doctype html><p>" + draw(texts(30))
     else:
@@ -132,7 +155,7 @@ def check_box_result(box_result: Callable[..., str]) -> None:
                     f"{key}: {short(link.get(key))}",
                 )
             return
-        expect(got == want, short(want), short(got))
+        expect_same(want, got)
 
     return Checkpoint(
         "04",
@@ -482,7 +505,7 @@ def check_read_slice(read_slice: Callable[[str, int, int], str]) -> None:
                 ToolContext(store=store, thread_id=thread), ref, case.start_index, case.length
             )
             got = attempt(read_slice, case.value, case.start_index, case.length)
-            expect(got == want, short(want), short(got))
+            expect_same(want, got)
 
         def negative_length(case: SliceCase) -> None:
             got = attempt_or(ValueError, read_slice, case.value, case.start_index, -case.length - 1)
@@ -566,7 +589,7 @@ def check_grep(grep: Callable[[str, str, int], str]) -> None:
     def same(case: GrepCase) -> None:
         want = grep_text(case.value, case.pattern, case.window)
         got = attempt(grep, case.value, case.pattern, case.window)
-        expect(got == want, short(want), short(got))
+        expect_same(want, got)
 
     return Checkpoint(
         "04",

@@ -93,6 +93,7 @@ class DispatchCase:
     calls: list[Call]
     ids: tuple[str, ...]  # one per call; a provider may repeat an id
     content: str | None
+    history: tuple[dict[str, Any], ...] = ()  # the messages already in the list
 
     def wire_calls(self) -> list[dict[str, Any]]:
         return [c.wire(call_id) for c, call_id in zip(self.calls, self.ids, strict=True)]
@@ -107,8 +108,10 @@ class DispatchCase:
             f"{c.kind}{'(' + short(c.text, 20) + ')' if c.kind == GOOD else ''}" for c in self.calls
         )
         repeated = f" (ids {', '.join(self.ids)})" if len(set(self.ids)) < len(self.ids) else ""
+        tools = sum(m["role"] == "tool" for m in self.history)
+        before = f"{len(self.history)} messages ({tools} tool) in the list, then " if tools else ""
         return (
-            f"an assistant message (content={short(self.content, 20)}) with "
+            f"{before}an assistant message (content={short(self.content, 20)}) with "
             f"{len(self.calls)} tool calls{repeated}: {calls}"
         )
 
@@ -123,13 +126,40 @@ def cases(draw: Any, kinds: tuple[str, ...]) -> DispatchCase:
     for i in range(len(calls)):
         repeat = bool(ids) and draw(st.integers(0, 3)) == 3
         ids.append(draw(st.sampled_from(ids)) if repeat else f"call_{i}x")
-    return DispatchCase(calls, tuple(ids), draw(st.one_of(st.none(), texts(20))))
+    content = draw(st.one_of(st.none(), texts(20)))
+    return DispatchCase(calls, tuple(ids), content, draw(histories()))
 
 
 HISTORY = [
     {"role": "system", "content": "You are a helpful assistant that uses tools."},
     {"role": "user", "content": "Do it."},
 ]
+
+
+@st.composite
+def histories(draw: Any) -> tuple[dict[str, Any], ...]:
+    """The messages already in the list: a system prompt and a question, then now and then
+    earlier turns, each an assistant message with calls, their ``tool`` messages, the answer
+    and the next question (code that rebuilds the list loses or changes them)."""
+    messages = copy.deepcopy(HISTORY)
+    for turn in range(draw(st.integers(0, 2))):
+        earlier = [f"call_e{turn}{i}" for i in range(draw(st.integers(1, 2)))]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [Call(GOOD, "x").wire(call_id) for call_id in earlier],
+            }
+        )
+        messages += [
+            {"role": "tool", "tool_call_id": call_id, "content": draw(texts(10))}
+            for call_id in earlier
+        ]
+        messages += [
+            {"role": "assistant", "content": draw(texts(10))},
+            {"role": "user", "content": "And now?"},
+        ]
+    return tuple(messages)
 
 
 class _DispatchChecks:
@@ -141,14 +171,19 @@ class _DispatchChecks:
 
     def dispatched(self, case: DispatchCase) -> tuple[list[dict[str, Any]], list[str]]:
         registry, ran = probe_registry()
-        messages = copy.deepcopy(HISTORY)
+        before = list(case.history) or HISTORY
+        messages = copy.deepcopy(before)
         attempt(self.handle_tool_calls, messages, case.message(), registry)
-        expect(
-            messages[: len(HISTORY)] == HISTORY,
-            "the messages already in the list unchanged, new ones appended after them",
-            short(messages[: len(HISTORY)], 100),
-        )
-        return messages[len(HISTORY) :], ran
+        at = next((i for i, m in enumerate(before) if i >= len(messages) or messages[i] != m), None)
+        if at is not None:
+            now = short(messages[at], 80) if at < len(messages) else "(none: the list is shorter)"
+            expect(
+                False,
+                f"the {len(before)} messages already in the list unchanged, new ones appended "
+                f"after them; message #{at + 1}: {short(before[at], 80)}",
+                f"message #{at + 1}: {now}",
+            )
+        return messages[len(before) :], ran
 
     def echoed(self, case: DispatchCase) -> None:
         new, _ = self.dispatched(case)
@@ -159,6 +194,11 @@ class _DispatchChecks:
         }
         got = new[0] if new else None
         expect(isinstance(got, dict), f"first appended: {short(want, 100)}", short(got))
+        expect(
+            got.get("role") == "assistant",
+            "the assistant message first (role 'assistant'), then one tool message per call",
+            f"first a message of role {short(got.get('role'))}: {short(got, 90)}",
+        )
         expect(
             set(got) == set(want),
             f"the keys {sorted(want)} only (model_dump() adds fields some providers refuse)",

@@ -24,6 +24,21 @@ def texts(max_size: int = 40, min_size: int = 0) -> st.SearchStrategy[str]:
     return st.text(chars, min_size=min_size, max_size=max_size)
 
 
+#: White space: code that strips an output, or takes a blank one for no output, changes it.
+blanks = st.sampled_from(" \t\r\n\u00a0\u3000")
+
+
+def padded(length: int, core: int = 4) -> st.SearchStrategy[str]:
+    """Text of exactly ``length`` characters: white space only, or a text of at most ``core``
+    characters with white space around it (its stripped length is not its length)."""
+    return st.builds(
+        lambda pad, text, left: (pad[:left] + text + pad)[:length],
+        st.text(blanks, min_size=length, max_size=length),
+        texts(core),
+        st.integers(0, length),
+    )
+
+
 def lined_texts(length: int) -> st.SearchStrategy[str]:
     """Text of exactly ``length`` characters made of CRLF-ended lines ("ab\\r\\nab\\r\\n…"): code
     that normalises line ends, or splits and re-joins lines, changes it."""

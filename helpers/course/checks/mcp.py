@@ -24,6 +24,7 @@ from helpers.course.checkpoint import (
     attempt,
     attempt_or,
     expect,
+    expect_same,
     short,
 )
 from helpers.course.checks.inputs import json_values, texts
@@ -203,7 +204,7 @@ class _ResultTextChecks:
     def same(self, case: ResultCase) -> None:
         got, _ = self.text_of(case)
         want = mcp_result_text(case.result(), ReadProbe(case.resources))
-        expect(got == want, short(want), short(got))
+        expect_same(want, got)
 
     def links_read(self, case: ResultCase) -> None:
         got, read = self.text_of(case)
@@ -214,7 +215,7 @@ class _ResultTextChecks:
             f"read asked for {read.asked}",
         )
         want = mcp_result_text(case.result(), ReadProbe(case.resources))
-        expect(got == want, short(want), short(got))
+        expect_same(want, got)
 
     def read_fails(self, case: ResultCase) -> None:
         read = ReadProbe(case.resources)

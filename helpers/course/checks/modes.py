@@ -26,6 +26,7 @@ from helpers.course.checkpoint import (
     attempt,
     attempt_or,
     expect,
+    expect_same,
     short,
 )
 from helpers.course.checks.inputs import json_values, texts
@@ -201,15 +202,30 @@ class GuardCase:
         )
 
 
+#: White space a forged name is padded with: a guard that strips the name lets it through.
+PADDING = st.text(st.sampled_from(" \t\n\r"), min_size=1, max_size=2)
+
+
 @st.composite
 def guard_cases(draw: Any, modes: tuple[str, ...]) -> GuardCase:
-    """A call naming a tool of the registry, or now and then that name in capitals (a forged
-    name that a case-insensitive guard would let through to the real tool)."""
+    """A call naming a tool of the registry, or now and then that name in capitals or padded
+    with white space (forged names that a guard comparing names loosely would let through to
+    the real tool)."""
     names = draw(registries.filter(bool))
     name = draw(st.sampled_from(names))
-    if draw(st.integers(0, 3)) == 3:
+    forged = draw(st.integers(0, 5))
+    if forged == 4:
         name = name.upper()
+    elif forged == 5:
+        left = draw(st.one_of(st.just(""), PADDING))
+        name = left + name + draw(st.one_of(st.just(""), PADDING) if left else PADDING)
     return GuardCase(names, draw(st.sampled_from(modes)), name, draw(texts(12)))
+
+
+def _names(error: str, name: str) -> bool:
+    """Whether ``error`` names the tool: as written, or as its repr writes it (a line break as
+    backslash-n)."""
+    return name in error or repr(name)[1:-1] in error
 
 
 def _allowed(case: GuardCase) -> bool | None:
@@ -245,7 +261,8 @@ class _GuardChecks:
         registry, got = self.run(case)
         expect(
             not registry.ran,
-            f"{case.name} never runs in mode {case.mode!r}",
+            f"{case.name if case.name.isidentifier() else repr(case.name)} never runs in mode "
+            f"{case.mode!r}",
             f"it ran: {registry.ran}",
         )
         if isinstance(got, Exception):
@@ -257,7 +274,7 @@ class _GuardChecks:
         except (TypeError, ValueError, AttributeError):
             error = None
         expect(
-            isinstance(error, str) and case.mode in error and case.name in error,
+            isinstance(error, str) and case.mode in error and _names(error, case.name),
             f'a JSON error result {{"error": "…"}} naming the tool and the mode {case.mode!r}',
             short(got),
         )
@@ -480,7 +497,7 @@ def check_summarize(summarize: Callable[..., str]) -> None:
         extra = () if case.max_chars is None else (case.max_chars,)
         want = reference_summary(case.result, *extra)
         got = attempt(summarize, case.result, *extra)
-        expect(got == want, short(want), short(got))
+        expect_same(want, got)
 
     def capped(case: SummaryCase) -> None:
         extra = () if case.max_chars is None else (case.max_chars,)

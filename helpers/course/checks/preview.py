@@ -20,8 +20,10 @@ from helpers.context.resolve_tools import fetch_tool_output as library_fetch
 from helpers.course.checkpoint import Broken, Checkpoint, Property, attempt, expect, short
 from helpers.course.checks.inputs import (
     arguments,
+    blanks,
     lined_texts,
     nonce,
+    padded,
     scratch_store,
     texts,
 )
@@ -51,13 +53,13 @@ class PreviewCase:
 def _around_the_limit(draw: Any) -> PreviewCase:
     limit = draw(st.integers(0, 40))
     length = draw(st.integers(max(0, limit - 2), limit + 3))
-    output = draw(st.one_of(texts(length, min_size=length), lined_texts(length)))
+    output = draw(st.one_of(texts(length, min_size=length), lined_texts(length), padded(length)))
     return PreviewCase(output, draw(call_ids), limit)
 
 
 def _default_limit(draw: Any) -> PreviewCase:
     length = draw(st.sampled_from([0, 599, 600, 601, 650, 2_000]))
-    unit = draw(texts(4, min_size=1))
+    unit = draw(st.one_of(texts(4, min_size=1), st.text(blanks, min_size=1, max_size=2)))
     return PreviewCase((unit * length)[:length], draw(call_ids), None)
 
 
