@@ -51,10 +51,10 @@ from sqlalchemy import insert
 from devtools.setup_timing import setup_markdown, time_lab_start
 from helpers.context.policies import BoxPolicy
 from helpers.context.strategies import LESSON_ROLES, build_policy, strategies_in_role
-from helpers.escaping import for_rich
 from helpers.loop.dispatch import dispatch
+from helpers.store.tool_outputs import ToolOutput, ToolOutputStore
+from helpers.text.escaping import for_rich
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
-from helpers.tooling.store import ToolOutput, ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 
@@ -250,7 +250,7 @@ def bench_notebooks() -> dict[str, float]:
 def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     """Every shipped case at full size (the large ones: megabytes) under every strategy, and the
     scaling run from 1 KB to 10 MB: totals, and how long each took."""
-    from helpers.cases import ALL_CASES, load_cases
+    from helpers.cases.case_files import ALL_CASES, load_cases
     from helpers.context.strategies import compared_strategies, field_strategies
     from helpers.evaluation.compare import Comparison
     from helpers.evaluation.runs import client_for_cases, run_cases
@@ -288,10 +288,10 @@ CASE0_PROMPT = (
 )
 #: Commands whose CPU the bench measures, each with its goal in CPU seconds (None: shown, no goal).
 CLI_COMMANDS: dict[str, tuple[list[str], float | None]] = {
-    "workbook --help": (["-m", "helpers.course.cli", "--help"], 0.3),
-    "workbook ask --help": (["-m", "helpers.course.cli", "ask", "--help"], None),
+    "workbook --help": (["-m", "helpers.cli", "--help"], 0.3),
+    "workbook ask --help": (["-m", "helpers.cli", "ask", "--help"], None),
     "workbook ask (one offline turn)": (
-        ["-m", "helpers.course.cli", "ask", "-p", "offline", "--db", "sqlite://", CASE0_PROMPT],
+        ["-m", "helpers.cli", "ask", "-p", "offline", "--db", "sqlite://", CASE0_PROMPT],
         None,
     ),
     "bound: import openai": (["-c", "import openai"], None),
@@ -335,7 +335,7 @@ def bench_compare() -> dict[str, float]:
     ``user_s``, ``sys_s``, ``cpu_s`` (their sum; the program workers of code mode are its
     children, counted in it), ``wall_s``, and ``max_rss_mb`` (the largest resident set of any
     child so far, in MB of 2^20 bytes)."""
-    from helpers.paths import var_dir
+    from helpers.base.paths import var_dir
     from helpers.tooling.reference_data import build_reference_data
 
     build_reference_data()  # when stale; the tokenizer's files come with the first count
@@ -350,7 +350,7 @@ def bench_compare() -> dict[str, float]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "helpers.course.cli", "compare", "--out", f"{folder}/out"],
+            [sys.executable, "-m", "helpers.cli", "compare", "--out", f"{folder}/out"],
             check=True,
             capture_output=True,
             env=env,
@@ -402,7 +402,7 @@ def run(db_url: str | None, *, quick: bool) -> dict[str, Any]:
             print("make bench: the room of 30 needs root, nft and npm: not measured")
         url_command = [
             "-m",
-            "helpers.course.cli",
+            "helpers.cli",
             "room",
             "url",
             "bench-cpu",

@@ -40,6 +40,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from devtools.readme_figures import update
+from helpers.base.paths import PROJECT_ROOT
 from helpers.course.install_cell import INSTALL_CELL_SOURCE, INSTALL_CELL_TAG
 from helpers.course.student_notebooks import (
     BEGIN,
@@ -52,7 +53,6 @@ from helpers.course.student_notebooks import (
     todo_number,
 )
 from helpers.course.student_notebooks import main as write_student_notebooks
-from helpers.paths import PROJECT_ROOT
 
 GUIDE = PROJECT_ROOT / "docs" / "instructor-guide.md"
 #: The estimate's inputs, each with its basis (stated in the guide's minutes block).

@@ -9,7 +9,7 @@ markers::
     <!-- /figures:ask -->
 
 :func:`generate` runs the offline model on a fresh store with reproducible ids
-(:func:`helpers.ids.reproducible_ids`), so the same code gives the same figures, and returns each
+(:func:`helpers.base.ids.reproducible_ids`), so the same code gives the same figures, and returns each
 block's Markdown. ``python -m devtools.readme_figures`` rewrites the blocks; ``--check`` exits 1
 (and names the block) when a page disagrees with what the code measures now.
 """
@@ -24,7 +24,9 @@ import tempfile
 from pathlib import Path
 
 from devtools.registry_docs import registry_blocks
-from helpers.cases import ALL_CASES, load_cases
+from helpers.base.ids import reproducible_ids
+from helpers.base.paths import PROJECT_ROOT
+from helpers.cases.case_files import ALL_CASES, load_cases
 from helpers.context.anchors import ANCHOR_PARAMETERS
 from helpers.context.policies import TCR_INSTRUCTIONS_FILE, BoxPolicy, tcr_instructions
 from helpers.context.strategies import (
@@ -37,7 +39,6 @@ from helpers.context.strategies import (
     strategies_in_role,
 )
 from helpers.course.sources import sources_markdown
-from helpers.escaping import dollars_as_text
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ComparisonMetrics
 from helpers.evaluation.pricing import caching_rules_markdown, load_prices
@@ -49,14 +50,13 @@ from helpers.evaluation.runs import (
     run_personas,
 )
 from helpers.evaluation.scaling import breaks_markdown, run_scaling
-from helpers.ids import reproducible_ids
 from helpers.loop.agent import Agent, run_turn
 from helpers.models.llm import resolve_model
 from helpers.models.offline import offline_client
 from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
-from helpers.paths import PROJECT_ROOT
-from helpers.tokens import count_tokens
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.escaping import dollars_as_text
+from helpers.text.tokens import count_tokens
 from helpers.tooling.tools import default_registry
 
 README = PROJECT_ROOT / "README.md"
@@ -355,7 +355,7 @@ def block_names(*, prefix: str = "figures") -> dict[str, Path]:
 def update(text: str, blocks: dict[str, str], *, prefix: str = "figures") -> str:
     """``text`` with every known ``<!-- prefix:NAME -->`` block replaced by its content
     (unknown blocks left alone), each ``$`` of it outside code written ``\\$``
-    (:func:`helpers.escaping.dollars_as_text`: GitHub and JupyterLab read ``$…$`` as math)."""
+    (:func:`helpers.text.escaping.dollars_as_text`: GitHub and JupyterLab read ``$…$`` as math)."""
 
     def replace(match: re.Match[str]) -> str:
         name = match[2]

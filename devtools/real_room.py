@@ -448,7 +448,7 @@ def progress(room_url: str) -> tuple[dict[str, dict[str, Any]], float, float]:
     out = run(
         sys.executable,
         "-m",
-        "helpers.course.cli",
+        "helpers.cli",
         "room",
         "progress",
         "--json",
@@ -495,7 +495,7 @@ def firewall(port: int) -> Iterator[None]:
     """
     from helpers.course.room_firewall import CONNTRACK_SYSCTL, NFT_TABLE
 
-    rules = run(sys.executable, "-m", "helpers.course.cli", "room", "firewall", "--port", port)
+    rules = run(sys.executable, "-m", "helpers.cli", "room", "firewall", "--port", port)
     done = subprocess.run(["nft", "-f", "-"], input=rules, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"nft refused the room's rules: {done.stderr.strip()}")

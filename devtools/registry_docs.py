@@ -4,7 +4,7 @@
 ``strategies`` in docs/cli.md, ``tools`` in docs/tools.md), and ``make test`` fails when a page
 is stale, so a new provider profile, strategy or tool reaches the docs with no prose edit:
 
-- :data:`helpers.providers.PROFILES`: each provider profile, the hosts that pick it, the form of
+- :data:`helpers.models.providers.PROFILES`: each provider profile, the hosts that pick it, the form of
   the tool-call ids it gets, its completion-limit field and default, and its message order;
 - :data:`helpers.context.strategies.STRATEGY_REGISTRY`: each strategy, its family, its role in
   the comparison and its line for people;
@@ -19,19 +19,19 @@ import inspect
 
 from helpers.context.strategies import STRATEGY_REGISTRY, StrategyOptions
 from helpers.course.sources import CITED_PROJECTS
-from helpers.escaping import for_markdown
 from helpers.mcp import client as mcp_client
 from helpers.mcp import content as mcp_content
 from helpers.mcp import settings as mcp_settings
 from helpers.mcp import stdio_guard, stdio_transport
 from helpers.mcp.server import CACHE_TTL_MS
-from helpers.providers import PROFILES
+from helpers.models.providers import PROFILES
+from helpers.text.escaping import for_markdown
 from helpers.tooling.registry import Tool
 from helpers.tooling.tools import default_registry
 
 
 def profiles_markdown() -> str:
-    """One row per provider profile, in :data:`~helpers.providers.PROFILES`' order."""
+    """One row per provider profile, in :data:`~helpers.models.providers.PROFILES`' order."""
     lines = [
         "| profile | provider | picked by the base URL's host | tool-call ids | completion "
         "limit (field, default tokens) | `user` right after `tool` |",

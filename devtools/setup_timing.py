@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import PROJECT_ROOT
+from helpers.base.paths import PROJECT_ROOT
 
 #: Seconds a ``make lab`` may take to print its URL before the measurement gives up.
 LAB_START_GUARD_S = 1_200.0

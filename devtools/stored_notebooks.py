@@ -19,8 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from helpers.base.paths import PROJECT_ROOT
 from helpers.course.student_notebooks import solution_notebooks
-from helpers.paths import PROJECT_ROOT
 
 COURSE_DIRS = ("solutions", "notebooks")
 

@@ -27,19 +27,27 @@ Names are loaded on first use (``import helpers`` stays fast). The library is in
 bottom first; a module imports only from its own layer or those below (``_LAYERS``, checked by a
 test):
 
-- the foundation, at the root: paths, ids, guards, limits, tokens, redaction, escaping, theme,
-  marks, charts, instructions, plans, personas, replies, providers, completion limits,
-  :mod:`~helpers.cases`;
-- :mod:`helpers.tooling`: the tool registry, the real tools and their data, the SQLAlchemy store
-  and its Alembic migrations, the sandboxes (run_sql's workers, code mode's V8 isolates);
+- :mod:`helpers.base`: where files live (paths), ids, the guards and the caps of a turn (limits);
+- :mod:`helpers.text`: untrusted text per sink (escaping), secrets redacted, o200k_base token
+  counts, text that UTF-8 can encode (unicode);
+- :mod:`helpers.display`: the views' colours (theme), the ✓ and ✗ marks, charts in both themes;
+- :mod:`helpers.cases`: prompt cases (case files) and the offline model's plan language;
+- :mod:`helpers.store`: the SQLAlchemy tool-output store, its Alembic migrations, checkpoint rows;
+- :mod:`helpers.tooling`: the tool registry, the real tools and their data, the sandboxes
+  (run_sql's workers, code mode's V8 isolates), the drive outbox;
 - :mod:`helpers.context`: the context controls (policies and box designs, the anchors'
-  policies, references, previews, resolve tools, compaction, context editing, code mode, modes,
-  the dual stream);
+  policies, references, previews, resolve tools, instructions, compaction, context editing,
+  code mode, modes, the dual stream);
+- :mod:`helpers.models`: model access: the client and .env profiles, each provider's rules as
+  data, its replies read safely, completion limits; the offline reference model (plan, model,
+  server) and its personas;
 - :mod:`helpers.loop`: the agent turn (the loop, one model call, one tool call's dispatch, the
   turn's records) and threads;
-- :mod:`helpers.models`: model access and the offline reference model (plan, model, server);
+- :mod:`helpers.mcp`: real MCP, the official SDK on both ends;
 - :mod:`helpers.evaluation`: validation, runs per strategy, pricing, scaling, the comparison;
-- :mod:`helpers.course`: the CLI, the notebooks' views, hints and budget, the checkpoints.
+- :mod:`helpers.course`: the notebooks' lessons, views, hints and budget, the checkpoints, the
+  room;
+- :mod:`helpers.cli`: the ``workbook`` command, one module per command.
 """
 
 from __future__ import annotations
@@ -61,19 +69,24 @@ if sys.platform == "win32":
         sys.exit(f"workbook: {POSIX_ONLY}")  # the CLI: one line, as for its other refusals
     raise ImportError(POSIX_ONLY)
 
-#: The layers of the library, bottom first: the modules at the root of ``helpers`` (the
-#: foundation), then one subpackage per layer. A module imports only from its own layer or the
+#: The layers of the library, bottom first: one subpackage per layer (the root holds only this
+#: module, the public API). A module imports only from its own layer or the
 #: ones below it (a test checks it), so data and control flow one way, from the tools and their
 #: log up to the course's commands.
 _LAYERS: tuple[str, ...] = (
-    "foundation",
+    "base",
+    "text",
+    "display",
+    "cases",
+    "store",
     "tooling",
     "context",
+    "models",
     "loop",
     "mcp",
-    "models",
     "evaluation",
     "course",
+    "cli",
 )
 
 #: Public name → the module that defines it.
@@ -86,7 +99,7 @@ _PUBLIC: dict[str, str] = {
     "ToolCallRecord": "helpers.loop.records",
     "ModelCallRecord": "helpers.loop.records",
     "CompactionSettings": "helpers.loop.agent",
-    "TurnLimits": "helpers.limits",
+    "TurnLimits": "helpers.base.limits",
     "STATUSES": "helpers.loop.records",
     # strategies and the policies that carry them out
     "strategy_names": "helpers.context.strategies",
@@ -113,8 +126,8 @@ _PUBLIC: dict[str, str] = {
     "ProgramResult": "helpers.tooling.program_sandbox",
     "ProgramCalls": "helpers.loop.dispatch",
     # the store and threads
-    "ToolOutputStore": "helpers.tooling.store",
-    "StoredOutput": "helpers.tooling.store",
+    "ToolOutputStore": "helpers.store.tool_outputs",
+    "StoredOutput": "helpers.store.tool_outputs",
     "open_thread": "helpers.loop.threads",
     "load_history": "helpers.loop.threads",
     # tools
@@ -140,11 +153,11 @@ _PUBLIC: dict[str, str] = {
     "OfflineModel": "helpers.models.offline",
     "OfflineServer": "helpers.models.offline_server",
     "offline_client": "helpers.models.offline",
-    "count_tokens": "helpers.tokens",
-    "count_chat_tokens": "helpers.tokens",
+    "count_tokens": "helpers.text.tokens",
+    "count_chat_tokens": "helpers.text.tokens",
     # cases and the comparison
-    "Case": "helpers.cases",
-    "load_cases": "helpers.cases",
+    "Case": "helpers.cases.case_files",
+    "load_cases": "helpers.cases.case_files",
     "run_case": "helpers.evaluation.runs",
     "run_cases": "helpers.evaluation.runs",
     "client_for_cases": "helpers.evaluation.runs",
@@ -183,20 +196,20 @@ _PUBLIC: dict[str, str] = {
     "dispatch": "helpers.loop.dispatch",
     "new_thread_id": "helpers.loop.records",
     # the store's table, for notebook 02
-    "Base": "helpers.tooling.store",
-    "ToolOutput": "helpers.tooling.store",
-    "make_engine": "helpers.tooling.store",
+    "Base": "helpers.store.tool_outputs",
+    "ToolOutput": "helpers.store.tool_outputs",
+    "make_engine": "helpers.store.tool_outputs",
     "get_page": "helpers.tooling.tools",
     "run_sql": "helpers.tooling.tools",
     "yt_transcribe": "helpers.tooling.tools",
     # the run-time folder, guards, personas, untrusted text
-    "var_dir": "helpers.paths",
-    "outbox_dir": "helpers.paths",
-    "GUARDS": "helpers.guards",
+    "var_dir": "helpers.base.paths",
+    "outbox_dir": "helpers.base.paths",
+    "GUARDS": "helpers.base.guards",
     "PERSONAS": "helpers.models.personas",
     "MISTAKE_PERSONAS": "helpers.models.personas",
-    "for_terminal": "helpers.escaping",
-    "load_case": "helpers.cases",
+    "for_terminal": "helpers.text.escaping",
+    "load_case": "helpers.cases.case_files",
     # the comparison's reports and charts
     "compared_strategies": "helpers.context.strategies",
     "run_personas": "helpers.evaluation.runs",
@@ -208,8 +221,8 @@ _PUBLIC: dict[str, str] = {
     "scaling_markdown": "helpers.evaluation.scaling",
     "plot_totals": "helpers.evaluation.room_charts",
     "plot_scaling_room": "helpers.evaluation.room_charts",
-    "themed_chart": "helpers.charts",
-    "ThemedChart": "helpers.charts",
+    "themed_chart": "helpers.display.charts",
+    "ThemedChart": "helpers.display.charts",
     # the course: hints, views, budgets, progress, and each TODO's checkpoint
     "hint": "helpers.course.hints",
     "why": "helpers.course.checkpoint",
@@ -240,7 +253,7 @@ _PUBLIC: dict[str, str] = {
     "check_bridge": "helpers.course.checks.code_mode",
     "check_error_report_program": "helpers.course.checks.code_mode",
     "check_mcp_result_text": "helpers.course.checks.mcp",
-    "ALL_CASES": "helpers.cases",
+    "ALL_CASES": "helpers.cases.case_files",
     # the lessons: notebook 00's plumbing (helpers/course/lessons)
     "what_the_offline_model_knows": "helpers.course.lessons.setup",
     "setup_verdict": "helpers.course.lessons.setup",
@@ -565,8 +578,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBLIC
     # -- imports: generated from _PUBLIC: do not edit (tests/public_api.py --write)
-    from helpers.cases import ALL_CASES, Case, load_case, load_cases
-    from helpers.charts import ThemedChart, themed_chart
+    from helpers.base.guards import GUARDS
+    from helpers.base.limits import TurnLimits
+    from helpers.base.paths import outbox_dir, var_dir
+    from helpers.cases.case_files import ALL_CASES, Case, load_case, load_cases
     from helpers.context.anchors import (
         AgentsSdkTrimmerPolicy,
         ClaudeCodePolicy,
@@ -732,7 +747,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         messages_html,
         side_by_side,
     )
-    from helpers.escaping import for_terminal
+    from helpers.display.charts import ThemedChart, themed_chart
     from helpers.evaluation.compare import Comparison, write_report
     from helpers.evaluation.metrics import ComparisonMetrics, load_comparison
     from helpers.evaluation.pricing import load_prices, session_cost, session_requests, turn_cost
@@ -747,8 +762,6 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.evaluation.room_charts import plot_scaling_room, plot_totals
     from helpers.evaluation.runs import client_for_cases, run_case, run_cases, run_personas
     from helpers.evaluation.scaling import run_scaling, scaling_markdown
-    from helpers.guards import GUARDS
-    from helpers.limits import TurnLimits
     from helpers.loop.agent import Agent, CompactionSettings, RunConfig, run_turn
     from helpers.loop.dispatch import ProgramCalls, dispatch
     from helpers.loop.records import (
@@ -767,10 +780,16 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.models.offline import OfflineModel, offline_client
     from helpers.models.offline_server import OfflineServer
     from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
-    from helpers.paths import outbox_dir, var_dir
-    from helpers.tokens import count_chat_tokens, count_tokens
+    from helpers.store.tool_outputs import (
+        Base,
+        StoredOutput,
+        ToolOutput,
+        ToolOutputStore,
+        make_engine,
+    )
+    from helpers.text.escaping import for_terminal
+    from helpers.text.tokens import count_chat_tokens, count_tokens
     from helpers.tooling.program_sandbox import ProgramLimits, ProgramResult, run_program
     from helpers.tooling.registry import Tool, ToolContext, ToolRegistry, tool_from_function
-    from helpers.tooling.store import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
     from helpers.tooling.tools import default_registry, get_page, run_sql, yt_transcribe
     # -- end of imports

@@ -15,8 +15,8 @@ os.environ.pop("WORKBOOK_DB_URL", None)
 import pytest  # noqa: E402
 
 from helpers.models.offline import offline_client  # noqa: E402
+from helpers.store.tool_outputs import ToolOutputStore  # noqa: E402
 from helpers.tooling.dataset import build_reference_db  # noqa: E402
-from helpers.tooling.store import ToolOutputStore  # noqa: E402
 from helpers.tooling.tools import default_registry  # noqa: E402
 
 build_reference_db()

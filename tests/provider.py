@@ -29,10 +29,10 @@ from typing import Any
 import httpx2
 import openai
 
-from helpers.course.cli import main
+from helpers.cli import main
 from helpers.models.loopback import LoopbackServer, Reply, Request, mock_transport
 from helpers.models.personas import PERSONAS
-from helpers.providers import ToolCallIdFormat, profile_named
+from helpers.models.providers import ToolCallIdFormat, profile_named
 
 #: DeepSeek's thinking mode, as the offline persona ``deepseek-thinking`` has it: one copy of
 #: the provider's rule and its error text (api-docs.deepseek.com, thinking mode, tool calls).
@@ -450,7 +450,7 @@ def server_prompt_tokens(body: dict[str, Any], ratio: float = 1.2) -> int:
     """The prompt as a server whose tokenizer is not o200k_base counts it: the client's own
     count times ``ratio`` (a Llama or Qwen tokenizer counts English text about that much
     more)."""
-    from helpers.tokens import count_chat_tokens
+    from helpers.text.tokens import count_chat_tokens
 
     return math.ceil(count_chat_tokens(body.get("messages", []), body.get("tools")) * ratio)
 

@@ -10,9 +10,9 @@ import openai
 import pytest
 from provider import scripted_client, tool_calls
 
-from helpers.cases import load_cases
+from helpers.base.limits import TurnLimits
+from helpers.cases.case_files import load_cases
 from helpers.context.strategies import build_policy
-from helpers.limits import TurnLimits
 from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.tooling.outbox import read_outbox
 from helpers.tooling.tools import yt_transcribe

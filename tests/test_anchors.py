@@ -188,7 +188,7 @@ def test_agents_sdk_trims_only_outputs_older_than_two_turns() -> None:
 def test_a_thread_under_the_agents_sdk_trimmer_sends_less_on_the_third_turn(
     store, registry
 ) -> None:
-    from helpers.cases import load_cases
+    from helpers.cases.case_files import load_cases
 
     case = next(c for c in load_cases() if c.id == "case1")
     client = client_for_cases(resolve_model("offline", None), [case])
@@ -247,7 +247,7 @@ def test_anchor_parameters_are_the_published_ones() -> None:
 
 
 def test_run_case_under_every_anchor_on_a_shipped_case(store) -> None:
-    from helpers.cases import load_cases
+    from helpers.cases.case_files import load_cases
 
     case = next(c for c in load_cases() if c.id == "web3")
     client = client_for_cases(resolve_model("offline", None), [case])
@@ -316,7 +316,7 @@ def test_a_run_stopped_by_the_workbooks_cap_says_so_for_an_agent_with_its_own_li
 ) -> None:
     """iso639_save under deepagents reads 0.9 MB back page by page: the workbook's cap of 8
     model calls stops it, which the verdict names (deepagents itself allows 9,999 steps)."""
-    from helpers.cases import ALL_CASES, load_cases
+    from helpers.cases.case_files import ALL_CASES, load_cases
 
     case = next(c for c in load_cases(ALL_CASES) if c.id == "iso639_save")
     client = client_for_cases(resolve_model("offline", env={}), [case])
@@ -332,8 +332,8 @@ def test_a_copy_that_lost_only_its_final_newline_is_reported_as_such() -> None:
     """A copy rebuilt from numbered rows (a saved file read back page by page) loses the
     document's final newline: the sink check names that difference, not "other bytes"; a copy
     that differs anywhere else is still "other bytes"."""
+    from helpers.base.ids import content_sha256_and_trimmed
     from helpers.evaluation.validation import validate
-    from helpers.ids import content_sha256_and_trimmed
     from helpers.loop.records import ToolCallRecord, TurnRecord
 
     case = scaling_case(100_000)

@@ -10,13 +10,13 @@ from itertools import pairwise
 
 import pytest
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.context.boxing import presented_reference_id
 from helpers.context.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
 from helpers.context.strategies import build_policy
 from helpers.evaluation.runs import run_case
 from helpers.loop.agent import Agent, run_turn
-from helpers.tokens import count_tokens
+from helpers.text.tokens import count_tokens
 
 CASES = {case.id: case for case in load_cases()}
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.cases import MAX_CASE_FILE_BYTES, CaseError, load_case, load_cases
-from helpers.paths import CASES_DIR
+from helpers.base.paths import CASES_DIR
+from helpers.cases.case_files import MAX_CASE_FILE_BYTES, CaseError, load_case, load_cases
 
 #: How long refusing a hostile file may take, in seconds of CPU time (the bomb below, unrefused,
 #: takes minutes and gigabytes).
@@ -64,7 +64,7 @@ def test_workbook_cases_refuses_an_alias_bomb_without_hanging(tmp_path: Path) ->
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     env["WORKBOOK_VAR_DIR"] = str(tmp_path / "var")
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "cases", str(path)],
+        [sys.executable, "-m", "helpers.cli", "cases", str(path)],
         capture_output=True,
         text=True,
         env=env,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cases import CaseError, load_case, load_cases
+from helpers.cases.case_files import CaseError, load_case, load_cases
 from helpers.evaluation.runs import run_case
 from helpers.models.offline import OfflineModel, offline_client
 
@@ -175,7 +175,7 @@ def test_answer_contains(store) -> None:
 def test_a_case_naming_an_unregistered_strategy_is_refused_before_anything_runs(tmp_path) -> None:
     """A typo in ``strategies`` would switch the case's checks off quietly: the registry refuses
     it when the case runs, naming the file and the known strategies."""
-    from helpers.cases import CaseError
+    from helpers.cases.case_files import CaseError
     from helpers.evaluation.runs import run_cases
 
     path = _write(tmp_path, "---\nid: x\nstrategies: [bxo]\n---\np")

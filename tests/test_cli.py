@@ -13,7 +13,7 @@ import pytest
 from hang import HANG_GUARD_S
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
-CLI = (sys.executable, "-m", "helpers.course.cli")
+CLI = (sys.executable, "-m", "helpers.cli")
 SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and type)."
 
 
@@ -190,7 +190,7 @@ def test_top_level_help_loads_neither_the_sdk_nor_the_store() -> None:
     measured in ``make bench``)."""
     probe = (
         "import sys, contextlib, io\n"
-        "from helpers.course.cli import main\n"
+        "from helpers.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['--help'])\n"
         "heavy = ('openai', 'sqlalchemy', 'alembic', 'tiktoken', 'httpx', 'pydantic', 'rich')\n"
@@ -203,7 +203,7 @@ def test_top_level_help_loads_neither_the_sdk_nor_the_store() -> None:
 
 
 def test_prune_gives_the_disk_back_and_says_how_much(tmp_path) -> None:
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
     path = tmp_path / "big.sqlite"
     store = ToolOutputStore(f"sqlite:///{path}")
@@ -239,7 +239,7 @@ def test_compare_leaves_no_store_behind_unless_given_db(tmp_path) -> None:
         "NO_COLOR": "1",
     }
     env.pop("WORKBOOK_DB_URL", None)
-    command = [sys.executable, "-m", "helpers.course.cli", "compare", *small]
+    command = [sys.executable, "-m", "helpers.cli", "compare", *small]
     done = subprocess.run(
         [*command, "--out", str(tmp_path / "c1")],
         capture_output=True,
@@ -359,7 +359,7 @@ def test_every_command_help_ends_with_examples_that_parse() -> None:
     """Each command's --help shows examples; each example is a command line the parser takes
     (shell quoting and pipes aside), so none is a typo."""
 
-    from helpers.course.cli import COMMANDS, build_parser
+    from helpers.cli import COMMANDS, build_parser
 
     parser = build_parser()
     for name, command in COMMANDS.items():
@@ -396,7 +396,7 @@ def test_models_lists_the_profiles_and_checks_their_endpoints() -> None:
             "GONE_MODEL": "m",
             "ODD_PROVIDER": "zzz",
         }
-        run = [sys.executable, "-m", "helpers.course.cli", "models", "--json"]
+        run = [sys.executable, "-m", "helpers.cli", "models", "--json"]
         listed = subprocess.run(run, capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
         checked = subprocess.run(
             [*run, "--check", "--timeout", "60"],  # a hang guard: the closed port answers at once
@@ -440,7 +440,7 @@ def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> Non
     }
     for extra in ([], ["--check", "--timeout", "2"], ["--json", "--check", "--timeout", "2"]):
         done = subprocess.run(
-            [sys.executable, "-m", "helpers.course.cli", "models", *extra],
+            [sys.executable, "-m", "helpers.cli", "models", *extra],
             capture_output=True,
             text=True,
             env=env,
@@ -514,7 +514,7 @@ def test_completion_offers_commands_options_choices_profiles_and_threads(tmp_pat
         "WORKBOOK_PROFILE": "offline",
         "WORKBOOK_DB_URL": db,
     }
-    from helpers.course.cli import COMMANDS
+    from helpers.cli import COMMANDS
 
     assert _bash_completions(script, ["workbook", ""], env) == sorted(COMMANDS)
     assert _bash_completions(script, ["workbook", "ask", "--pro"], env) == ["--profile"]
@@ -537,7 +537,7 @@ def test_completion_offers_commands_options_choices_profiles_and_threads(tmp_pat
 def test_a_reader_that_stops_early_gets_silence_not_an_error(tmp_path) -> None:
     """``workbook outputs show … | head``: when the reader closes the pipe, the command stops
     with 141 (128 + SIGPIPE, as a shell reports it) and writes nothing to stderr."""
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = ToolOutputStore(db)
@@ -569,7 +569,7 @@ def test_a_reader_gone_before_the_first_line_gets_141_whatever_prints_it(tmp_pat
     """``workbook … | true``: the reader is gone before anything is written. Whether rich's
     console (the header, the table) or a plain write meets the closed pipe first, the exit is
     141 and no error is printed (rich's own handler would exit 1)."""
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = ToolOutputStore(db)
@@ -592,7 +592,7 @@ def test_a_reader_gone_before_the_first_line_gets_141_whatever_prints_it(tmp_pat
 def test_outputs_show_raw_writes_the_stored_characters_and_nothing_else(tmp_path) -> None:
     """--raw is for a file or a pipe: stdout holds exactly the stored characters (control
     characters, no newline added); what it is and what is left go to stderr."""
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"
     stored = "a\x1b[31mred\ttab\r\nno final newline é"
@@ -624,7 +624,7 @@ def test_outputs_show_raw_writes_the_stored_characters_and_nothing_else(tmp_path
 def test_a_prompt_or_an_ask_option_first_means_ask(tmp_path) -> None:
     """simonw/llm's habit: ``workbook "PROMPT"`` and ``workbook -c "PROMPT"`` are ``workbook ask``;
     a single unknown word is a mistyped command, reported, never sent to a model."""
-    from helpers.course.cli import with_default_command
+    from helpers.cli import with_default_command
 
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"
     first = json.loads(workbook(SQL, "--db", db, "--json").stdout)
@@ -709,8 +709,8 @@ PARAPHRASES = {
 
 
 def test_no_plan_has_an_exit_code_of_its_own_documented_everywhere_codes_are() -> None:
-    from helpers.course.cli import EXIT_CODES, EXIT_NO_PLAN, build_parser
-    from helpers.course.cli.exits import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+    from helpers.cli import EXIT_CODES, EXIT_NO_PLAN, build_parser
+    from helpers.cli.exits import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 
     from_main = {EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, 130, 141}
     assert EXIT_CODES["no_plan"] == EXIT_NO_PLAN and EXIT_NO_PLAN not in from_main
@@ -725,7 +725,7 @@ def test_no_plan_has_an_exit_code_of_its_own_documented_everywhere_codes_are() -
 def test_a_prompt_the_offline_model_has_no_plan_for_names_the_nearest_cases_and_exits_4(
     tmp_path, prompt, case_id
 ) -> None:
-    from helpers.cases import ALL_CASES, load_cases
+    from helpers.cases.case_files import ALL_CASES, load_cases
 
     wanted = next(c.prompt for c in load_cases(ALL_CASES) if c.id == case_id)
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"
@@ -775,7 +775,7 @@ def test_continuing_a_thread_offline_carries_out_only_a_case_prompt(tmp_path) ->
 def test_a_real_server_answers_anything_so_its_answer_exits_0(monkeypatch, capsys, tmp_path):
     """Only the offline model in this process has plans: the same model served over HTTP is, to
     the CLI, a local server like any other, and its answer (whatever it says) is an answer."""
-    from helpers.course.cli import main
+    from helpers.cli import main
     from helpers.models.offline_server import OfflineServer
 
     with OfflineServer() as server:
@@ -793,15 +793,15 @@ def test_the_bench_times_a_turn_the_offline_model_has_a_plan_for() -> None:
     """``make bench`` times ``workbook ask`` on case0's prompt: a prompt without a plan ends
     with exit code 4 (no_plan), and the bench would time a refusal, or stop."""
     from devtools.bench import CASE0_PROMPT
-    from helpers.cases import load_case
-    from helpers.paths import DATA_DIR
+    from helpers.base.paths import DATA_DIR
+    from helpers.cases.case_files import load_case
 
     assert load_case(DATA_DIR / "cases" / "case0.md").prompt.strip() == CASE0_PROMPT
 
 
 def test_the_cli_packages_docstring_names_every_command() -> None:
     """The package's docstring lists the commands; a new one in ``COMMANDS`` is named there."""
-    import helpers.course.cli as cli
+    import helpers.cli as cli
 
     head = (cli.__doc__ or "").split("Exit codes", 1)[0]
     assert [c for c in cli.COMMANDS if c not in head] == []

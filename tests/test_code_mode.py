@@ -20,11 +20,11 @@ import pytest
 from hang import HANG_GUARD_S
 
 from helpers import Agent, RunConfig, ToolOutputStore, build_policy, default_registry, run_turn
-from helpers.cases import ALL_CASES, load_cases
+from helpers.base.limits import TurnLimits
+from helpers.cases.case_files import ALL_CASES, load_cases
 from helpers.context.code_mode import RUN_PROGRAM, js_signature
 from helpers.context.modes import for_mode
 from helpers.evaluation.runs import run_case
-from helpers.limits import TurnLimits
 from helpers.models.offline import offline_client
 from helpers.models.offline_program import program_for
 from helpers.tooling import program_sandbox, worker_pipes
@@ -552,7 +552,7 @@ def test_the_offline_model_in_code_mode_through_the_openai_client(tmp_path) -> N
 def test_ask_shows_a_programs_calls_as_the_programs(tmp_path, monkeypatch, capsys) -> None:
     """``workbook ask -s code``: the calls a program made are shown as the program's, with
     what the program got, never as results the model saw."""
-    from helpers.course.cli import main
+    from helpers.cli import main
 
     monkeypatch.setenv("WORKBOOK_PROFILE", "offline")
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"

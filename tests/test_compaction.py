@@ -224,7 +224,7 @@ def test_text_form() -> None:
 
 
 def test_a_long_session_compacts_and_every_turn_still_works(client, registry, store) -> None:
-    from helpers.cases import load_cases
+    from helpers.cases.case_files import load_cases
     from helpers.context.strategies import build_policy
     from helpers.loop.agent import Agent, CompactionSettings, RunConfig
     from helpers.loop.records import new_thread_id
@@ -275,7 +275,10 @@ def test_optional_model_written_summary_through_the_same_client() -> None:
         [{"role": "assistant", "content": "Wrote f1.txt. get_page failed: boom call_2."}]
     )
     result = compact(
-        messages, force=True, keep_last=0, summarizer=model_summarizer(client, "scripted")
+        messages,
+        force=True,
+        keep_last=0,
+        summarizer=model_summarizer(client, "scripted", completion_limit={"max_tokens": 1024}),
     )
     assert result.summary == f"{SUMMARY_HEADER}\nWrote f1.txt. get_page failed: boom call_2."
     assert "f1.txt" in requests[0]["messages"][1]["content"]  # the model was shown the calls
@@ -286,7 +289,10 @@ def test_optional_model_written_summary_through_the_same_client() -> None:
 
     client.chat.completions.create = failing
     fallback = compact(
-        messages, force=True, keep_last=0, summarizer=model_summarizer(client, "scripted")
+        messages,
+        force=True,
+        keep_last=0,
+        summarizer=model_summarizer(client, "scripted", completion_limit={"max_tokens": 1024}),
     )
     assert fallback.summary.startswith(SUMMARY_HEADER) and "f1.txt" in fallback.summary  # heuristic
 

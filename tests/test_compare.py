@@ -12,16 +12,16 @@ import pytest
 from hang import HANG_GUARD_S
 from provider import scripted_client, tool_calls
 
-from helpers.cases import Case, load_cases
+from helpers.cases.case_files import Case, load_cases
+from helpers.context.instructions import GENERAL
 from helpers.context.strategies import build_policy
 from helpers.evaluation.compare import Comparison, floor_tokens
 from helpers.evaluation.metrics import load_comparison
 from helpers.evaluation.report import comparison_markdown
 from helpers.evaluation.runs import CaseRun
 from helpers.evaluation.validation import validate
-from helpers.instructions import GENERAL
 from helpers.loop.agent import Agent, run_turn
-from helpers.tokens import count_chat_tokens
+from helpers.text.tokens import count_chat_tokens
 
 REFERENCE_CASES = ("case0", "case1", "case2", "case3", "case4", "web1")
 
@@ -168,7 +168,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     out = tmp_path / "report"
     args = ["compare", "--out", str(out), "--no-personas", "--scaling-max-bytes", "100000"]
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", *args],
+        [sys.executable, "-m", "helpers.cli", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -241,7 +241,7 @@ def test_workbook_cases_all_fails_only_on_the_output_limit_and_exits_1() -> None
     pipe1), and then the failure names that limit and the exit code is 1."""
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     ok = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "cases", "--strategy", "all", "--json"],
+        [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "all", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -257,7 +257,7 @@ def test_workbook_cases_all_fails_only_on_the_output_limit_and_exits_1() -> None
     assert all(r["reasons"][0].startswith("the model's output limit") for r in failed), failed
     assert ok.returncode == 1
     bad = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "cases", "--strategy", "middle", "--json"],
+        [sys.executable, "-m", "helpers.cli", "cases", "--strategy", "middle", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -273,7 +273,7 @@ def test_several_models_write_the_matrix_as_markdown(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "helpers.course.cli",
+            "helpers.cli",
             "cases",
             "data/cases/case[01].md",
             "--model",

@@ -19,7 +19,7 @@ from helpers.context.context_editing import (
 )
 from helpers.context.policies import ResultPolicy
 from helpers.evaluation.pricing import SentRequest, load_prices, session_cost
-from helpers.tokens import count_chat_tokens
+from helpers.text.tokens import count_chat_tokens
 
 TOOLS = ["get_page", "run_sql", "google_drive_write_file", "memory"]
 

@@ -18,8 +18,8 @@ from helpers.context.resolve_tools import internal_resource_length
 from helpers.context.strategies import build_policy
 from helpers.loop.agent import Agent, run_turn
 from helpers.models.offline_server import Fault, OfflineServer
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 #: The client's timeout in the fault tests: many times what an answer takes on a busy machine
@@ -137,7 +137,7 @@ def test_a_process_killed_mid_turn_loses_no_committed_output(tmp_path) -> None:
         from helpers.models.offline import OfflineModel, offline_client
         from helpers.context.strategies import build_policy
         from helpers.tooling.registry import tool_from_function
-        from helpers.tooling.store import ToolOutputStore
+        from helpers.store.tool_outputs import ToolOutputStore
         from helpers.tooling.tools import default_registry
 
         def crash(text: str) -> str:

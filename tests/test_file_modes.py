@@ -17,12 +17,18 @@ from pathlib import Path
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers import redaction
+from helpers.base.paths import (
+    GROUP_OTHER_BITS,
+    outbox_dir,
+    reference_db_path,
+    store_db_path,
+    var_dir,
+)
 from helpers.models.llm import load_env
-from helpers.paths import GROUP_OTHER_BITS, outbox_dir, reference_db_path, store_db_path, var_dir
-from helpers.redaction import EnvFileWarning, mask_url_password, warn_if_env_file_shared
+from helpers.store.tool_outputs import SQLITE_SIDE_FILE_SUFFIXES, ToolOutputStore
+from helpers.text import redaction
+from helpers.text.redaction import EnvFileWarning, mask_url_password, warn_if_env_file_shared
 from helpers.tooling.dataset import build_reference_db, ensure_reference_db
-from helpers.tooling.store import SQLITE_SIDE_FILE_SUFFIXES, ToolOutputStore
 from helpers.tooling.tools import google_drive_write_file
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
@@ -181,7 +187,7 @@ def test_the_db_usage_error_never_shows_the_password(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "helpers.course.cli",
+                "helpers.cli",
                 "outputs",
                 "list",
                 "--db",
@@ -244,7 +250,7 @@ def test_no_command_shows_a_password_it_was_given(url: str, command: list[str]) 
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     given = ["--room-url", url] if command[0] == "room" else ["--db", url]
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", *command, *given],
+        [sys.executable, "-m", "helpers.cli", *command, *given],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
@@ -257,7 +263,7 @@ def test_a_file_that_is_not_a_sqlite_database_is_refused_untouched(
 ) -> None:
     """``--db sqlite:///notes.txt`` by mistake: refused before anything touches the file, so
     its content and its mode (0644 here) are as they were, and no side file is made."""
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
     notes = tmp_path / "notes.txt"
     notes.write_bytes(content)
@@ -299,7 +305,7 @@ def test_another_applications_sqlite_database_is_refused_untouched(
     unchanged, no side file made; a store made earlier (its own tables) still opens."""
     import sqlite3
 
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
     other = tmp_path / "other.db"
     db = sqlite3.connect(other)

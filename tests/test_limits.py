@@ -1,4 +1,4 @@
-"""Caps on fan-out and growth (helpers/limits.py), and scanning in linear time.
+"""Caps on fan-out and growth (helpers/base/limits.py), and scanning in linear time.
 
 A scripted provider on loopback sends what a hostile or looping model sends: hundreds of tool
 calls in one reply, reply after reply of them, outputs that would fill the store. Each cap ends in
@@ -17,12 +17,12 @@ import pytest
 from provider import ScriptedProvider, completion, tool_call
 
 from devtools.bench import HOSTILE_ARGUMENT_SHAPES, hostile_argument
+from helpers.base.limits import MAX_TOOL_CALLS_PER_REPLY, TurnLimits
 from helpers.context.strategies import build_policy
-from helpers.limits import MAX_TOOL_CALLS_PER_REPLY, TurnLimits
 from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.loop.dispatch import dispatch
+from helpers.store.tool_outputs import StoreQuotaExceeded, ToolOutputStore
 from helpers.tooling.registry import ToolContext
-from helpers.tooling.store import StoreQuotaExceeded, ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 SHORT = {"video_id": "999"}  # a short transcript: cheap to run many times

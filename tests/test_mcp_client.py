@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import Agent, build_policy, default_registry, offline_client, run_turn
-from helpers.cases import load_cases
+from helpers.base.paths import CASES_DIR
+from helpers.cases.case_files import load_cases
 from helpers.context.modes import for_mode
 from helpers.evaluation.runs import run_case
 from helpers.mcp.client import RESERVED_TOOL_NAMES, McpServer, McpServerError, McpServers
@@ -36,8 +37,7 @@ from helpers.mcp.content import (
 )
 from helpers.mcp.settings import McpConfigError, McpServerSpec, mcp_servers_from_env
 from helpers.models.offline import OfflineModel
-from helpers.paths import CASES_DIR
-from helpers.redaction import REDACTED, configured_secrets
+from helpers.text.redaction import REDACTED, configured_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "mcp"))
@@ -61,7 +61,7 @@ def workbook_server(db_url: str) -> McpServerSpec:
     return McpServerSpec(
         "workbook",
         sys.executable,
-        ("-m", "helpers.course.cli", "mcp-server", "--db", db_url),
+        ("-m", "helpers.cli", "mcp-server", "--db", db_url),
         env={"WORKBOOK_VAR_DIR": os.environ["WORKBOOK_VAR_DIR"]},
         cwd=str(ROOT),
         tools=("yt_transcribe", "deep_check"),
@@ -347,7 +347,7 @@ def test_case1_with_its_tools_served_over_mcp_passes_and_the_transcript_arrives_
     assert checked.received_sha256["text"] == transcribed.output_sha256  # the client sent it all
     served = json.loads(transcribed.arguments)
     assert served == {"video_id": "123"}
-    from helpers import ids
+    from helpers.base import ids
     from helpers.tooling.tools import yt_transcribe
 
     assert f"sha256 {ids.content_sha256(yt_transcribe('123'))[:16]}" in checked.result
@@ -358,7 +358,7 @@ def test_workbook_ask_takes_the_servers_env_names(tmp_path):
         **os.environ,
         "MCP_SERVERS": "workbook",
         "MCP_WORKBOOK_COMMAND": sys.executable,
-        "MCP_WORKBOOK_ARGS": f"-m helpers.course.cli mcp-server --db sqlite:///{tmp_path / 's.sqlite'}",
+        "MCP_WORKBOOK_ARGS": f"-m helpers.cli mcp-server --db sqlite:///{tmp_path / 's.sqlite'}",
         "MCP_WORKBOOK_TOOLS": "yt_transcribe,deep_check",
         "MCP_WORKBOOK_ENV": json.dumps({"WORKBOOK_VAR_DIR": os.environ["WORKBOOK_VAR_DIR"]}),
     }
@@ -366,7 +366,7 @@ def test_workbook_ask_takes_the_servers_env_names(tmp_path):
 
     def ask(*words: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "helpers.course.cli", "ask", "--json", *words],
+            [sys.executable, "-m", "helpers.cli", "ask", "--json", *words],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -585,7 +585,7 @@ def test_a_key_in_a_servers_tool_list_never_reaches_the_model():
 
 
 def test_the_secrets_of_an_environment_are_found_by_name_and_in_urls():
-    from helpers.redaction import secrets_of
+    from helpers.text.redaction import secrets_of
 
     found = secrets_of(
         {
@@ -607,7 +607,7 @@ def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path):
     db = f"sqlite:///{tmp_path / 's.sqlite'}"
     code = (
         "import contextlib, io, sys\n"
-        "from helpers.course.cli import main\n"
+        "from helpers.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['ask', '--help'])\n"
         f"    main(['ask', '--json', '--db', {db!r}, {prompt!r}])\n"

@@ -1,6 +1,6 @@
 """``workbook mcp-server`` with the official SDK's client on the other end.
 
-Most tests start the real command over stdio (``python -m helpers.course.cli mcp-server``) and
+Most tests start the real command over stdio (``python -m helpers.cli mcp-server``) and
 talk to it with :class:`mcp.Client`, as any MCP client would: the tools listed, a long result as
 a resource link read back byte for byte, another session's uri refused, hostile arguments
 answered with tool execution errors and the server still serving. A property test runs the
@@ -28,11 +28,11 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from memory import peak_bytes
 
-from helpers import ids
+from helpers.base import ids
 from helpers.context.resolve_tools import resolve_tools
 from helpers.mcp.server import WorkbookMcpServer, server_policy
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolRegistry, tool_from_function
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry, yt_transcribe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def server_params(
 ) -> StdioServerParameters:
     """How a client starts the server: the workbook command, this test's store, this session's
     run-time folder (the SDK passes only HOME, PATH and a few others on)."""
-    args = script or ["-m", "helpers.course.cli", "mcp-server", "--db", db_url, *extra]
+    args = script or ["-m", "helpers.cli", "mcp-server", "--db", db_url, *extra]
     return StdioServerParameters(
         command=sys.executable,
         args=args,
@@ -111,7 +111,7 @@ def test_a_long_result_is_a_resource_link_that_resources_read_returns_byte_for_b
 def test_the_resource_holds_the_characters_workbook_ask_shows(db_url, tmp_path):
     """The acceptance's words: the 10,244 characters `workbook ask` shows for that transcript."""
     ask = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "ask", "--json", "--db", db_url, CASE1],
+        [sys.executable, "-m", "helpers.cli", "ask", "--json", "--db", db_url, CASE1],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -283,7 +283,7 @@ def test_nothing_but_the_protocol_reaches_stdout_even_when_a_tool_prints(tmp_pat
         "import os, sys, anyio\n"
         "from helpers.mcp.server import WorkbookMcpServer\n"
         "from helpers.tooling.registry import ToolRegistry, tool_from_function\n"
-        "from helpers.tooling.store import ToolOutputStore\n"
+        "from helpers.store.tool_outputs import ToolOutputStore\n"
         "def noisy(text: str) -> str:\n"
         "    '''Print, then answer.\n\n    Args:\n        text: what to say.\n    '''\n"
         '    print(\'{"jsonrpc": "2.0", "id": 1, "result": {}}\')\n'

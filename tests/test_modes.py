@@ -13,14 +13,14 @@ from hang import HANG_GUARD_S
 from provider import scripted_client, tool_calls
 
 from helpers import resolve_model
-from helpers.cases import load_cases
+from helpers.base.paths import outbox_dir
+from helpers.cases.case_files import load_cases
 from helpers.context.modes import for_mode
 from helpers.context.strategies import build_policy, strategy_names
 from helpers.evaluation.runs import client_for_cases, run_cases, runnable_cases
 from helpers.loop.agent import Agent, run_turn
-from helpers.paths import outbox_dir
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import UnknownToolError
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 
@@ -85,7 +85,7 @@ def test_cli_mode_flag() -> None:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     prompt = "Generate a transcript of the YouTube video with video_id='123' and save it to a file on Google Drive named 'transcript.txt'."
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "ask", prompt, "--mode", "explore", "--json"],
+        [sys.executable, "-m", "helpers.cli", "ask", prompt, "--mode", "explore", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -101,7 +101,7 @@ def test_cli_mode_flag() -> None:
 def _cases_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "cases", *args],
+        [sys.executable, "-m", "helpers.cli", "cases", *args],
         capture_output=True,
         text=True,
         env=env,

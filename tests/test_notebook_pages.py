@@ -20,8 +20,8 @@ from devtools.instructor_guide import (
 )
 from helpers.context import anchors, compaction, policies
 from helpers.course.student_notebooks import solution_notebooks
-from helpers.theme import MERMAID_FRONTMATTER
-from helpers.tooling import store
+from helpers.display.theme import MERMAID_FRONTMATTER
+from helpers.store import tool_outputs as store
 
 SOLUTIONS = solution_notebooks()
 
@@ -70,7 +70,7 @@ def test_the_parameters_prose_may_state_are_the_librarys() -> None:
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem[:2])
 def test_every_diagram_follows_the_theme(path: Path) -> None:
     """Each Mermaid diagram starts with the front matter whose colours follow JupyterLab's light
-    or dark theme (helpers.theme.MERMAID_FRONTMATTER says why; make e2e measures the result)."""
+    or dark theme (helpers.display.theme.MERMAID_FRONTMATTER says why; make e2e measures the result)."""
     blocks = [
         block
         for cell in _cells(path)
@@ -80,7 +80,7 @@ def test_every_diagram_follows_the_theme(path: Path) -> None:
     assert blocks, f"{path.name}: no diagram"
     for block in blocks:
         assert block.startswith(MERMAID_FRONTMATTER), (
-            f"{path.name}: a diagram without helpers.theme.MERMAID_FRONTMATTER (copy it in whole)"
+            f"{path.name}: a diagram without helpers.display.theme.MERMAID_FRONTMATTER (copy it in whole)"
         )
 
 

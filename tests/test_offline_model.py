@@ -16,7 +16,7 @@ from hang import HANG_GUARD_S
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.cases import ALL_CASES, load_cases
+from helpers.cases.case_files import ALL_CASES, load_cases
 from helpers.context.strategies import build_policy
 from helpers.loop.agent import Agent, run_turn
 from helpers.models.offline import (
@@ -30,7 +30,7 @@ from helpers.models.offline import (
     prompt_terms,
 )
 from helpers.models.offline_server import OfflineServer
-from helpers.tokens import count_chat_tokens
+from helpers.text.tokens import count_chat_tokens
 from helpers.tooling.tools import default_registry
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
@@ -316,7 +316,7 @@ def test_large_cases_overflow_inline_and_pass_boxed(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "helpers.course.cli",
+            "helpers.cli",
             "cases",
             "data/cases/large/*.md",
             "--strategy",
@@ -346,7 +346,7 @@ def test_large_cases_overflow_inline_and_pass_boxed(tmp_path) -> None:
 def test_the_docs_state_the_limits_the_code_has() -> None:
     from pathlib import Path
 
-    from helpers.course.cli.exits import EXIT_NO_PLAN
+    from helpers.cli.exits import EXIT_NO_PLAN
 
     docs = (Path(__file__).parent.parent / "docs" / "models.md").read_text()
     section = " ".join(docs.split("## The offline reference model", 1)[1].split())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import PROJECT_ROOT, outbox_dir
+from helpers.base.paths import PROJECT_ROOT, outbox_dir
 from helpers.tooling import outbox as outbox_module
 from helpers.tooling.outbox import OUTBOX_LEDGER_DIR_NAME, OUTBOX_LEDGER_FILE_NAME, read_outbox
 from helpers.tooling.tools import google_drive_write_file

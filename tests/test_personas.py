@@ -11,7 +11,7 @@ import sys
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.evaluation.runs import run_case
 from helpers.evaluation.validation import case_tool_name
 from helpers.models.offline import OfflineModel, WireError, offline_client
@@ -112,7 +112,7 @@ def test_workbook_cases_with_personas() -> None:
         [
             sys.executable,
             "-m",
-            "helpers.course.cli",
+            "helpers.cli",
             "cases",
             "data/cases/case1.md",
             "--persona",
@@ -131,7 +131,7 @@ def test_workbook_cases_with_personas() -> None:
     assert [(r["persona"], r["passed"]) for r in runs] == [(None, True), ("embeds", True)]
     assert runs[1]["guards"] == {"refused_embedded_reference": 1}
     real = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "cases", "--persona", "embeds", "--json"],
+        [sys.executable, "-m", "helpers.cli", "cases", "--persona", "embeds", "--json"],
         capture_output=True,
         text=True,
         env={

@@ -11,8 +11,8 @@ from helpers.context.policies import BoxPolicy, InlinePolicy, TruncatePolicy
 from helpers.context.preview import make_preview, parse_preview
 from helpers.context.strategies import build_policy
 from helpers.loop.dispatch import dispatch
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext, ToolRegistry
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry, yt_transcribe
 
 LONG = yt_transcribe("123")
@@ -151,7 +151,7 @@ def test_bad_references_are_refused_and_the_tool_does_not_run(store, make_ref, r
     assert rec.result_kind == "error" and not rec.ran
     assert reason in json.loads(rec.result)["error"]
     assert store.get(ctx.thread_id, "c1") is None
-    from helpers.paths import outbox_dir
+    from helpers.base.paths import outbox_dir
 
     assert not (outbox_dir() / "leak.txt").exists()
 

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.evaluation.pricing import PricingError, load_prices, shared_prefix_tokens, turn_cost
 from helpers.loop.records import ModelCallRecord, TurnRecord
-from helpers.tokens import count_message_tokens, count_tools_tokens
+from helpers.text.tokens import count_message_tokens, count_tools_tokens
 
 TOOL_A = {
     "type": "function",
@@ -129,7 +129,7 @@ def test_the_offline_model_is_bounded_like_the_model_it_is_priced_at() -> None:
     'length' even when a request asks for more."""
     from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices
     from helpers.models.offline import OfflineModel
-    from helpers.providers import (
+    from helpers.models.providers import (
         OFFLINE,
         OFFLINE_COMPLETION_LIMIT_TOKENS,
         OFFLINE_CONTEXT_WINDOW_TOKENS,

@@ -27,8 +27,8 @@ from provider import (
     tool_messages,
 )
 
-from helpers.course.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
-from helpers.providers import PROFILES
+from helpers.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from helpers.models.providers import PROFILES
 
 
 def task(request: dict[str, Any]) -> dict[str, Any]:
@@ -383,7 +383,7 @@ def test_bad_extra_headers_are_a_usage_error(ask, bad) -> None:
 
 def test_the_terminal_says_the_learned_limit_once(monkeypatch, capsys, tmp_path) -> None:
     """Without --json, the notice is one line before the answer."""
-    from helpers.course.cli import main
+    from helpers.cli import main
 
     with ScriptedProvider([limit_rules(task, style="vllm", window=4096)]) as provider:
         monkeypatch.setenv("WORKBOOK_PROFILE", "local")
@@ -405,7 +405,7 @@ def test_the_terminal_says_the_learned_limit_once(monkeypatch, capsys, tmp_path)
 def test_any_numbers_a_provider_names_are_read_within_bounds(a, b, form, sent) -> None:
     """A provider's message is untrusted: whatever numbers it names (0, huge), reading and
     learning never raise, and every limit sent stays a whole number from 1 to the bound."""
-    from helpers.completion_limit import MAX_TOKENS_READ, CompletionBudget, read_refusal
+    from helpers.models.completion_limit import MAX_TOKENS_READ, CompletionBudget, read_refusal
 
     messages = {
         "vllm": f"is too large: {a}. This model's maximum context length is {b} tokens and "
@@ -480,7 +480,7 @@ def test_mistrals_order_refusal_names_the_profile_to_set(ask) -> None:
 def test_a_window_refusal_never_caps_later_answers(ask) -> None:
     """One big prompt must not lower the limit of every later request: the window leaves each
     request the room its own prompt leaves."""
-    from helpers.completion_limit import CompletionBudget, LimitRefusal
+    from helpers.models.completion_limit import CompletionBudget, LimitRefusal
 
     budget = CompletionBudget("max_tokens", 4096, "X_MAX_COMPLETION_TOKENS", "X")
     learned = budget.learn(LimitRefusal("window", 8192, 7000), 4096, 7000)

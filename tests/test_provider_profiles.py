@@ -1,4 +1,4 @@
-"""Provider profiles (helpers/providers.py): each provider's rules as data, chosen by host or by
+"""Provider profiles (helpers/models/providers.py): each provider's rules as data, chosen by host or by
 ``.env``, and what they change on the wire: the form of tool-call ids, the provider fields that
 go back, the completion limit every request carries, which the offline model honours.
 
@@ -18,7 +18,7 @@ from provider import scripted_client
 from helpers.context.compaction import SUMMARY_COMPLETION_LIMIT_TOKENS, model_summarizer
 from helpers.models.llm import ConfigError, make_client, resolve_model
 from helpers.models.offline import NO_PLAN_ANSWER, OfflineModel
-from helpers.providers import (
+from helpers.models.providers import (
     ALPHANUMERIC_9,
     CALL_HEX,
     DEFAULT,
@@ -29,8 +29,13 @@ from helpers.providers import (
     profile_named,
     profile_of,
 )
-from helpers.replies import FIELDS_FROM, PROVIDER_FIELDS, TOOL_CALL_PROVIDER_FIELDS, for_endpoint
-from helpers.tokens import count_tokens
+from helpers.models.replies import (
+    FIELDS_FROM,
+    PROVIDER_FIELDS,
+    TOOL_CALL_PROVIDER_FIELDS,
+    for_endpoint,
+)
+from helpers.text.tokens import count_tokens
 
 CASE1 = (
     "Generate a transcript of the YouTube video with video_id='123' and then pass it to "
@@ -219,7 +224,8 @@ def test_the_completion_limit_comes_from_env_and_is_checked() -> None:
 
 def test_a_model_written_summary_asks_for_a_bounded_completion() -> None:
     client, requests = scripted_client([{"role": "assistant", "content": "short summary"}])
-    summarize = model_summarizer(client, "m", provider_profile=PROFILES["groq"])
+    groq = PROFILES["groq"].with_completion_limit(SUMMARY_COMPLETION_LIMIT_TOKENS)
+    summarize = model_summarizer(client, "m", completion_limit=groq.completion_limit())
     assert "short summary" in summarize([], "heuristic")
     assert requests[0]["max_completion_tokens"] == SUMMARY_COMPLETION_LIMIT_TOKENS
     assert "max_tokens" not in requests[0]
@@ -244,7 +250,7 @@ def test_the_guide_lists_every_provider_profile_from_the_registry() -> None:
     from pathlib import Path
 
     from devtools.registry_docs import profiles_markdown
-    from helpers.escaping import for_markdown
+    from helpers.text.escaping import for_markdown
 
     guide = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text("utf-8")
     block = guide.split("<!-- figures:profiles -->\n", 1)[1].split("\n<!-- /figures:profiles", 1)[0]

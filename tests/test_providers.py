@@ -29,10 +29,10 @@ from provider import (
     tool_messages,
 )
 
-from helpers.course.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
-from helpers.providers import PROFILES
-from helpers.replies import FIELDS_FROM
-from helpers.tooling.store import ToolOutputStore
+from helpers.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from helpers.models.providers import PROFILES
+from helpers.models.replies import FIELDS_FROM
+from helpers.store.tool_outputs import ToolOutputStore
 
 
 def routed_exactly(run: Run, sink: str = "deep_check", argument: str = "text") -> None:
@@ -690,7 +690,7 @@ def test_a_wrapped_reference_is_resolved_byte_exact(ask, wrap) -> None:
 
 
 def test_the_backticked_reference_is_written_as_the_transcript(ask, tmp_path) -> None:
-    from helpers.paths import outbox_dir
+    from helpers.base.paths import outbox_dir
 
     name = f"wrapped-{tmp_path.name}.txt"
     write = pass_on(lambda ref: f"`{ref}`", "google_drive_write_file", "file_content")
@@ -1063,7 +1063,7 @@ def test_control_characters_never_reach_the_terminal(monkeypatch, capsys, tmp_pa
 def test_cached_tokens_are_read_from_usage_as_each_provider_reports_them() -> None:
     """OpenAI and OpenRouter: usage.prompt_tokens_details.cached_tokens; DeepSeek:
     usage.prompt_cache_hit_tokens; nothing, a null or a non-count: None (unknown, never 0)."""
-    from helpers.replies import parse_reply
+    from helpers.models.replies import parse_reply
 
     def cached(usage: object) -> int | None:
         body = {

@@ -138,8 +138,8 @@ def test_the_layout_names_every_module() -> None:
 
 
 def test_imports_flow_one_way_through_the_layers() -> None:
-    """Every module is in a layer of ``helpers._LAYERS`` (the root's modules are the foundation,
-    each subpackage a layer) and imports only from its own layer or the layers below it."""
+    """Every module is in a layer of ``helpers._LAYERS`` (each subpackage a layer; the root holds
+    only the public API) and imports only from its own layer or the layers below it."""
     import ast
 
     import helpers
@@ -149,7 +149,8 @@ def test_imports_flow_one_way_through_the_layers() -> None:
 
     def layer(dotted: str) -> str:
         parts = dotted.split(".")
-        return parts[1] if len(parts) >= 2 and parts[1] in rank else "foundation"
+        assert len(parts) >= 2 and parts[1] in rank, f"{dotted} is in no layer of helpers._LAYERS"
+        return parts[1]
 
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root.parent).with_suffix("")
@@ -172,8 +173,8 @@ def test_imports_flow_one_way_through_the_layers() -> None:
 
 def test_the_threat_model_states_the_limits_in_force() -> None:
     """The threat model names each cap of issue 17 with the value the code enforces."""
-    from helpers import limits
-    from helpers.cases import MAX_CASE_FILE_BYTES
+    from helpers.base import limits
+    from helpers.cases.case_files import MAX_CASE_FILE_BYTES
     from helpers.context import compaction, resolve_tools
     from helpers.mcp import settings, stdio_guard
     from helpers.tooling import outbox, program_sandbox, sql_sandbox

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.cases import load_case
-from helpers.escaping import for_markdown
+from helpers.cases.case_files import load_case
+from helpers.text.escaping import for_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE1_PROMPT = load_case(ROOT / "data/cases/case1.md").prompt
@@ -75,7 +75,7 @@ def edit(path: Path, anchor: str, text: str) -> None:
 
 
 def workbook_json(project: Path, *args: str) -> dict:
-    done = run(project, "-m", "helpers.course.cli", *args, "--json", check=False)
+    done = run(project, "-m", "helpers.cli", *args, "--json", check=False)
     return json.loads(done.stdout)
 
 
@@ -84,7 +84,7 @@ SHORT_PREVIEW = '''"""A strategy of one's own: a preview a fifth of the usual le
 from __future__ import annotations
 
 from helpers.context.policies import TruncatePolicy
-from helpers.instructions import TRUNCATE, Instructions
+from helpers.context.instructions import TRUNCATE, Instructions
 
 SHORT_RULES = TRUNCATE + "\\nPreviews here are short: fetch the rest whenever a detail matters."
 
@@ -152,7 +152,7 @@ def _register_short_preview() -> None:
     ignored = run(
         project,
         "-m",
-        "helpers.course.cli",
+        "helpers.cli",
         "ask",
         "-s",
         "short-preview",
@@ -252,8 +252,8 @@ ACME_TEST = '''"""Acme's rules on loopback: its own id form, or HTTP 400 (the pr
 
 from provider import PROMPT, TRANSCRIBE, ScriptedProvider, completion, last_tool, tool_call
 
-from helpers.course.cli.exits import EXIT_FAILED, EXIT_OK
-from helpers.providers import profile_named
+from helpers.cli.exits import EXIT_FAILED, EXIT_OK
+from helpers.models.providers import profile_named
 
 ACME_IDS = profile_named("acme").tool_call_ids
 BAD_ID = "tool_call_id {id} is not 12 hex digits"
@@ -286,7 +286,11 @@ def test_the_provider_recipe(project: Path) -> None:
     """One profile in _PROVIDER_PROFILES with its sources and a loopback test that the scripted provider
     plays (its id rule read from the profile), then ``make figures``: a turn completes under
     it, the client's ids take its form, the docs list it, and every provider test passes."""
-    edit(project / "helpers/providers.py", '    ProviderProfile(\n        "azure",', ACME_PROFILE)
+    edit(
+        project / "helpers/models/providers.py",
+        '    ProviderProfile(\n        "azure",',
+        ACME_PROFILE,
+    )
     (project / "tests/test_acme_provider.py").write_text(ACME_TEST, encoding="utf-8")
     run(project, "-m", "devtools.readme_figures")
 
@@ -395,7 +399,7 @@ SAVED_CORRECT = """    ("10", 1): [
 def _notebook_10() -> str:
     import nbformat
 
-    from helpers.theme import MERMAID_FRONTMATTER
+    from helpers.display.theme import MERMAID_FRONTMATTER
 
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     cells = [

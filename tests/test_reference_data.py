@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from helpers.paths import reference_db_path
+from helpers.base.paths import reference_db_path
 from helpers.tooling.pages import pages_dir
 from helpers.tooling.reference_data import FINGERPRINT_FILE, build_reference_data, data_inputs
 
@@ -66,7 +66,7 @@ def test_first_builds_at_the_same_time_never_give_a_reader_half_a_database(tmp_p
         "max_rows=100)); print(r['row_count'])"
     )
     commands = [[sys.executable, "-c", query]] * 3 + [
-        [sys.executable, "-m", "helpers.course.cli", "build-data", "--force"]
+        [sys.executable, "-m", "helpers.cli", "build-data", "--force"]
     ] * 2
     running = [
         subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

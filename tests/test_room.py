@@ -29,7 +29,7 @@ from helpers.course.room import (
     record_checkpoint,
     room_progress,
 )
-from helpers.tooling.store import ToolOutputStore, ensure_own_schema
+from helpers.store.tool_outputs import ToolOutputStore, ensure_own_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = os.environ.get("WORKBOOK_TEST_PG_URL")
@@ -271,14 +271,14 @@ def test_the_firewall_rules_and_their_probe(tmp_path) -> None:
     assert closed is not None and closed.opened == 0 and not closed.capped_at(4), closed
     env = {**os.environ, "WORKBOOK_ROOM_URL": "postgresql+psycopg://a:b@127.0.0.1:6544/x"}
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "firewall"],
+        [sys.executable, "-m", "helpers.cli", "room", "firewall"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0 and done.stdout == nft_ruleset(6544)
 
 
 def test_the_rooms_url_comes_from_a_file_only_root_reads(tmp_path) -> None:
-    from helpers.course.cli.room import room_url_from_file
+    from helpers.cli.room import room_url_from_file
     from helpers.course.room_check import _secret
 
     env_file = tmp_path / "room.env"
@@ -294,7 +294,7 @@ def test_the_rooms_url_comes_from_a_file_only_root_reads(tmp_path) -> None:
     assert not opened.ok and f"chmod 600 {env_file}" in opened.line and "s3cret" not in opened.line
     env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_ROOM_URL"}
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "progress"],
+        [sys.executable, "-m", "helpers.cli", "room", "progress"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S, cwd=ROOT,
     )  # fmt: skip
     if not os.access("/etc/workbook/room.env", os.R_OK):
@@ -408,7 +408,7 @@ def test_room_url_imports_neither_the_sdk_nor_the_loop() -> None:
     """What the hub runs before every spawn loads only what it needs (its CPU is make bench's)."""
     probe = (
         "import sys\n"
-        "from helpers.course.cli import main\n"
+        "from helpers.cli import main\n"
         "code = main(['room', 'url', 'ann', '--room-url', 'sqlite:///nowhere.sqlite'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'openai' "
         "or m.startswith(('helpers.loop', 'helpers.models')))\n"
@@ -832,7 +832,7 @@ def test_postgresql_the_room_commands_and_nothing_yet() -> None:
     env = {**os.environ, "WORKBOOK_ROOM_URL": ROOM, "NO_COLOR": "1", "COLUMNS": "200"}
     carol = f"carol-{uuid.uuid4().hex[:6]}"
     url = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "url", carol],
+        [sys.executable, "-m", "helpers.cli", "room", "url", carol],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
     assert url.returncode == 0 and attendee_schema(carol) in url.stdout, url.stderr
@@ -845,13 +845,13 @@ def test_postgresql_the_room_commands_and_nothing_yet() -> None:
     )
     assert ToolOutputStore(given["WORKBOOK_DB_URL"]).count() == 0  # a fresh store of dave's own
     checked = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "check", "--json"],
+        [sys.executable, "-m", "helpers.cli", "room", "check", "--json"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
     assert checked.returncode == 1  # the fresh cluster's other databases
     assert {f["check"] for f in json.loads(checked.stdout)["findings"]} >= {"other_databases"}
     listed = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "progress", "--json"],
+        [sys.executable, "-m", "helpers.cli", "room", "progress", "--json"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
     rows = {r["attendee"]: r for r in json.loads(listed.stdout)["attendees"]}
@@ -860,7 +860,7 @@ def test_postgresql_the_room_commands_and_nothing_yet() -> None:
             None, [], "nothing yet",
         ), rows[name]  # fmt: skip
     shown = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "progress"],
+        [sys.executable, "-m", "helpers.cli", "room", "progress"],
         capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
     )  # fmt: skip
     line = next(text for text in shown.stdout.splitlines() if carol in text)

@@ -13,8 +13,16 @@ import pytest
 from matplotlib.text import Text
 from PIL import Image
 
-from helpers.charts import CHART_CLASS, DARK_CLASS, LIGHT_CLASS, themed_chart
 from helpers.course.progress import progress
+from helpers.display.charts import CHART_CLASS, DARK_CLASS, LIGHT_CLASS, themed_chart
+from helpers.display.theme import (
+    CHART_THEMES,
+    DARK_CHART,
+    LIGHT_CHART,
+    MIN_CONTRAST,
+    ChartTheme,
+    contrast_ratio,
+)
 from helpers.evaluation.metrics import (
     Caching,
     ComparisonMetrics,
@@ -31,14 +39,6 @@ from helpers.evaluation.room_charts import (
     plot_totals,
     scaling_figure,
     totals_figure,
-)
-from helpers.theme import (
-    CHART_THEMES,
-    DARK_CHART,
-    LIGHT_CHART,
-    MIN_CONTRAST,
-    ChartTheme,
-    contrast_ratio,
 )
 
 

@@ -13,8 +13,8 @@ from devtools.bench import round_trip_tools
 from helpers.context.policies import BoxPolicy
 from helpers.context.resolve_tools import internal_resource_read_slice
 from helpers.loop.dispatch import dispatch
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext
-from helpers.tooling.store import ToolOutputStore
 
 # Any Unicode text but lone surrogates (not encodable as UTF-8), weighted towards the awkward:
 # NUL, CR/LF, combining marks, astral-plane characters.

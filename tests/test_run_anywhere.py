@@ -76,7 +76,7 @@ def test_the_wheel_runs_the_notebooks_from_a_folder_of_its_own(tmp_path, wheel) 
     }
     env |= {"WORKBOOK_PROFILE": "offline", "PATH": f"{venv / 'bin'}{os.pathsep}{env['PATH']}"}
     room.mkdir()
-    where = _run(python, "-c", "import helpers.paths as p; print(p.INSTALLED, p.PROJECT_ROOT)",
+    where = _run(python, "-c", "import helpers.base.paths as p; print(p.INSTALLED, p.PROJECT_ROOT)",
                  cwd=room, env=env)  # fmt: skip
     assert where.startswith("True ") and str(venv) in where and str(ROOT) not in where
 

@@ -33,7 +33,7 @@ def test_a_real_key_is_used_but_never_shown_or_stored(tmp_path) -> None:
         }
         runs = [
             subprocess.run(
-                [sys.executable, "-m", "helpers.course.cli", "ask", CASE1, *flags],
+                [sys.executable, "-m", "helpers.cli", "ask", CASE1, *flags],
                 capture_output=True,
                 text=True,
                 env=env,
@@ -77,7 +77,7 @@ def test_no_secret_files_are_tracked() -> None:
 
 
 def test_redaction_forms_and_placeholders() -> None:
-    from helpers.redaction import redact
+    from helpers.text.redaction import redact
 
     key = "sk-proj-Abc123Def456Ghi789Jkl0"
     text = (
@@ -93,7 +93,7 @@ def test_secret_settings_are_named_by_a_word_of_their_name() -> None:
     """A setting is secret when a word of its name (split at ``_``) says so: a folder or a switch
     whose name only contains such a word is not (TIKTOKEN_CACHE_DIR was redacted from every tool
     output, and searched for in each, before this rule)."""
-    from helpers.redaction import configured_secrets
+    from helpers.text.redaction import configured_secrets
 
     env = {
         "OPENAI_API_KEY": "sk-openai-0123456789",

@@ -27,9 +27,9 @@ from helpers.context.policies import BoxPolicy
 from helpers.context.strategies import build_policy
 from helpers.loop.agent import Agent, run_turn
 from helpers.loop.dispatch import dispatch
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.pages import PAGE_MODULES, pages_dir, serve_page
 from helpers.tooling.registry import ToolContext, ToolRegistry, tool_from_function
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry, get_page, google_drive_write_file, run_sql
 
 LIBRARY = "https://docs.python.org/3/library/{}.html"
@@ -55,7 +55,7 @@ HOSTILE_MODULES = [
     "turtledemo",
     "test.support",
     "var.outbox.evil",
-    "helpers.course.cli",
+    "helpers.cli",
     "pip",
     "sqlalchemy",
     "os",
@@ -143,7 +143,7 @@ def test_listed_pages_still_serve_and_show_no_secret(monkeypatch) -> None:
 def test_a_planted_key_reaches_no_sink(tmp_path, monkeypatch, store) -> None:
     """A key in .env: a tool prints it, the model repeats it, the prompt holds it; it appears in
     no request sent to the model, no stored row or message, no record, no error."""
-    import helpers.redaction as redaction
+    import helpers.text.redaction as redaction
 
     secret = "sk-dotenv-PLANTED-0123456789abcdef"
     (tmp_path / ".env").write_text(f"SOME_SERVICE_API_KEY={secret}\n")
@@ -465,7 +465,7 @@ def test_an_injected_page_cannot_make_explore_mode_write(store) -> None:
 def test_bad_command_lines_exit_2_with_one_line(argv) -> None:
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "LC_ALL": "C.UTF-8"}
     done = subprocess.run(
-        [sys.executable.encode(), b"-m", b"helpers.course.cli", *argv],
+        [sys.executable.encode(), b"-m", b"helpers.cli", *argv],
         capture_output=True,
         env=env,
         timeout=HANG_GUARD_S,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import PROJECT_ROOT, reference_db_path
+from helpers.base.paths import PROJECT_ROOT, reference_db_path
 from helpers.tooling import sql_sandbox as sandbox
 from helpers.tooling.sql_sandbox import (
     SQL_MAX_COLUMNS,

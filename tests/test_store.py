@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.tooling.store import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
+from helpers.store.tool_outputs import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
 
 
 def test_log_and_read_back_the_whole_row(store: ToolOutputStore) -> None:
@@ -154,7 +154,7 @@ def test_a_postgresql_table_from_the_first_schema_is_migrated() -> None:
 
 
 def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputStore) -> None:
-    from helpers.tooling.store import CHUNK_CHARS
+    from helpers.store.tool_outputs import CHUNK_CHARS
 
     unit = "ab\x00🧪é\r\n"
     value = (unit * (CHUNK_CHARS * 7 // 2 // len(unit) + 1))[: CHUNK_CHARS * 7 // 2]
@@ -248,7 +248,7 @@ def test_the_migrations_build_the_schema_the_code_declares(tmp_path) -> None:
     from alembic import command
     from sqlalchemy import create_engine
 
-    from helpers.tooling.migrations import HEAD, alembic_config, current_revision
+    from helpers.store.migrations import HEAD, alembic_config, current_revision
 
     fresh = ToolOutputStore(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
     assert fresh.migrated == "created" and current_revision(fresh.engine) == HEAD
@@ -272,7 +272,7 @@ def test_the_migrations_build_the_schema_the_code_declares(tmp_path) -> None:
 
 
 def test_an_old_store_is_upgraded_through_alembic_on_open(tmp_path) -> None:
-    from helpers.tooling.migrations import HEAD, current_revision
+    from helpers.store.migrations import HEAD, current_revision
 
     path = _first_release_store(tmp_path / "v1.sqlite", "T-7")
     store = ToolOutputStore(f"sqlite:///{path}")
@@ -289,7 +289,7 @@ def test_the_alembic_command_migrates_the_configured_store(tmp_path) -> None:
     import subprocess
     import sys
 
-    from helpers.tooling.migrations import FOLDER
+    from helpers.store.migrations import FOLDER
 
     url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
     done = subprocess.run(
@@ -322,7 +322,7 @@ def test_a_store_at_head_opens_without_importing_alembic(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'head.sqlite'}"
     code = (
         "import sys\n"
-        "from helpers.tooling.store import ToolOutputStore\n"
+        "from helpers.store.tool_outputs import ToolOutputStore\n"
         f"store = ToolOutputStore({url!r})\n"
         "print(store.migrated, 'alembic' in sys.modules)\n"
     )
@@ -336,7 +336,7 @@ def test_a_store_at_head_opens_without_importing_alembic(tmp_path) -> None:
 #: ``go`` appears), one store after another: prints what each open did.
 _FIRST_OPENER = """
 import os, sys, time
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
 go, urls = sys.argv[1], sys.argv[2:]
 while not os.path.exists(go):
     time.sleep(0.002)
@@ -401,7 +401,7 @@ def test_processes_opening_a_new_store_at_once_all_get_it_on_postgresql(tmp_path
 #: refuses, starting when the file ``go`` appears (so all writers start at once).
 _QUOTA_WRITER = """
 import os, sys, time
-from helpers.tooling.store import StoreQuotaExceeded, ToolOutputStore
+from helpers.store.tool_outputs import StoreQuotaExceeded, ToolOutputStore
 url, thread, me, go = sys.argv[1:5]
 store = ToolOutputStore(url)
 while not os.path.exists(go):
@@ -455,7 +455,7 @@ def test_a_connection_refused_for_a_moment_is_tried_again(monkeypatch) -> None:
     import psycopg
     from sqlalchemy import event
 
-    from helpers.tooling import store as store_module
+    from helpers.store import tool_outputs as store_module
 
     monkeypatch.setattr(store_module, "CONNECT_REFUSED_PAUSES_S", (0.0, 0.0, 0.0))
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
+from helpers.cli import main
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.policies import BoxPolicy, Presented, ResultPolicy, TruncatePolicy
 from helpers.context.read_back import Seen
@@ -31,13 +32,12 @@ from helpers.context.strategies import (
     strategy_in_role,
     strategy_named,
 )
-from helpers.course.cli import main
 from helpers.evaluation.runs import (
     client_for_cases,
     run_case,
 )
 from helpers.models.llm import resolve_model
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
 
 
 class HeadPreviewPolicy(TruncatePolicy):
@@ -335,9 +335,9 @@ def test_one_vocabulary_of_result_kinds_every_display_knows() -> None:
     """What the agent presents and what a model reads back use one complete type."""
     from typing import get_args
 
+    from helpers.cli.common import KIND_STYLE
     from helpers.context.read_back import ResultKind
-    from helpers.course.cli.common import KIND_STYLE
-    from helpers.theme import KIND_TINTS
+    from helpers.display.theme import KIND_TINTS
 
     assert set(KIND_STYLE) == set(get_args(ResultKind))
     assert set(KIND_TINTS) - {"compacted"} == set(get_args(ResultKind)) - {

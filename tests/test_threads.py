@@ -15,7 +15,7 @@ from helpers.context.strategies import build_policy
 from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.loop.threads import INTERRUPTED_RESULT, ThreadError, open_thread, repair_pairing
 from helpers.models.offline import offline_client
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 
@@ -29,7 +29,7 @@ def _workbook(provider: ScriptedProvider, db: str, *args: str) -> dict:
         "NO_COLOR": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "ask", *args, "--json", "--db", db],
+        [sys.executable, "-m", "helpers.cli", "ask", *args, "--json", "--db", db],
         capture_output=True,
         text=True,
         env=env,

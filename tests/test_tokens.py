@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.tokens import REMEMBER_FROM_CHARS, _Counts, count_tokens, encoding
+from helpers.text.tokens import REMEMBER_FROM_CHARS, _Counts, count_tokens, encoding
 
 
 def _fresh(text: str) -> int:
@@ -43,7 +43,7 @@ def test_a_runs_ids_do_not_depend_on_the_runs_before_it(tmp_path) -> None:
     token counts, whatever ran before it: adding a strategy to a comparison moves no other row
     (issue 50). The same run twice in one block gets ids of its own (no collision)."""
     from helpers import ToolOutputStore, load_cases, offline_client, run_case
-    from helpers.ids import reproducible_ids
+    from helpers.base.ids import reproducible_ids
 
     (case,) = [c for c in load_cases() if c.id == "case1"]
     client = offline_client()

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider import scripted_client, tool_calls
 
+from helpers.base.paths import outbox_dir
 from helpers.context.modes import for_mode
 from helpers.context.policies import BoxPolicy
 from helpers.context.tool_search import TOOL_SEARCH_NAME, matching_tools, tool_words, words
 from helpers.loop.agent import Agent, run_turn
-from helpers.paths import outbox_dir
 from helpers.tooling.tools import default_registry
 
 TOOLS = list(default_registry())

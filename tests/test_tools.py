@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers.tokens import count_chat_tokens, count_tokens, encoding
+from helpers.text.tokens import count_chat_tokens, count_tokens, encoding
 from helpers.tooling.outbox import read_outbox
 from helpers.tooling.registry import ToolArgumentError, ToolRegistry, tool_from_function
 from helpers.tooling.tools import (

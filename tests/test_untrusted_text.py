@@ -1,4 +1,4 @@
-"""Untrusted text is data at every sink (helpers/escaping.py).
+"""Untrusted text is data at every sink (helpers/text/escaping.py).
 
 A canary set (script and event-handler HTML, Markdown images and links, autolinks, TeX, ANSI /
 OSC 8 / OSC 52 escapes, C1 controls, bidi overrides and invisible characters, rich markup) is
@@ -39,10 +39,17 @@ from pydantic import BaseModel
 from rich.markup import render
 
 import helpers
-from helpers.course.cli import main
+from helpers.cli import main
 from helpers.course.student_notebooks import SOLUTIONS_DIR
 from helpers.course.views import answer_html, markdown_view, messages_html, side_by_side
-from helpers.escaping import (
+from helpers.evaluation import metrics as metrics_module
+from helpers.evaluation.compare import Comparison
+from helpers.evaluation.metrics import ScalingPoint, ScalingResult, load_comparison
+from helpers.evaluation.report import comparison_markdown, headline_html
+from helpers.evaluation.scaling import breaks_markdown, scaling_markdown
+from helpers.loop.records import TurnRecord
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.escaping import (
     INVISIBLE_RANGES,
     NO_MATH_CLASS,
     dollars_as_text,
@@ -53,13 +60,6 @@ from helpers.escaping import (
     for_terminal,
     visible,
 )
-from helpers.evaluation import metrics as metrics_module
-from helpers.evaluation.compare import Comparison
-from helpers.evaluation.metrics import ScalingPoint, ScalingResult, load_comparison
-from helpers.evaluation.report import comparison_markdown, headline_html
-from helpers.evaluation.scaling import breaks_markdown, scaling_markdown
-from helpers.loop.records import TurnRecord
-from helpers.tooling.store import ToolOutputStore
 
 SECRET = "sk-live-Zq8Xv2Lp9Rt4Wm6Kc1Hy3Nb5Df7Gj0Ts"
 
@@ -102,7 +102,7 @@ class _Tags(HTMLParser):
 
 
 #: The one image an HTML output may hold: a PNG inside its own ``data:`` URI (a themed chart,
-#: ``helpers/charts.py``), which fetches nothing and runs nothing.
+#: ``helpers/display/charts.py``), which fetches nothing and runs nothing.
 _INLINE_PNG = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
 
 
@@ -296,7 +296,7 @@ def test_canaries_in_every_sink_function() -> None:
 
 def test_no_call_site_escapes_by_hand() -> None:
     """No module of the library escapes by hand (html.escape, rich.markup.escape): every sink goes
-    through the function of helpers/escaping.py made for it."""
+    through the function of helpers/text/escaping.py made for it."""
     root = Path(helpers.__file__).parent
     offenders = []
     for path in root.rglob("*.py"):
@@ -612,7 +612,7 @@ def test_every_text_field_of_a_report_reaches_markdown_and_html_escaped(
     """A real comparison (runs, design steps, personas, a scaling run) whose every string in
     compare.json, keys included, is replaced by hostile text: compare.md and the cards are
     inert however the file was edited."""
-    from helpers.cases import load_cases
+    from helpers.cases.case_files import load_cases
     from helpers.evaluation.runs import run_cases, run_personas
     from helpers.evaluation.scaling import run_scaling
     from helpers.models.personas import PERSONAS

@@ -12,13 +12,13 @@ import nbformat
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.cases import load_cases
+from helpers.base.paths import PROJECT_ROOT
+from helpers.cases.case_files import load_cases
 from helpers.course.budget import SpendNotApproved, approve_spend
 from helpers.course.hints import hint
 from helpers.course.student_notebooks import SOLUTIONS_DIR, restore, student_text
 from helpers.evaluation.runs import run_case
 from helpers.models.llm import resolve_model
-from helpers.paths import PROJECT_ROOT
 
 
 def test_one_rule_picks_the_model_and_says_why() -> None:
@@ -47,7 +47,7 @@ def test_a_notebook_kernel_and_the_cli_choose_the_same_model(tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_PROFILE"}
     env["OPENAI_API_KEY"] = "sk-in-the-shell-0123456789"
     listed = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "models", "--json"],
+        [sys.executable, "-m", "helpers.cli", "models", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -190,7 +190,7 @@ Using run_sql, list Norway's ISO 3166-2 subdivisions and save the result to a fi
         [
             sys.executable,
             "-m",
-            "helpers.course.cli",
+            "helpers.cli",
             "cases",
             str(case),
             "--strategy",

@@ -56,13 +56,17 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from helpers.context.instructions import (
+    INLINE_INSTRUCTIONS,
+    MIDDLE_INSTRUCTIONS,
+    SAVED_INSTRUCTIONS,
+)
 from helpers.context.policies import Presented, ResultPolicy
 from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import compile_grep_pattern
-from helpers.instructions import INLINE_INSTRUCTIONS, MIDDLE_INSTRUCTIONS, SAVED_INSTRUCTIONS
-from helpers.tokens import count_tokens
+from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.text.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
-from helpers.tooling.store import StoredOutput, ToolOutputStore
 
 # -- Codex CLI ----------------------------------------------------------------------------------
 

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from helpers.guards import GuardRefusal
+from helpers.base.guards import GuardRefusal
 
 if TYPE_CHECKING:
-    from helpers.tooling.store import StoredOutput, ToolOutputStore
+    from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
 
 SCHEME = "internal://"
 #: What an id looks like: URL-safe base64, 8 to 64 characters.
@@ -78,7 +78,7 @@ class ReferenceRefused(GuardRefusal):
     longer text.
 
     ``str(exc)`` says which and why; the agent turns it into an error tool result and does not
-    run the tool. Subclasses name the guard that refused it (:data:`helpers.guards.GUARDS`).
+    run the tool. Subclasses name the guard that refused it (:data:`helpers.base.guards.GUARDS`).
     """
 
     guard = "refused_reference"
@@ -284,7 +284,7 @@ def embedded_reference_ids(text: str) -> list[str]:
     return [match[1] for match in _EMBEDDED_RE.finditer(text)]
 
 
-#: Called with a guard name (:data:`helpers.guards.GUARDS`) when unboxing repairs a mistake.
+#: Called with a guard name (:data:`helpers.base.guards.GUARDS`) when unboxing repairs a mistake.
 GuardHook = Callable[[str], None]
 
 

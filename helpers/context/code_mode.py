@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from helpers.context.instructions import CODE_INSTRUCTIONS
 from helpers.context.policies import BoxPolicy, Presented, ResultPolicy
-from helpers.instructions import CODE_INSTRUCTIONS
+from helpers.store.tool_outputs import StoredOutput
 from helpers.tooling.program_sandbox import ProgramError, ProgramLimits, run_program
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
-from helpers.tooling.store import StoredOutput
 
 #: The one tool code mode offers.
 RUN_PROGRAM = "run_program"

@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
-from helpers.escaping import for_markdown
-from helpers.providers import ProviderProfile, profile_of
-from helpers.tokens import count_chat_tokens
+from helpers.text.escaping import for_markdown
+from helpers.text.tokens import count_chat_tokens
 from helpers.tooling import tools
 from helpers.tooling.registry import ToolRegistry
 
@@ -90,7 +89,7 @@ def tool_categories() -> dict[str, tuple[str, ...]]:
 
 def categories_markdown(categories: dict[str, tuple[str, ...]]) -> str:
     """``categories`` (:func:`tool_categories`) as a Markdown table: category, meaning, tools,
-    every text through :func:`helpers.escaping.for_markdown` (a tool's name is any text its
+    every text through :func:`helpers.text.escaping.for_markdown` (a tool's name is any text its
     registration gave)."""
     lines = ["| category | what it holds | tools |", "|---|---|---|"]
     for category, names in categories.items():
@@ -514,16 +513,16 @@ def model_summarizer(
     client: Any,
     model: str,
     *,
+    completion_limit: Mapping[str, int],
     max_chars: int = 2_000,
-    provider_profile: ProviderProfile | None = None,
 ) -> Summarizer:
     """An optional :data:`Summarizer` that asks a model, through the same ``openai`` client, to
-    write the summary (at most ``max_chars`` characters kept). The request carries a completion
-    limit of :data:`SUMMARY_COMPLETION_LIMIT_TOKENS` in the field ``provider_profile`` names
-    (default: the client's, :func:`helpers.providers.profile_of`). If the
-    call fails, the heuristic summary is used instead."""
-    profile = provider_profile or profile_of(client)
-    limit = profile.with_completion_limit(SUMMARY_COMPLETION_LIMIT_TOKENS).completion_limit()
+    write the summary (at most ``max_chars`` characters kept). ``completion_limit`` is the
+    request's completion-limit field as the endpoint takes it, e.g. ``{"max_completion_tokens":
+    1024}``: the loop, which knows the provider's rules, gives
+    ``profile.with_completion_limit(SUMMARY_COMPLETION_LIMIT_TOKENS).completion_limit()``
+    (:mod:`helpers.models.providers`). If the call fails, the heuristic summary is used instead."""
+    limit = dict(completion_limit)
 
     def summarize(folded: list[Exchange], heuristic: str) -> str:
         calls = "\n".join(

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from helpers.context.compaction import find_exchanges
-from helpers.tokens import count_chat_tokens
+from helpers.text.tokens import count_chat_tokens
 
 if TYPE_CHECKING:
     from helpers.context.policies import ResultPolicy
@@ -62,7 +62,7 @@ class ClearToolUses:
     - ``trigger_tokens``: ``trigger`` ``{"type": "input_tokens", "value": …}``, default 100,000
       input tokens: once the prompt exceeds it, the edit runs (LangChain: ``trigger=100000``,
       "token count that triggers the edit"). Counted here with o200k_base over the messages sent
-      (:func:`helpers.tokens.count_chat_tokens`; the tool schemas too when
+      (:func:`helpers.text.tokens.count_chat_tokens`; the tool schemas too when
       :func:`clear_tool_uses` is given them).
     - ``keep_tool_uses``: ``keep`` ``{"type": "tool_uses", "value": …}``, default 3: the most
       recent tool uses whose results are kept (LangChain: ``keep=3``, "number of most recent

@@ -19,8 +19,8 @@ import json
 from typing import Any
 
 from helpers.context.policies import Presented, ResultPolicy
+from helpers.store.tool_outputs import StoredOutput
 from helpers.tooling.registry import Tool, ToolContext
-from helpers.tooling.store import StoredOutput
 
 #: The longest summary the model gets, in characters.
 MAX_SUMMARY_CHARS = 300
@@ -106,7 +106,7 @@ class DualStreamPolicy(ResultPolicy):
         self.max_chars = max_chars
 
     def instructions(self, *, few_shot: bool = True) -> str:
-        from helpers.instructions import GENERAL
+        from helpers.context.instructions import GENERAL
 
         return (
             GENERAL

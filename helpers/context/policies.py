@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
+from helpers.base.paths import DATA_DIR
 from helpers.context.boxing import (
     BOXING_MODES,
     SCHEME,
@@ -39,6 +40,14 @@ from helpers.context.boxing import (
     resolve_in_thread,
     unbox_arguments,
 )
+from helpers.context.instructions import (
+    BOX_INSTRUCTIONS,
+    BOX_SHORT_INSTRUCTIONS,
+    INLINE_INSTRUCTIONS,
+    MIDDLE_INSTRUCTIONS,
+    TRUNCATE_INSTRUCTIONS,
+    for_boxing,
+)
 from helpers.context.preview import (
     DEFAULT_PREVIEW_LIMIT_CHARS,
     PreviewPassedAsValue,
@@ -49,18 +58,9 @@ from helpers.context.preview import (
 from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.context.tool_search import matching_tools, tool_search_tool
-from helpers.instructions import (
-    BOX_INSTRUCTIONS,
-    BOX_SHORT_INSTRUCTIONS,
-    INLINE_INSTRUCTIONS,
-    MIDDLE_INSTRUCTIONS,
-    TRUNCATE_INSTRUCTIONS,
-    for_boxing,
-)
-from helpers.paths import DATA_DIR
-from helpers.tokens import count_tokens
+from helpers.store.tool_outputs import StoredOutput
+from helpers.text.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
-from helpers.tooling.store import StoredOutput
 
 #: The most references one tool call may unbox, and the most characters they may stand for in
 #: all (box strategy): a call over either is refused before anything is read.
@@ -257,7 +257,7 @@ class ResultPolicy:
 
     def instructions(self, *, few_shot: bool = True) -> str:
         """The system message: what the model is told about tool results, declared by each
-        policy (an :class:`~helpers.instructions.Instructions`' text), so a new strategy's
+        policy (an :class:`~helpers.context.instructions.Instructions`' text), so a new strategy's
         policy brings its own. Here: every result in full."""
         return INLINE_INSTRUCTIONS.text(few_shot=few_shot)
 
@@ -268,7 +268,7 @@ class ResultPolicy:
 
     def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
         """The arguments ``tool`` runs with. Raises a
-        :class:`~helpers.guards.GuardRefusal` (e.g. ``ReferenceRefused``) to stop the call."""
+        :class:`~helpers.base.guards.GuardRefusal` (e.g. ``ReferenceRefused``) to stop the call."""
         return arguments
 
     def present(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from helpers.guards import GuardRefusal
+from helpers.base.guards import GuardRefusal
 
 #: Default preview length in characters.
 DEFAULT_PREVIEW_LIMIT_CHARS = 600

@@ -28,10 +28,10 @@ from typing import Any, Literal
 
 import re2
 
+from helpers.base.guards import GuardRefusal
 from helpers.context.boxing import MalformedReference, reference_id, resolve_in_thread
-from helpers.guards import GuardRefusal
+from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
-from helpers.tooling.store import StoredOutput, ToolOutputStore
 
 #: The most characters one slice may ask for.
 MAX_SLICE_CHARS = 100_000

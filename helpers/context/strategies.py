@@ -116,7 +116,7 @@ class Strategy:
     """One strategy: everything its name stands for, so no other module branches on the name.
 
     Its instructions (the system message) come with its policy (``ResultPolicy.instructions``,
-    :mod:`helpers.instructions`).
+    :mod:`helpers.context.instructions`).
 
     Attributes:
         name: what users type, e.g. ``"box-json"``.

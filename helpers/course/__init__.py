@@ -1,1 +1,1 @@
-"""The course plumbing: the workbook CLI, the notebooks' views, hints and budget, the student notebooks, generated figures and guide, the benchmark."""
+"""The course plumbing: each notebook's lessons, the views, hints and budget, the checkpoints and their properties, the student notebooks, the room."""

@@ -35,7 +35,7 @@ What a checkpoint cell shows is always a few lines, never a traceback through th
 ``why()`` (in :data:`helpers.__all__`, imported by every notebook with ``hint``) prints the last
 stop in full: the whole input and, when the attendee's code raised, its traceback. A success
 says what was checked, once: ``✓ TODO 2 passed — 5 properties held on up to 125 generated
-inputs``. The marks ✓ and ✗ (:mod:`helpers.marks`, in every desktop font) always stand beside the
+inputs``. The marks ✓ and ✗ (:mod:`helpers.display.marks`, in every desktop font) always stand beside the
 words *passed* and *failed*.
 """
 
@@ -56,8 +56,8 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from helpers.escaping import for_terminal
-from helpers.marks import FAIL_MARK, PASS_MARK
+from helpers.display.marks import FAIL_MARK, PASS_MARK
+from helpers.text.escaping import for_terminal
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from helpers.escaping import for_terminal
+from helpers.text.escaping import for_terminal
 
 if TYPE_CHECKING:
     from helpers.loop.records import TurnRecord
@@ -50,7 +50,7 @@ def explain_choice(holds: bool, *, expected: str, otherwise: str) -> None:
         AssertionError: ``holds`` is false while :data:`STRICT_ENV` is ``1``.
 
     Both texts reach a notebook's output as plain text, escaped for it
-    (:func:`helpers.escaping.for_terminal`): a model's answer quoted in them cannot move the
+    (:func:`helpers.text.escaping.for_terminal`): a model's answer quoted in them cannot move the
     cursor or colour the page.
     """
     said = f"{AS_EXPECTED} {expected}" if holds else f"{CHOSE_OTHERWISE} {otherwise}"

@@ -85,7 +85,7 @@ else:
     if subprocess.run([*safe, "-m", "pip", "install", "--quiet", wheel]).returncode:
         raise RuntimeError(f"pip could not install {wheel}: its message is above")
     importlib.invalidate_caches()
-    subprocess.run([*safe, "-m", "helpers.course.cli", "build-data"], check=True)
+    subprocess.run([*safe, "-m", "helpers.cli", "build-data"], check=True)
     after = versions()
     print(f"Installed {wheel}: the workbook {after['context-relay-workbook']}.")
     in_use = {

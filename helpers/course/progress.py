@@ -13,7 +13,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from helpers.escaping import for_html
+from helpers.text.escaping import for_html
 
 
 class Progress:
@@ -23,7 +23,7 @@ class Progress:
         bar: the ``IntProgress`` widget (``value`` = steps done, ``max`` = ``total``).
         label: the ``HTML`` widget beside it: "k / total what: the step just done", and at the
             end "total / total what in S s". ``what`` and every step's text are escaped for HTML
-            (:func:`helpers.escaping.for_html`).
+            (:func:`helpers.text.escaping.for_html`).
     """
 
     def __init__(self, total: int, what: str) -> None:

@@ -120,7 +120,7 @@ def main() -> int:
     # loaded before "ready": a request's time is the read's
     import psycopg  # noqa: F401
 
-    import helpers.tooling.checkpoint_rows  # noqa: F401
+    import helpers.store.checkpoint_rows  # noqa: F401
 
     _say({"ready": True})
     for raw in sys.stdin:
@@ -161,7 +161,7 @@ def _read(request: dict[str, str], line: dict[str, Any]) -> None:
     import psycopg
     from psycopg import sql
 
-    from helpers.tooling.checkpoint_rows import checkpoint_summary
+    from helpers.store.checkpoint_rows import checkpoint_summary
 
     options = (
         "-c search_path=pg_catalog,pg_temp -c row_security=off "

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.paths import INSTALLED, PROJECT_ROOT, WORKSPACE_MARKER, workspace_dir
+from helpers.base.paths import INSTALLED, PROJECT_ROOT, WORKSPACE_MARKER, workspace_dir
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
@@ -264,7 +264,7 @@ def student_text(solution_path: Path) -> str:
 
 def attendee_notebooks_dir() -> Path:
     """Where the attendee's notebooks are: the folder ``workbook copy-notebooks`` made, when the
-    current folder is in one (:data:`helpers.paths.WORKSPACE_MARKER`), whether the workbook is
+    current folder is in one (:data:`helpers.base.paths.WORKSPACE_MARKER`), whether the workbook is
     a checkout or an installed wheel; else ``notebooks/`` of a checkout, or the current folder."""
     here = Path.cwd()
     marked = next((p for p in (here, *here.parents) if (p / WORKSPACE_MARKER).is_file()), None)
@@ -309,7 +309,7 @@ def copy_notebooks(folder: Path, *, solutions: bool = False) -> tuple[list[Path]
     the solution notebooks into ``folder/solutions``; a notebook already there is the attendee's
     and is left alone, and so is any name there that is a symlink (even one pointing nowhere:
     nothing is written through it). ``folder`` is marked as the workspace
-    (:data:`helpers.paths.WORKSPACE_MARKER`: its ``.env`` and ``var/`` serve every notebook under
+    (:data:`helpers.base.paths.WORKSPACE_MARKER`: its ``.env`` and ``var/`` serve every notebook under
     it) and gets ``.env.example``. Every file is written by :func:`write_beside`.
 
     Returns:
@@ -359,7 +359,7 @@ def restore(prefix: str, notebooks_dir: Path | None = None) -> tuple[Path, Path 
     """
     from datetime import datetime
 
-    from helpers.paths import var_dir
+    from helpers.base.paths import var_dir
 
     matches = [p for p in solution_notebooks() if p.name.startswith(prefix)]
     if not prefix or not matches:

@@ -3,7 +3,7 @@
 Pure functions from a :class:`~helpers.loop.records.TurnRecord` to an HTML string (displayed with
 ``IPython.display.HTML`` or inside an ``ipywidgets.HTML``); long contents are shortened for the
 eye, and the view says by how many characters. Every view is an element MathJax skips
-(:func:`helpers.escaping.for_notebook_html`), and :func:`markdown_view` shows a Markdown report
+(:func:`helpers.text.escaping.for_notebook_html`), and :func:`markdown_view` shows a Markdown report
 the same way: JupyterLab would otherwise typeset any ``$…$`` in the text, a model's included.
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from helpers.charts import ThemedChart
 from helpers.context.compaction import is_summary
-from helpers.escaping import for_html, for_notebook_html, for_notebook_markdown
+from helpers.display.charts import ThemedChart
+from helpers.display.theme import BORDER, KIND_TINTS, ROLE_BACKGROUNDS, TEXT, badge
 from helpers.loop.records import TurnRecord
-from helpers.theme import BORDER, KIND_TINTS, ROLE_BACKGROUNDS, TEXT, badge
-from helpers.tokens import count_message_tokens
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.escaping import for_html, for_notebook_html, for_notebook_markdown
+from helpers.text.tokens import count_message_tokens
 
 #: The class of the message view's table and of the side-by-side view (the e2e test finds them).
 MESSAGES_CLASS = "crw-messages"
@@ -102,7 +102,7 @@ def answer_html(record: TurnRecord) -> str:
 
 def markdown_view(markdown: str) -> Any:
     """A Markdown report (``compare.md``'s text, a table) as an ``IPython.display.Markdown``
-    object, inside an element MathJax skips (:func:`helpers.escaping.for_notebook_markdown`)."""
+    object, inside an element MathJax skips (:func:`helpers.text.escaping.for_notebook_markdown`)."""
     from IPython.display import Markdown
 
     return Markdown(for_notebook_markdown(markdown))
@@ -115,7 +115,7 @@ CHART_WIDTH_PX = 420
 
 def _themed_pair(parts: list[Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The light and dark PNG image parts of one chart (MCP image content whose ``_meta`` names
-    its theme, as :meth:`helpers.charts.ThemedChart.as_mcp_content` writes them), or ``None``."""
+    its theme, as :meth:`helpers.display.charts.ThemedChart.as_mcp_content` writes them), or ``None``."""
     themed: dict[str, dict[str, Any]] = {}
     for part in parts:
         meta = part.get("_meta") if isinstance(part, dict) else None
@@ -138,8 +138,8 @@ def full_result_widget(record: TurnRecord, store: ToolOutputStore) -> Any:
     full text, for checks.
 
     A chart drawn for both JupyterLab themes (two PNG image parts whose ``_meta.theme`` is
-    ``light`` and ``dark``: :meth:`helpers.charts.ThemedChart.as_mcp_content`) is shown as one
-    image, the one of the page's theme (:mod:`helpers.charts`); any other image as it is."""
+    ``light`` and ``dark``: :meth:`helpers.display.charts.ThemedChart.as_mcp_content`) is shown as one
+    image, the one of the page's theme (:mod:`helpers.display.charts`); any other image as it is."""
     import base64
 
     import ipywidgets as widgets

@@ -47,7 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers.base.guards import GUARDS
 from helpers.context.boxing import make_reference, presented_reference_id
+from helpers.context.instructions import GENERAL
 from helpers.context.policies import BOX_DESIGNS
 from helpers.context.resolve_tools import RESOLVE_TOOL_FUNCTIONS, as_five_tool_name
 from helpers.context.strategies import (
@@ -80,11 +82,9 @@ from helpers.evaluation.pricing import (
     turn_cost,
 )
 from helpers.evaluation.runs import CaseRun, refused_prompt_tokens
-from helpers.guards import GUARDS
-from helpers.instructions import GENERAL
 from helpers.loop.records import TurnRecord
 from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, PERSONAS
-from helpers.tokens import count_chat_tokens
+from helpers.text.tokens import count_chat_tokens
 
 RESOLVE_TOOL_NAMES = {fn.__name__ for fn in RESOLVE_TOOL_FUNCTIONS} | {"internal_resource"}
 #: The box goal: at most this many times the tokens of the cheaper of inline and truncate.

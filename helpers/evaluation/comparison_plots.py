@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from helpers.charts import chart_style
 from helpers.context.strategies import strategy_in_role
+from helpers.display.charts import chart_style
+from helpers.display.theme import LIGHT_CHART
 from helpers.evaluation.metrics import ComparisonMetrics, RunMetrics
-from helpers.theme import LIGHT_CHART
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -39,7 +39,7 @@ def plot(metrics: ComparisonMetrics, path: Path, *, focus_case: str | None = Non
 
     focus = focus_case or max(case_ids, key=inline_tokens)
     colours = {v: f"C{i}" for i, v in enumerate(strategies)}
-    # a file for a desk: JupyterLab's light theme's colours (helpers.charts.chart_style), and a
+    # a file for a desk: JupyterLab's light theme's colours (helpers.display.charts.chart_style), and a
     # Figure without pyplot: no global state, no GUI backend, nothing left open
     with matplotlib.rc_context(chart_style(LIGHT_CHART)):
         fig = Figure(figsize=(max(15, 1.1 * len(case_ids) + 8), 6.2), layout="tight")

@@ -12,7 +12,7 @@ belongs raises :class:`pydantic.ValidationError`, a :class:`ValueError`, naming 
 
 Text fields (case ids, strategy and model names, failure reasons) can hold a model's or a
 provider's words: they are data, and each sink writes them through its own escaping function
-(:mod:`helpers.escaping`).
+(:mod:`helpers.text.escaping`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.escaping import for_json
+from helpers.text.escaping import for_json
 
 
 class _Figures(BaseModel):
@@ -267,7 +267,7 @@ class ComparisonMetrics(_Figures):
         return {c: e.box_goal for c, e in self.cases.items() if e.box_goal is not None}
 
     def as_json_text(self) -> str:
-        """``compare.json``: indented JSON, ASCII only (:func:`helpers.escaping.for_json`)."""
+        """``compare.json``: indented JSON, ASCII only (:func:`helpers.text.escaping.for_json`)."""
         return for_json(self.model_dump(mode="json"), indent=2) + "\n"
 
 

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from helpers.paths import DATA_DIR
-from helpers.tokens import count_message_tokens, count_tools_tokens
+from helpers.base.paths import DATA_DIR
+from helpers.text.tokens import count_message_tokens, count_tools_tokens
 
 if TYPE_CHECKING:
     from helpers.loop.records import TurnRecord

@@ -3,8 +3,8 @@ table of one session's histories (:func:`session_costs_markdown`).
 
 Both read a :class:`helpers.evaluation.metrics.ComparisonMetrics`. Text from a model, a provider
 or a case file (case ids, strategy and model names, failure reasons) reaches Markdown through
-:func:`helpers.escaping.for_markdown` and HTML through :func:`helpers.escaping.for_html`; the
-report's own dollar amounts are written as ``\\$`` (:func:`helpers.escaping.dollars_as_text`), so
+:func:`helpers.text.escaping.for_markdown` and HTML through :func:`helpers.text.escaping.for_html`; the
+report's own dollar amounts are written as ``\\$`` (:func:`helpers.text.escaping.dollars_as_text`), so
 a notebook's MathJax never reads two of them as a formula.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from helpers.base.guards import GUARDS
 from helpers.context.strategies import rivals_text, strategy_in_role
-from helpers.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
+from helpers.display.marks import FAIL_MARK, PASS_MARK
+from helpers.display.theme import BORDER, MUTED, TEXT, VERDICT_TINTS, badge
 from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, RunMetrics
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, PriceTable, SentRequest, session_cost
 from helpers.evaluation.validation import FAIL, PASS, verdict_text
-from helpers.guards import GUARDS
-from helpers.marks import FAIL_MARK, PASS_MARK
-from helpers.theme import BORDER, MUTED, TEXT, VERDICT_TINTS, badge
+from helpers.text.escaping import dollars_as_text, for_html, for_markdown, for_notebook_html
 
 #: The box goal's verdict, the word beside the mark
 #: (why: :data:`helpers.evaluation.validation.PASSED`).
@@ -423,7 +423,7 @@ def persona_markdown(personas: dict[str, PersonaRow]) -> list[str]:
 
 
 def guard_cell(guard: str | None) -> str:
-    """A guard's name as code when it is one of the workbook's (:data:`helpers.guards.GUARDS`),
+    """A guard's name as code when it is one of the workbook's (:data:`helpers.base.guards.GUARDS`),
     else as text from a file (a code span would show an escape as written)."""
     if guard is None:
         return "none"
@@ -432,7 +432,7 @@ def guard_cell(guard: str | None) -> str:
 
 def guard_hits_text(row: PersonaRow) -> str:
     """How often each guard fired on a persona's runs, for Markdown: ``unbox ×3, repeat ×1``,
-    or ``–`` (guard names through :func:`helpers.escaping.for_markdown`)."""
+    or ``–`` (guard names through :func:`helpers.text.escaping.for_markdown`)."""
     return ", ".join(f"{for_markdown(g)} ×{n}" for g, n in row.guard_hits.items()) or "–"
 
 
@@ -441,8 +441,8 @@ def headline_html(metrics: ComparisonMetrics) -> str:
     floor, its cached dollars and how many cases it passed, a failing strategy in red however
     cheap.
 
-    Every text field reaches the HTML through :func:`helpers.escaping.for_html`, and the whole
-    through :func:`helpers.escaping.for_notebook_html` (out of MathJax's reach); numbers are
+    Every text field reaches the HTML through :func:`helpers.text.escaping.for_html`, and the whole
+    through :func:`helpers.text.escaping.for_notebook_html` (out of MathJax's reach); numbers are
     numbers (:class:`~helpers.evaluation.metrics.ComparisonMetrics` refuses anything else)."""
     cells = []
     for strategy, total in metrics.totals.items():
@@ -466,7 +466,7 @@ def headline_html(metrics: ComparisonMetrics) -> str:
 
 def comparison_verdicts(metrics: ComparisonMetrics) -> list[str]:
     """What the comparison says, as sentences a notebook prints under its table (plain text:
-    print each through :func:`helpers.escaping.for_terminal`, case ids come from case files):
+    print each through :func:`helpers.text.escaping.for_terminal`, case ids come from case files):
     the strategies that passed every case, fewest prompt tokens first; those that passed only
     some (whose totals count only the cases passed, so they look cheaper than they are); and
     box against inline, the floor and its goal, case by case where it missed.

@@ -8,8 +8,8 @@ slide. The charts here show one idea each, at :data:`ROOM_PIXELS`, with text no 
 
 Each ``*_figure`` function builds the :class:`matplotlib.figure.Figure` in one theme's colours
 (tests read its text sizes); each ``plot_*`` function draws it in JupyterLab's light and dark
-themes (:func:`helpers.charts.themed_chart`) and returns the
-:class:`~helpers.charts.ThemedChart` a notebook displays.
+themes (:func:`helpers.display.charts.themed_chart`) and returns the
+:class:`~helpers.display.charts.ThemedChart` a notebook displays.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from helpers.charts import DPI, ThemedChart, draw_figure, themed_chart
+from helpers.display.charts import DPI, ThemedChart, draw_figure, themed_chart
+from helpers.display.theme import LIGHT_CHART, ChartTheme
 from helpers.evaluation.metrics import ComparisonMetrics, ScalingResult
 from helpers.evaluation.report import times
-from helpers.theme import LIGHT_CHART, ChartTheme
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -22,7 +22,8 @@ from typing import TypedDict, Unpack
 
 import openai
 
-from helpers.cases import Case, CaseError
+from helpers.base.ids import ids_for
+from helpers.cases.case_files import Case, CaseError
 from helpers.context.policies import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.strategies import (
     STRATEGY_REGISTRY,
@@ -30,14 +31,13 @@ from helpers.context.strategies import (
     strategy_families,
 )
 from helpers.evaluation.validation import Validation, validate
-from helpers.ids import ids_for
 from helpers.loop.agent import Agent, CompactionSettings, RunConfig, run_turn
 from helpers.loop.records import TurnRecord
 from helpers.models.llm import DEFAULT_MAX_RETRIES, ModelConfig, make_client
 from helpers.models.offline import OfflineModel
 from helpers.models.personas import OFFLINE_MODEL_NAME, PERSONA_SEPARATOR, Persona
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolRegistry
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from helpers.cases import Case
-from helpers.charts import chart_style
+from helpers.cases.case_files import Case
 from helpers.context.strategies import compared_strategies, strategy_in_role
-from helpers.escaping import for_markdown
+from helpers.display.charts import chart_style
+from helpers.display.theme import LIGHT_CHART
 from helpers.evaluation.metrics import ScalingPoint, ScalingResult
 from helpers.evaluation.pricing import DEFAULT_PRICE_MODEL, load_prices, turn_cost
 from helpers.evaluation.runs import (
@@ -28,10 +28,10 @@ from helpers.evaluation.runs import (
 from helpers.evaluation.validation import FAILED
 from helpers.models.llm import make_client, resolve_model
 from helpers.models.offline import OfflineModel
-from helpers.theme import LIGHT_CHART
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.escaping import for_markdown
 from helpers.tooling.pages import DOCUMENTS, serve_document
 from helpers.tooling.registry import ToolRegistry, tool_from_function
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 #: The result sizes of the scaling run, in bytes (UTF-8).
@@ -237,7 +237,7 @@ def where_it_breaks(
 
 def breaks_markdown(scaling: ScalingResult) -> list[str]:
     """Where each strategy of a scaling run breaks, one Markdown list item per strategy, any
-    quoted failure reason written with :func:`helpers.escaping.for_markdown`."""
+    quoted failure reason written with :func:`helpers.text.escaping.for_markdown`."""
     return [
         f"- **{for_markdown(v)}** {where_it_breaks(points, quote=for_markdown)}."
         for v, points in scaling.runs.items()
@@ -275,7 +275,7 @@ def plot_scaling(scaling: ScalingResult, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # a file for a desk: JupyterLab's light theme's colours (helpers.charts.chart_style)
+    # a file for a desk: JupyterLab's light theme's colours (helpers.display.charts.chart_style)
     with matplotlib.rc_context(chart_style(LIGHT_CHART)):
         fig, panels = plt.subplots(1, 3, figsize=(18, 5.6))
         metrics = (

@@ -33,15 +33,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.cases import Case
+from helpers.cases.case_files import Case
 from helpers.context.boxing import ReferenceRefused, find_references, reference_id
 from helpers.context.policies import DEFAULT_BOX_THRESHOLD_CHARS
 from helpers.context.resolve_tools import as_five_tool_name
 from helpers.context.strategies import read_back, strategy_family
+from helpers.display.marks import FAIL_MARK, PASS_MARK
 from helpers.loop.records import ToolCallRecord, TurnRecord, output_limit_reason
-from helpers.marks import FAIL_MARK, PASS_MARK
 
-#: A verdict as people read it: the mark (:mod:`helpers.marks`, drawn by every desktop font),
+#: A verdict as people read it: the mark (:mod:`helpers.display.marks`, drawn by every desktop font),
 #: then the word, which carries the verdict; a no-break space joins them, so a narrow table cell
 #: wraps before the mark, never between the mark and its word.
 PASSED = f"{PASS_MARK}\u00a0passed"

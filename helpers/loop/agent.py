@@ -39,18 +39,18 @@ from typing import Any
 import openai
 from sqlalchemy.exc import SQLAlchemyError
 
-from helpers.completion_limit import CompletionBudget, budget_for
+from helpers.base.limits import TurnLimits
 from helpers.context.boxing import presented_reference_id
 from helpers.context.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
     DEFAULT_THRESHOLD_TOKENS,
+    SUMMARY_COMPLETION_LIMIT_TOKENS,
     CompactionRules,
     categorizer,
     compact,
     model_summarizer,
 )
 from helpers.context.policies import ResultPolicy
-from helpers.limits import TurnLimits
 from helpers.loop.dispatch import (
     CallInProgress,
     ProgramCalls,
@@ -78,11 +78,12 @@ from helpers.loop.records import (
     new_thread_id,
     output_limit_reason,
 )
-from helpers.providers import ProviderProfile, profile_of
-from helpers.redaction import configured_secrets, redact
-from helpers.replies import Reply, map_strings
+from helpers.models.completion_limit import CompletionBudget, budget_for
+from helpers.models.providers import ProviderProfile, profile_of
+from helpers.models.replies import Reply, map_strings
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.redaction import configured_secrets, redact
 from helpers.tooling.registry import OfferedTools, ToolContext, ToolRegistry
-from helpers.tooling.store import ToolOutputStore
 
 #: The most model calls in one turn, unless :attr:`RunConfig.max_iterations` says otherwise.
 DEFAULT_MAX_ITERATIONS = 8
@@ -117,7 +118,7 @@ class RunConfig:
             passes ``compaction.threshold_tokens`` (:mod:`helpers.context.compaction`); each time
             is noted in ``record.compactions`` and the summary message marks the place in the
             transcript. ``None``: no compaction.
-        limits: the caps on tool calls and stored bytes (:class:`helpers.limits.TurnLimits`). A
+        limits: the caps on tool calls and stored bytes (:class:`helpers.base.limits.TurnLimits`). A
             call past a cap gets an error result and the turn goes on.
     """
 
@@ -142,10 +143,10 @@ class Agent:
         store: where every dispatch and every message is logged; required by ``truncate`` and
             ``box``. Tool outputs logged before a failure stay in it: rerunning the turn in the
             same thread can still resolve them.
-        provider_profile: the endpoint's rules (:mod:`helpers.providers`: the form of tool-call
+        provider_profile: the endpoint's rules (:mod:`helpers.models.providers`: the form of tool-call
             ids, the provider fields that go back, the completion limit every request carries);
             default: the one the client was made with (``make_client`` remembers the ``.env``
-            choice), else found from its base URL (:func:`helpers.providers.profile_of`).
+            choice), else found from its base URL (:func:`helpers.models.providers.profile_of`).
 
     ``agent.run(prompt)`` is one turn; :func:`run_turn` is the same without history.
 
@@ -413,7 +414,12 @@ class _Turn:
         if settings.rules is None:  # the library's rules, knowing this registry's categories
             tools = self.registry.merged(self.policy.internal_tools())
             settings = replace(settings, rules=CompactionRules(categorize=categorizer(tools)))
-        summarizer = model_summarizer(self.client, self.model) if settings.model_summary else None
+        summarizer = None
+        if settings.model_summary:
+            limit = self.agent.profile.with_completion_limit(SUMMARY_COMPLETION_LIMIT_TOKENS)
+            summarizer = model_summarizer(
+                self.client, self.model, completion_limit=limit.completion_limit()
+            )
         done = compact(
             self.messages,
             tools=schemas,
@@ -473,7 +479,7 @@ class _Turn:
 
     def refusal_for_repeats(self, calls: list[RequestedCall]) -> str | None:
         """Why ``calls`` must not run because the model keeps making exactly these calls
-        (:attr:`helpers.limits.TurnLimits.max_identical_replies` replies in a row), or ``None``."""
+        (:attr:`helpers.base.limits.TurnLimits.max_identical_replies` replies in a row), or ``None``."""
         signature = tuple((c.name, _canonical_arguments(c.arguments)) for c in calls)
         same = signature == self.last_calls
         self.identical_replies = self.identical_replies + 1 if same else 1
@@ -493,7 +499,7 @@ class _Turn:
         Raises:
             TurnAborted: (``max_iterations``) the model repeats its calls, as below.
 
-        A call past a cap of :class:`helpers.limits.TurnLimits` (per reply, per turn) is not
+        A call past a cap of :class:`helpers.base.limits.TurnLimits` (per reply, per turn) is not
         run: its result is an error saying which cap, so the model can go on with fewer. The
         calls of a reply that repeats the previous ones too often are not run either, each
         answered with an error (so no call is left without its result), and the turn stops.
@@ -552,7 +558,7 @@ class _Turn:
 
     def admit_program_call(self) -> str | None:
         """``None`` if a program may make one more tool call in this turn (counted), else the
-        cap it would pass (:class:`helpers.limits.TurnLimits`)."""
+        cap it would pass (:class:`helpers.base.limits.TurnLimits`)."""
         over = _over_call_limit(self.ctx.limits, 0, 1, self.calls_run)
         if over is None:
             self.calls_run += 1

@@ -5,7 +5,7 @@
 1. parse the JSON arguments the model sent;
 2. find the tool among those offered to the model so far in this turn (a tool that tool search
    never offered nor loaded does not run, even when the model knows its name);
-3. ``policy.prepare_arguments``: the guards (:mod:`helpers.guards`) and unboxing (box strategy);
+3. ``policy.prepare_arguments``: the guards (:mod:`helpers.base.guards`) and unboxing (box strategy);
 4. run the tool with checked arguments;
 5. log the full output to the store (when there is one);
 6. ``policy.present``: the full result, a preview, or a reference;
@@ -25,13 +25,15 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from helpers import ids
+from helpers.base import ids
+from helpers.base.guards import GuardRefusal
 from helpers.context.boxing import canonicalize_references
 from helpers.context.policies import MAX_UNBOXED_CHARS, ResultPolicy
-from helpers.guards import GuardRefusal
 from helpers.loop.records import ToolCallRecord, error_result, new_tool_call_id
-from helpers.redaction import redact
-from helpers.replies import has_unpaired_surrogate, map_strings, valid_text
+from helpers.models.replies import map_strings
+from helpers.store.tool_outputs import DuplicateToolCallError, StoreQuotaExceeded, ToolOutput
+from helpers.text.redaction import redact
+from helpers.text.unicode import has_unpaired_surrogate, valid_text
 from helpers.tooling.registry import (
     Tool,
     ToolArgumentError,
@@ -39,7 +41,6 @@ from helpers.tooling.registry import (
     ToolRegistry,
     UnknownToolError,
 )
-from helpers.tooling.store import DuplicateToolCallError, StoreQuotaExceeded, ToolOutput
 
 #: The longest arguments JSON text a tool call may carry, in characters; longer is refused
 #: (large values should travel as references).
@@ -337,7 +338,7 @@ def _keep_output(
 ) -> ToolOutput | ToolCallRecord | None:
     """Log a real tool's output to the store (``None``: an internal tool, or no store), or the
     error result saying why it was not kept: over the turn's or the thread's byte limit
-    (:class:`helpers.limits.TurnLimits`), or a ``tool_call_id`` already stored."""
+    (:class:`helpers.base.limits.TurnLimits`), or a ``tool_call_id`` already stored."""
     ctx, name, refuse = call.ctx, tool.name, call.refuse
     if ctx.store is None or tool.internal:
         return None

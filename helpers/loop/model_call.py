@@ -1,8 +1,8 @@
 """One request to the model, and what its reply means.
 
 :func:`request_completion` sends the messages and tool schemas of one model call and reads the
-reply as real providers send it (:mod:`helpers.replies`): the completion limit a provider refuses
-is learned and the request sent again (:mod:`helpers.completion_limit`), and anything else that
+reply as real providers send it (:mod:`helpers.models.replies`): the completion limit a provider refuses
+is learned and the request sent again (:mod:`helpers.models.completion_limit`), and anything else that
 goes wrong ends the turn with a clear message (:class:`helpers.loop.records.TurnAborted`). Then:
 
 - :func:`name_tool_calls`: give every tool call an id of the client's own, unique in the thread
@@ -25,11 +25,10 @@ from typing import Any
 
 import openai
 
-from helpers.completion_limit import MIN_COMPLETION_TOKENS, CompletionBudget, read_refusal
 from helpers.loop.records import ModelCallRecord, TurnAborted, TurnRecord, new_tool_call_id
-from helpers.providers import ModelRule, ProviderProfile
-from helpers.redaction import endpoint_shown
-from helpers.replies import (
+from helpers.models.completion_limit import MIN_COMPLETION_TOKENS, CompletionBudget, read_refusal
+from helpers.models.providers import ModelRule, ProviderProfile
+from helpers.models.replies import (
     FIELDS_FROM,
     ProviderError,
     Reply,
@@ -39,10 +38,11 @@ from helpers.replies import (
     is_context_overflow,
     parse_reply,
     tool_call_as_text,
-    valid_text,
 )
-from helpers.tokens import count_chat_tokens, count_tokens
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.redaction import endpoint_shown
+from helpers.text.tokens import count_chat_tokens, count_tokens
+from helpers.text.unicode import valid_text
 
 
 @dataclass
@@ -72,7 +72,7 @@ def request_completion(
     completion limit, only the provider fields the profile takes back from this endpoint, and
     the messages in the order and roles the provider and the model's family require
     (:func:`_in_provider_order`). A provider's documented refusal of the completion limit or
-    the temperature (:func:`helpers.completion_limit.read_refusal`) is learned and the request
+    the temperature (:func:`helpers.models.completion_limit.read_refusal`) is learned and the request
     sent again, once per kind of refusal.
 
     Raises:
@@ -115,7 +115,7 @@ def request_completion(
         return reply
 
 
-#: What each kind of refusal (:attr:`helpers.completion_limit.LimitRefusal.kind`) refused.
+#: What each kind of refusal (:attr:`helpers.models.completion_limit.LimitRefusal.kind`) refused.
 _REFUSED_SETTING = {
     "output": "completion limit",
     "window": "completion limit",
@@ -136,7 +136,7 @@ def _fields_after_refusal(
 ) -> tuple[dict[str, Any], str | None]:
     """The request fields to send once more after an HTTP error, and the note to say if that
     succeeds: when the provider refused the completion limit or the temperature in words
-    :func:`helpers.completion_limit.read_refusal` reads, of a kind not refused before in this
+    :func:`helpers.models.completion_limit.read_refusal` reads, of a kind not refused before in this
     call (``refused``, updated), and sending again would change what it refused.
 
     Raises:
@@ -228,7 +228,7 @@ def _post_request(
 
 
 #: What goes between a ``tool`` message and a ``user`` message for a provider that refuses a
-#: user message right after tool results (:attr:`helpers.providers.ProviderProfile.user_after_tool`).
+#: user message right after tool results (:attr:`helpers.models.providers.ProviderProfile.user_after_tool`).
 STOPPED_AFTER_TOOLS = "(The turn above stopped after its tool results, without an answer.)"
 
 
@@ -237,10 +237,10 @@ def _in_provider_order(
 ) -> list[dict[str, Any]]:
     """``messages`` as the provider takes them (the thread itself is unchanged): the
     instructions in the role the model's family reads them in (``developer`` for OpenAI's
-    reasoning models, :class:`helpers.providers.ModelRule`), and, where the provider refuses a
+    reasoning models, :class:`helpers.models.providers.ModelRule`), and, where the provider refuses a
     ``user`` message right after a ``tool`` message (Mistral), an assistant message saying the
     turn stopped between them (``user_after_tool`` false:
-    :meth:`helpers.providers.ProviderProfile.user_after_tool_for`)."""
+    :meth:`helpers.models.providers.ProviderProfile.user_after_tool_for`)."""
     role = rule.system_role if rule else "system"
     ordered: list[dict[str, Any]] = []
     for message in messages:
@@ -268,8 +268,8 @@ def _http_error_message(
     exc: openai.APIStatusError, base_url: str, model: str, prefix: str = "<NAME>"
 ) -> str:
     """The user's line for an HTTP error: the provider's own reason
-    (:func:`helpers.replies.error_message`) and the hint that fits this error
-    (:data:`helpers.replies.ERROR_RULES`, else one by status)."""
+    (:func:`helpers.models.replies.error_message`) and the hint that fits this error
+    (:data:`helpers.models.replies.ERROR_RULES`, else one by status)."""
     detail = _provider_detail(exc)
     status = exc.status_code
     message = f"model call failed: {type(exc).__name__}: HTTP {status}: {detail}"
@@ -410,7 +410,7 @@ def assistant_message(
     """The assistant message as it goes back to the model: the client's ids, and the provider's
     fields unchanged (DeepSeek's thinking mode answers 400 without its reasoning, Gemini 3
     without each call's thought signature), marked with the ``endpoint`` that sent them so they
-    go back to it and to no other (:func:`helpers.replies.for_endpoint`)."""
+    go back to it and to no other (:func:`helpers.models.replies.for_endpoint`)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.provider_fields:
         message.update(reply.provider_fields)

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from helpers import ids
+from helpers.base import ids
 from helpers.context.read_back import ResultKind
-from helpers.providers import CALL_HEX
+from helpers.models.providers import CALL_HEX
 
 #: Turn statuses (see the module docstring).
 STATUSES = ("ok", "incomplete", "max_iterations", "context_exceeded", "error")
@@ -97,7 +97,7 @@ class ToolCallRecord:
     unboxing): sink checks compare it with an earlier call's ``output_sha256``. The ``_trimmed``
     twins hash the same texts without their final newlines, so a check can say that a copy
     differs only there. ``guards`` names
-    the guards (:data:`helpers.guards.GUARDS`) that repaired or refused this call.
+    the guards (:data:`helpers.base.guards.GUARDS`) that repaired or refused this call.
     ``program_call_id`` is, in code mode, the ``run_program`` call whose program made this call:
     its ``result`` went to the program, not into the context. ``server`` names the MCP server
     that ran the tool (:attr:`helpers.tooling.registry.Tool.server`; ``None``: the workbook's
@@ -151,7 +151,7 @@ class TurnRecord:
     box_threshold_chars: int | None = None  # the box policy's threshold, when boxing
     box_rule: str | None = None  # when the box policy boxes, in words ("over 1,000 tokens")
     #: what the client learned about the endpoint during this turn and changed for the session
-    #: (a completion limit a provider refused, :mod:`helpers.completion_limit`), in words
+    #: (a completion limit a provider refused, :mod:`helpers.models.completion_limit`), in words
     notices: list[str] = field(default_factory=list)
     #: the tool schemas offered in each model call (a policy may offer its tools only once they
     #: are of use); ``tool_schemas`` is the last call's
@@ -227,7 +227,7 @@ def new_thread_id() -> str:
 def new_tool_call_id() -> str:
     """A fresh tool-call id of the client's own: ``call_<24 hex>`` (29 characters, within the
     40 that OpenAI accepts and the ``[A-Za-z0-9_-]`` that stricter providers require; Mistral's
-    stricter form is :data:`helpers.providers.ALPHANUMERIC_9`)."""
+    stricter form is :data:`helpers.models.providers.ALPHANUMERIC_9`)."""
     return CALL_HEX.make()
 
 

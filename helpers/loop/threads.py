@@ -17,8 +17,8 @@ import json
 from typing import Any
 
 from helpers.loop.records import new_thread_id
-from helpers.replies import has_unpaired_surrogate
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.unicode import has_unpaired_surrogate
 
 #: The result a replayed tool call gets when its turn stopped before the call finished.
 INTERRUPTED_RESULT = json.dumps(

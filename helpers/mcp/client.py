@@ -38,7 +38,7 @@ prefix); a server's tool of the same name as one of the workbook's stands in for
 said in :attr:`McpServer.notes` (:meth:`McpServers.notes` adds the tools that stand in).
 
 A variable of a server's environment whose name looks secret (``GITHUB_TOKEN``,
-``PGPASSWORD``), and the password of a URL in it (:func:`helpers.redaction.secrets_of`), is
+``PGPASSWORD``), and the password of a URL in it (:func:`helpers.text.redaction.secrets_of`), is
 redacted from everything the server sends (its tools' descriptions and schemas, its results, its
 errors and its stderr as an error quotes it) (:attr:`McpServer.secrets`).
 """
@@ -65,6 +65,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from helpers.base.paths import workbook_version, workspace_dir
 from helpers.context.code_mode import RUN_PROGRAM
 from helpers.context.modes import MODEL_ONLY_TOOLS
 from helpers.context.tool_search import TOOL_SEARCH_NAME
@@ -78,9 +79,8 @@ from helpers.mcp.settings import (
     setting,
 )
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
-from helpers.paths import workbook_version, workspace_dir
-from helpers.redaction import MIN_SECRET_CHARS, configured_secrets, redact, secrets_of
-from helpers.replies import map_strings
+from helpers.models.replies import map_strings
+from helpers.text.redaction import MIN_SECRET_CHARS, configured_secrets, redact, secrets_of
 from helpers.tooling.registry import Tool, ToolRegistry
 
 #: A tool's description is cut to this many characters (the model reads it on every call).

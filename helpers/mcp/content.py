@@ -32,7 +32,7 @@ from typing import Any
 import mcp_types as types
 
 #: The most UTF-8 bytes one MCP tool result may come to, its resources read included: what one
-#: turn may store (:data:`helpers.limits.MAX_STORED_BYTES_PER_TURN`).
+#: turn may store (:data:`helpers.base.limits.MAX_STORED_BYTES_PER_TURN`).
 MAX_RESULT_BYTES = 64_000_000
 #: The most resource links one result may ask the client to read.
 MAX_LINKS_PER_RESULT = 16

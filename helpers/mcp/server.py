@@ -34,7 +34,7 @@ the store (``workbook outputs list`` shows them under ``mcp_session_…``) until
 
 **Bounds**, the same as a turn's: each call's arguments (1,000,000 characters, 32 levels deep),
 the tools' own time and size limits, the bytes one call may store (64 MB) and the session's
-quota (256 MB, :class:`helpers.limits.TurnLimits`); calls run one at a time, each in a worker
+quota (256 MB, :class:`helpers.base.limits.TurnLimits`); calls run one at a time, each in a worker
 thread, so a slow tool never stops the server from reading its input.
 """
 
@@ -56,7 +56,9 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_PROTOCOL_VERSION, is_version_at_least
 
-from helpers import ids
+from helpers.base import ids
+from helpers.base.limits import TurnLimits
+from helpers.base.paths import workbook_version, workspace_dir
 from helpers.context.boxing import (
     SCHEME,
     ForeignReference,
@@ -68,13 +70,11 @@ from helpers.context.boxing import (
 )
 from helpers.context.policies import BoxPolicy, box_design, guess_mime_type
 from helpers.context.strategies import strategy_named
-from helpers.limits import TurnLimits
 from helpers.loop.dispatch import CallInProgress, dispatch
 from helpers.loop.records import ToolCallRecord, new_tool_call_id
 from helpers.mcp.settings import McpServerSpec
-from helpers.paths import workbook_version, workspace_dir
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext, ToolRegistry
-from helpers.tooling.store import ToolOutputStore
 from helpers.tooling.tools import default_registry
 
 #: The name the server gives itself (``serverInfo.name``).
@@ -137,7 +137,7 @@ def workbook_server_spec(
         threshold_tokens: its ``--threshold`` (default: ``box-json``'s).
         tools: the tools a client takes from it (``None``: all).
     """
-    args = ["-m", "helpers.course.cli", "mcp-server"]
+    args = ["-m", "helpers.cli", "mcp-server"]
     if db_url is not None:
         args += ["--db", db_url]
     if threshold_tokens is not None:
@@ -186,7 +186,7 @@ class WorkbookMcpServer:
         registry: the real tools (default: :func:`helpers.tooling.tools.default_registry`).
         threshold_tokens: box results longer than this many tokens (default: ``box-json``'s).
         session_id: the session's id (default: a fresh one, :func:`new_session_id`).
-        limits: the caps each call runs under (:class:`helpers.limits.TurnLimits`): the bytes
+        limits: the caps each call runs under (:class:`helpers.base.limits.TurnLimits`): the bytes
             one call may store, and the session's quota in the store.
 
     The synchronous methods (:meth:`list_tools`, :meth:`call_tool`, :meth:`read_resource`,

@@ -10,7 +10,7 @@
 - ``MCP_N_ENV``: environment variables for it, as a JSON object of strings (the SDK passes only
   ``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM`` and ``USER`` through); a variable whose
   name looks secret (``GITHUB_TOKEN``), and a URL's password, is redacted from every output
-  like a key (:func:`helpers.redaction.secrets_of`);
+  like a key (:func:`helpers.text.redaction.secrets_of`);
 - ``MCP_N_CWD``: the folder it starts in, which must exist (default: the workbook's folder);
 - ``MCP_N_TIMEOUT``: seconds one request may take (default 60), starting the server included;
 - ``MCP_N_TOOLS``: the tools to take from it, comma-separated (default: all of them);

@@ -61,7 +61,7 @@ MAX_BYTES_IN_FLIGHT = MAX_LINE_BYTES
 #: The JSON values and keys of one request, and of the requests in flight together, counted
 #: before a line is parsed (:func:`~helpers.mcp.stdio_guard.value_count`): 16 MiB of ``{}``
 #: took the server to 1.2 GB, and 940,000 nested one-key objects in 5.5 MiB past 500 MiB. A
-#: call's arguments are at most 1,000,000 characters (:class:`helpers.limits.TurnLimits`).
+#: call's arguments are at most 1,000,000 characters (:class:`helpers.base.limits.TurnLimits`).
 MAX_REQUEST_VALUES = 250_000
 #: The JSON-RPC error code of a request refused because :data:`MAX_REQUESTS_IN_FLIGHT` are in
 #: flight (JSON-RPC 2.0 leaves -32000 to -32099 to servers; the SDK uses -32000 and -32001).

@@ -1,1 +1,1 @@
-"""The models: .env profiles and the openai client, and the offline reference model (what it does, the model, and its loopback server)."""
+"""Model access: .env profiles and the openai client, each provider's rules as data beside it (profiles, replies, completion limits), and the offline reference model (its plan, the model, its loopback server, its personas)."""

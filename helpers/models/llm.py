@@ -14,7 +14,7 @@ the environment wins). Three provider blocks, each ``<P>_API_KEY``, ``<P>_BASE_U
 A profile ``<NAME>`` picks a provider and may set its own ``<NAME>_MODEL``, ``<NAME>_TEMPERATURE``,
 ``<NAME>_TIMEOUT``, ``<NAME>_BASE_URL`` and ``<NAME>_API_KEY`` (and, for the offline model,
 ``<NAME>_CONTEXT_WINDOW`` in tokens, default 128,000); what it does not set comes from its
-provider's block. The provider's rules (:mod:`helpers.providers`) come from the base URL's host,
+provider's block. The provider's rules (:mod:`helpers.models.providers`) come from the base URL's host,
 or from ``<NAME>_PROVIDER_PROFILE`` (e.g. ``ollama``, ``mistral``), and every request carries a
 completion limit: the rules' own, or ``<NAME>_MAX_COMPLETION_TOKENS``. A profile with its own base URL must bring its own key (a provider's key is only
 ever sent to that provider's endpoint), and a profile with a base URL but no ``<NAME>_PROVIDER``
@@ -26,7 +26,7 @@ why that one (:meth:`ModelConfig.describe`, :attr:`ModelConfig.chosen_by`), and 
 that starts many paid turns waits for a go-ahead (:mod:`helpers.course.budget`).
 
 Values are stripped of surrounding whitespace. API keys are never printed (``repr`` hides them)
-and are redacted from every error message (:mod:`helpers.redaction`). OpenAI's organization and
+and are redacted from every error message (:mod:`helpers.text.redaction`). OpenAI's organization and
 project headers (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``) and ``OPENAI_CUSTOM_HEADERS``, which the
 SDK reads from the environment, go to OpenAI's own endpoint only.
 """
@@ -47,10 +47,10 @@ import httpx2
 import openai
 from dotenv import load_dotenv
 
+from helpers.base.paths import workspace_dir
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
 from helpers.models.personas import PERSONAS, UnknownPersonaError, persona_for_model
-from helpers.paths import workspace_dir
-from helpers.providers import (
+from helpers.models.providers import (
     OFFLINE,
     PROFILES,
     ProviderProfile,
@@ -58,8 +58,8 @@ from helpers.providers import (
     profile_named,
     remember_profile,
 )
-from helpers.redaction import endpoint_shown, warn_if_env_file_shared
-from helpers.replies import error_message, error_rule, is_context_overflow
+from helpers.models.replies import error_message, error_rule, is_context_overflow
+from helpers.text.redaction import endpoint_shown, warn_if_env_file_shared
 
 PROVIDERS = ("openai", "openrouter", "azure", "local", "offline")
 #: The ``api-version`` an Azure OpenAI profile sends unless ``<NAME>_API_VERSION`` says
@@ -105,7 +105,7 @@ class ModelConfig:
     api_version: str | None = None
     #: headers sent with every request to this profile's endpoint only (``<NAME>_EXTRA_HEADERS``)
     extra_headers: dict[str, str] = field(default_factory=dict, repr=False)
-    #: the provider's rules (:mod:`helpers.providers`): id form, fields back, completion limit
+    #: the provider's rules (:mod:`helpers.models.providers`): id form, fields back, completion limit
     provider_profile: ProviderProfile = OFFLINE
     #: why this profile runs, in words (``"OPENAI_API_KEY is set"``, ``"WORKBOOK_PROFILE"``…)
     chosen_by: str = ""
@@ -141,11 +141,11 @@ class Settings(dict[str, str]):
 
 
 def load_env(env_file: str | Path | None = None) -> Settings:
-    """Load ``.env`` (in :func:`helpers.paths.workspace_dir` by default) into the environment,
+    """Load ``.env`` (in :func:`helpers.base.paths.workspace_dir` by default) into the environment,
     without overriding what is already set there, and return the settings, each with where it
     came from (:class:`Settings`). Empty values count as unset.
 
-    Warns (:class:`helpers.redaction.EnvFileWarning`, once per file and process) when the file
+    Warns (:class:`helpers.text.redaction.EnvFileWarning`, once per file and process) when the file
     can be read by other users; the fix is ``chmod 600 .env``.
     """
     path = Path(env_file) if env_file else workspace_dir() / ".env"
@@ -372,7 +372,7 @@ def _base_url(p: _Profile) -> tuple[str | None, bool]:
 def _extra_headers(p: _Profile) -> dict[str, str]:
     """``<KEY>_EXTRA_HEADERS``: a JSON object of header names and values sent with every
     request to this profile's endpoint (OCI Generative AI's ``OpenAI-Project``, a gateway's
-    tenant header); their values are redacted like keys (:mod:`helpers.redaction`).
+    tenant header); their values are redacted like keys (:mod:`helpers.text.redaction`).
 
     Raises:
         ConfigError: not a JSON object of strings, a name HTTP does not allow, or a value that
@@ -548,9 +548,9 @@ def resolve_model(
 def _no_retry_when_permanent(response: httpx2.Response) -> None:
     """A response hook: an error no wait will cure gets the ``x-should-retry: false`` header,
     which the ``openai`` SDK obeys (``_should_retry``): an error of
-    :data:`helpers.replies.ERROR_RULES` that a retry cannot fix (a spent daily quota, a server
+    :data:`helpers.models.replies.ERROR_RULES` that a retry cannot fix (a spent daily quota, a server
     started without ``--jinja``), and a 500 that says the context is full (llama.cpp's server:
-    :func:`helpers.replies.is_context_overflow`), which the SDK would otherwise send twice more."""
+    :func:`helpers.models.replies.is_context_overflow`), which the SDK would otherwise send twice more."""
     if response.status_code not in (429, 500, 502, 503):
         return
     response.read()
@@ -579,14 +579,14 @@ def make_client(
         config: from :func:`resolve_model`.
         max_retries: the SDK's own retry count for connection errors, 408/409/429 and 5xx
             responses (with its backoff, honouring ``Retry-After``); 0 disables retries. An
-            error that waiting cannot cure (:data:`helpers.replies.ERROR_RULES`) is never
+            error that waiting cannot cure (:data:`helpers.models.replies.ERROR_RULES`) is never
             retried.
         timeout_s: seconds to wait for one response; default ``config.timeout_s``.
         offline_model: the offline model to answer (default: one with every case's plan).
 
     Organization and project headers, and the SDK's ``OPENAI_CUSTOM_HEADERS``, are sent only
     when the endpoint is OpenAI's own. The client remembers ``config.provider_profile``
-    (:func:`helpers.providers.remember_profile`), so every turn through it follows those rules.
+    (:func:`helpers.models.providers.remember_profile`), so every turn through it follows those rules.
     """
     if config.offline:
         if offline_model is None and config.context_window_tokens:

@@ -13,7 +13,7 @@ answers a longer request as OpenAI does (HTTP 400, ``context_length_exceeded``).
 **How it answers.** It is stateless, like a real endpoint: for each request it replays its plan
 from the last user message, feeding each earlier tool result back in, until it reaches the first
 step not yet taken, and sends that step as the next assistant message. ``usage`` is counted with
-o200k_base (:mod:`helpers.tokens`).
+o200k_base (:mod:`helpers.text.tokens`).
 
 **Plugging it in.** :func:`offline_client` gives an ``openai.OpenAI`` whose ``httpx2`` client
 has a ``MockTransport`` calling :meth:`OfflineModel.respond`; :class:`helpers.models.offline_server.
@@ -37,6 +37,7 @@ from typing import Any
 import httpx2
 import openai
 
+from helpers.cases.plans import Plan, PlanError, check_plan
 from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.models.loopback import Reply, Request, mock_transport
 from helpers.models.offline_plan import Call, classify, interpret
@@ -47,13 +48,12 @@ from helpers.models.personas import (
     UnknownPersonaError,
     persona_for_model,
 )
-from helpers.plans import Plan, PlanError, check_plan
-from helpers.providers import (
+from helpers.models.providers import (
     OFFLINE_COMPLETION_LIMIT_TOKENS,
     OFFLINE_CONTEXT_WINDOW_TOKENS,
     OFFLINE_HOST,
 )
-from helpers.tokens import count_chat_tokens, count_tokens, encoding
+from helpers.text.tokens import count_chat_tokens, count_tokens, encoding
 
 OFFLINE_BASE_URL = f"http://{OFFLINE_HOST}/v1"
 
@@ -316,7 +316,7 @@ class OfflineModel:
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
     ):
         if plans is None:
-            from helpers.cases import ALL_CASES, load_cases
+            from helpers.cases.case_files import ALL_CASES, load_cases
 
             cases = [case for case in load_cases(ALL_CASES) if case.offline_plan]
             plans = {case.prompt: case.offline_plan or [] for case in cases}

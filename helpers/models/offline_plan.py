@@ -15,7 +15,7 @@ messages:
 
 So one plan runs under every strategy and the token costs compare honestly.
 
-**Plans** (the language is checked by :mod:`helpers.plans`) come from the ``offline_plan`` key of
+**Plans** (the language is checked by :mod:`helpers.cases.plans`) come from the ``offline_plan`` key of
 the prompt cases in ``data/cases/``. A plan is a list of steps:
 
 - ``{call: TOOL, args: {...}}``: a tool call; an argument ``{result: N}`` means "pass result N"
@@ -41,6 +41,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers.cases.plans import Plan, PlanError
 from helpers.context.anchors import NUMBERED_ROW_RE
 from helpers.context.code_mode import RUN_PROGRAM
 from helpers.context.read_back import ResultKind, Seen
@@ -48,7 +49,6 @@ from helpers.context.resolve_tools import OP_TOOL_NAMES
 from helpers.context.strategies import read_back
 from helpers.models.offline_program import program_for
 from helpers.models.personas import IDEAL, Persona
-from helpers.plans import Plan, PlanError
 
 # -- what the model sees ------------------------------------------------------------------------
 

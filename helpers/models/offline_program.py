@@ -1,7 +1,7 @@
 """The programs the offline model writes in code mode: a plan's calls and notes as JavaScript.
 
 In code mode (:mod:`helpers.context.code_mode`) the offline model does not call the tools one
-model call at a time: it writes one program that carries out the whole plan (:mod:`helpers.plans`)
+model call at a time: it writes one program that carries out the whole plan (:mod:`helpers.cases.plans`)
 and returns only what the plan's answer uses, as an ideal model would. Each step becomes
 statements:
 
@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any
 
-from helpers.plans import Plan, PlanError
+from helpers.cases.plans import Plan, PlanError
 
 #: The line breaks of Python's ``str.splitlines``, as a JavaScript regular expression.
 _LINE_BREAK_JS = r"/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/"

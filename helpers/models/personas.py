@@ -1,7 +1,7 @@
 """Offline personas: the offline reference model, making on purpose the mistakes real models make.
 
 The ideal offline model does everything right, so it can never show what the client's guards
-(:mod:`helpers.guards`) are for. A persona follows the same plans, and makes one kind of mistake,
+(:mod:`helpers.base.guards`) are for. A persona follows the same plans, and makes one kind of mistake,
 deterministically, the way real models and servers do. Choose one by model name:
 ``offline-reference:<persona>`` (``workbook cases --persona NAME``; ``workbook compare`` runs them
 all). Each persona names the guard that should catch its mistake; a run shows whether it did, and
@@ -37,7 +37,7 @@ OFFLINE_MODEL_NAME = "offline-reference"
 PERSONA_SEPARATOR = ":"
 
 #: What ``invents`` passes instead of a real reference or tool_call_id: the ids of the few-shot
-#: examples in the system prompt (:mod:`helpers.instructions`).
+#: examples in the system prompt (:mod:`helpers.context.instructions`).
 INVENTED_REFERENCE = "internal://Zx81Qa0pLm3v"
 INVENTED_TOOL_CALL_ID = "call_1"
 
@@ -72,7 +72,7 @@ class Persona:
     Class attributes (each persona's description, shown by ``workbook compare`` and notebook
     05): ``name`` (what ``--persona`` takes), ``mistake`` (what it does wrong), ``seen_in``
     (where real models or servers do it), ``guard`` (the guard that catches it, a name in
-    :data:`helpers.guards.GUARDS`, or ``None`` when none can: the mistake only costs tokens),
+    :data:`helpers.base.guards.GUARDS`, or ``None`` when none can: the mistake only costs tokens),
     ``strategy`` (the strategy under which the mistake can happen) and
     ``corrects_after_error`` (whether, once an error result comes back, it retries right).
     """

@@ -18,7 +18,7 @@ from typing import Any
 
 import pycountry
 
-from helpers.paths import make_owner_only, reference_db_path, remove_abandoned, writer_prefix
+from helpers.base.paths import make_owner_only, reference_db_path, remove_abandoned, writer_prefix
 
 SCHEMA = """
 CREATE TABLE countries (
@@ -67,7 +67,7 @@ def build_reference_db(path: Path | None = None) -> dict[str, int]:
     owner only), and moved into place, so a reader never sees half a database, and builders at
     the same time (two notebooks' first ``run_sql``, two ``build-data``) never write into each
     other's file: the last to finish puts the same rows in place. Default ``path``:
-    :func:`helpers.paths.reference_db_path`.
+    :func:`helpers.base.paths.reference_db_path`.
 
     Raises:
         OSError: the folder or the file cannot be written.

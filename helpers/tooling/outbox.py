@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
-from helpers.paths import outbox_dir
+from helpers.base.paths import outbox_dir
 
 _SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}")
 

@@ -12,8 +12,8 @@ for ``os`` shows ``os.environ``, API keys included). So:
   everything outside ``sys.stdlib_module_names`` are not on it);
 - they are rendered at set-up time (``workbook build-data``) into ``var/pages/``, so serving a
   page imports nothing at all (a page missing there is rendered on first use, from the same list);
-- every page is passed through :func:`helpers.redaction.redact` with the values of the secrets
-  configured in the environment and ``.env`` (:func:`helpers.redaction.configured_secrets`), when
+- every page is passed through :func:`helpers.text.redaction.redact` with the values of the secrets
+  configured in the environment and ``.env`` (:func:`helpers.text.redaction.configured_secrets`), when
   it is rendered and again when it is served;
 - anything else is a 404.
 
@@ -38,8 +38,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import remove_abandoned, var_dir, writer_prefix
-from helpers.redaction import configured_secrets, redact
+from helpers.base.paths import remove_abandoned, var_dir, writer_prefix
+from helpers.text.redaction import configured_secrets, redact
 
 #: Standard-library modules whose pydoc pages are served (plain libraries, no import side effects).
 PAGE_MODULES: tuple[str, ...] = (

@@ -39,7 +39,7 @@ Every limit is a field of :class:`ProgramLimits`, checked where it can be checke
   map at all. ``/proc`` gives the resident memory; on macOS, which has none, the limits behind
   it hold alone;
 - **tool calls**: at most ``max_tool_calls`` per program (and the host counts each against the
-  turn's caps, :class:`helpers.limits.TurnLimits`);
+  turn's caps, :class:`helpers.base.limits.TurnLimits`);
 - **sizes**: the program's text (``max_program_chars``), each message from the worker
   (``max_message_bytes``), the value returned (``max_result_chars``).
 

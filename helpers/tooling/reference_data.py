@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from helpers.paths import reference_db_path, var_dir
+from helpers.base.paths import reference_db_path, var_dir
 
 #: Where the fingerprint of the inputs of the last complete build is kept.
 FINGERPRINT_FILE = "reference-data.inputs.json"

@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from helpers.limits import TurnLimits
-from helpers.redaction import configured_secrets
+from helpers.base.limits import TurnLimits
+from helpers.text.redaction import configured_secrets
 
 if TYPE_CHECKING:
+    from helpers.store.tool_outputs import ToolOutputStore
     from helpers.tooling.program_sandbox import ProgramHost
-    from helpers.tooling.store import ToolOutputStore
 
 
 class ToolArgumentError(ValueError):
@@ -53,12 +53,12 @@ class UnknownToolError(KeyError):
 class ToolContext:
     """What a context-taking tool gets besides its arguments: the store and the thread.
 
-    ``guards`` collects the names of guards (:data:`helpers.guards.GUARDS`) that repaired a
+    ``guards`` collects the names of guards (:data:`helpers.base.guards.GUARDS`) that repaired a
     mistake while a call was prepared; the agent moves them onto the call's record. ``fetched``
     holds the ``tool_call_id`` of every output fetched in full this turn (``fetch_tool_output``).
     ``secrets`` are redacted from every tool output before the store or the model sees it
     (default: the secrets configured in the environment and ``.env``). ``limits`` caps what the
-    turn may store (:mod:`helpers.limits`).
+    turn may store (:mod:`helpers.base.limits`).
     """
 
     store: ToolOutputStore | None
@@ -69,7 +69,7 @@ class ToolContext:
     #: the history it was given)
     shown_references: set[str] = field(default_factory=set)
     secrets: tuple[str, ...] = field(default_factory=configured_secrets)
-    #: the caps of the turn (:class:`helpers.limits.TurnLimits`), and the UTF-8 bytes its tool
+    #: the caps of the turn (:class:`helpers.base.limits.TurnLimits`), and the UTF-8 bytes its tool
     #: calls have stored so far (outputs and arguments)
     limits: TurnLimits = field(default_factory=TurnLimits)
     stored_bytes: int = 0

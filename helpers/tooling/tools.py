@@ -21,7 +21,7 @@ import sysconfig
 from collections import Counter
 from pathlib import Path
 
-from helpers import ids
+from helpers.base import ids
 from helpers.tooling.outbox import write_file
 from helpers.tooling.pages import PageNotFound, serve_document, serve_page
 from helpers.tooling.registry import ToolRegistry

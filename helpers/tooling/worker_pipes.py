@@ -256,7 +256,7 @@ class WorkerProcess:
         Raises:
             OSError: it did not start, or was not ready in time (it is killed).
         """
-        from helpers.paths import PACKAGE_PARENT
+        from helpers.base.paths import PACKAGE_PARENT
 
         lifeline, self._lifeline = os.pipe()  # neither inherited by any other child
         code = (

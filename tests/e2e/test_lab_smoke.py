@@ -42,11 +42,11 @@ from xml.sax.saxutils import escape
 import nbformat
 import pytest
 
-from helpers.charts import CHART_CLASS, DARK_CLASS, LIGHT_CLASS
 from helpers.course.install_cell import INSTALL_CELL_TAG
 from helpers.course.student_notebooks import pairs, student_text
+from helpers.display.charts import CHART_CLASS, DARK_CLASS, LIGHT_CLASS
+from helpers.display.theme import MIN_CONTRAST, MIN_GRAPHICS_CONTRAST, contrast_ratio
 from helpers.evaluation.validation import FAILED, PASS, PASSED
-from helpers.theme import MIN_CONTRAST, MIN_GRAPHICS_CONTRAST, contrast_ratio
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

@@ -117,7 +117,7 @@ def _room_check_finds_the_room_closed() -> None:
     connection tracking, the socket, the homes and the budget hold (the fresh cluster's other databases and advisory locks are
     test_room.py's)."""
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.course.cli", "room", "check", "--json", "--hub-config",
+        [sys.executable, "-m", "helpers.cli", "room", "check", "--json", "--hub-config",
          str(ROOT / "deploy" / "jupyterhub_config.d" / "workbook.py")],
         capture_output=True, text=True, timeout=GUARD_S,
         env={**os.environ, "WORKBOOK_ROOM_URL": str(ROOM_URL)},

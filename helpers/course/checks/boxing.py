@@ -37,8 +37,8 @@ from helpers.course.checks.inputs import (
     scratch_store,
     texts,
 )
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext
-from helpers.tooling.store import ToolOutputStore
 
 ref_ids = st.from_regex(r"[A-Za-z0-9_-]{16}", fullmatch=True)
 

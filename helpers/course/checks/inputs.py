@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 from hypothesis import strategies as st
 
-from helpers import ids
-from helpers.paths import var_dir
-from helpers.tooling.store import CHUNK_CHARS, ToolOutputStore, sqlite_file
+from helpers.base import ids
+from helpers.base.paths import var_dir
+from helpers.store.tool_outputs import CHUNK_CHARS, ToolOutputStore, sqlite_file
 
 #: Characters that break code written for ASCII, one line or bytes: accents (2 UTF-8 bytes), an
 #: emoji (4 bytes, 1 character), CJK, CRLF line ends, quotes, backticks, a NUL.

@@ -1,7 +1,7 @@
 """Notebook 02's checkpoints: ``log_tool`` writes one row a reader finds whole, and ``prune``
 deletes exactly the rows its filters name.
 
-The reader is the library's :class:`~helpers.tooling.store.ToolOutputStore` on the same SQLite
+The reader is the library's :class:`~helpers.store.tool_outputs.ToolOutputStore` on the same SQLite
 file, and ``prune`` is compared with :meth:`ToolOutputStore.prune` on the same rows.
 """
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, event, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from helpers import ids
+from helpers.base import ids
 from helpers.course.checkpoint import (
     Broken,
     Checkpoint,
@@ -34,7 +34,7 @@ from helpers.course.checkpoint import (
     short,
 )
 from helpers.course.checks.inputs import arguments, nonce, outputs, scratch_store, texts
-from helpers.tooling.store import ToolOutput, ToolOutputChunk, ToolOutputStore
+from helpers.store.tool_outputs import ToolOutput, ToolOutputChunk, ToolOutputStore
 
 #: Local time zones a checkpoint runs in: a naive local time is 14 hours off in the second.
 ZONES = ("UTC", "Pacific/Kiritimati", "Etc/GMT+12", "Asia/Kathmandu")

@@ -28,8 +28,8 @@ from helpers.course.checks.inputs import (
     texts,
 )
 from helpers.course.checks.inputs import outputs as all_outputs  # `outputs` is a parameter here
+from helpers.store.tool_outputs import ToolOutput, ToolOutputChunk, ToolOutputStore
 from helpers.tooling.registry import ToolContext
-from helpers.tooling.store import ToolOutput, ToolOutputChunk, ToolOutputStore
 
 call_ids = st.from_regex(r"call_[A-Za-z0-9_-]{1,20}", fullmatch=True)
 

@@ -15,17 +15,17 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.context.boxing import ReferenceRefused, make_reference
 from helpers.context.policies import BoxPolicy, Presented
 from helpers.context.resolve_tools import internal_resource_grep
 from helpers.course.choices import explain_choice
-from helpers.escaping import for_terminal
 from helpers.loop.agent import Agent, run_turn
 from helpers.loop.dispatch import dispatch
 from helpers.loop.records import ToolCallRecord
+from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.text.escaping import for_terminal
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
-from helpers.tooling.store import StoredOutput, ToolOutputStore
 
 #: ``box_result(output, ref_id, tool_name, threshold, boxing) -> str``: notebook 04's TODO 1.
 BoxResult = Callable[[str, str, str, int, str], str]

@@ -12,27 +12,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.course.budget import approve_spend
 from helpers.course.choices import explain_choice
 from helpers.course.progress import progress
 from helpers.course.views import markdown_view
-from helpers.escaping import for_terminal
 from helpers.evaluation.compare import Comparison
 from helpers.evaluation.metrics import ComparisonMetrics
 from helpers.evaluation.report import strategies_side_by_side_markdown
 from helpers.evaluation.runs import client_for_cases, run_cases
 from helpers.models.llm import ModelConfig
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.escaping import for_terminal
 from helpers.tooling.program_sandbox import ProgramLimits, ProgramResult, run_program
 from helpers.tooling.registry import ToolRegistry
-from helpers.tooling.store import ToolOutputStore
 
 #: The two strategies the notebook sets side by side.
 BOX_AND_CODE = ("box", "code")
 #: What :func:`run_box_and_code` costs on a paid model, for
 #: :func:`helpers.course.budget.approve_spend`: measured with the offline model on the same tasks
 #: (every case under ``box`` and under ``code``, the model calls and the o200k_base tokens of all
-#: the turns), on the shipped cases (13) and on :data:`helpers.cases.ALL_CASES` (19, the large
+#: the turns), on the shipped cases (13) and on :data:`helpers.cases.case_files.ALL_CASES` (19, the large
 #: ones too), rounded up.
 SHIPPED_CASES_SPEND = {"model_calls": 69, "prompt_tokens": 64_000, "completion_tokens": 4_100}
 ALL_CASES_SPEND = {"model_calls": 100, "prompt_tokens": 94_000, "completion_tokens": 5_700}
@@ -115,12 +115,12 @@ def show_stopped(attempts: Sequence[str]) -> None:
 def run_box_and_code(
     config: ModelConfig, pattern: str | Path | None = None, *, approve: bool = False
 ) -> ComparisonMetrics:
-    """Run every case of ``pattern`` (:func:`helpers.cases.load_cases`'s glob: the shipped cases
-    by default; :data:`helpers.cases.ALL_CASES` adds the large ones) under ``box`` and under
+    """Run every case of ``pattern`` (:func:`helpers.cases.case_files.load_cases`'s glob: the shipped cases
+    by default; :data:`helpers.cases.case_files.ALL_CASES` adds the large ones) under ``box`` and under
     ``code`` with the model of ``config``, showing a progress bar, then the table of the two
     side by side, case by case (prompt tokens, model and tool calls, verdicts). The whole
-    outputs go to the workbook's store (a :class:`~helpers.tooling.store.ToolOutputStore` on
-    :func:`~helpers.tooling.store.default_db_url`).
+    outputs go to the workbook's store (a :class:`~helpers.store.tool_outputs.ToolOutputStore` on
+    :func:`~helpers.store.tool_outputs.default_db_url`).
 
     Args:
         config: the model in use: a paid one first asks for a go-ahead

@@ -15,20 +15,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.context.compaction import Compaction, compact, is_summary, quoted
 from helpers.context.context_editing import ClearToolUses, policy_with_clearing
 from helpers.context.strategies import build_policy
 from helpers.course.choices import explain_choice
 from helpers.course.views import markdown_view, messages_html
-from helpers.escaping import for_terminal
 from helpers.evaluation.pricing import SentRequest, load_prices, session_requests
 from helpers.evaluation.report import session_costs_markdown
 from helpers.loop.agent import Agent, CompactionSettings, RunConfig
 from helpers.loop.records import TurnRecord, new_thread_id
 from helpers.models.llm import ModelConfig
 from helpers.models.offline import OfflineModel, offline_client
-from helpers.tooling.store import ToolOutputStore
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.text.escaping import for_terminal
 from helpers.tooling.tools import default_registry
 
 #: The session's two requests that fail (a missing page, a bad SQL column), each with the plan
@@ -96,7 +96,7 @@ class CompactionSession:
 
     Attributes: ``client`` (an ``openai.OpenAI`` on that offline model, which also carries out
     :data:`FAILING_PLANS`), ``model`` (the model name it asks), ``store`` (the session's own
-    in-memory :class:`~helpers.tooling.store.ToolOutputStore`), ``registry`` (the default tools)
+    in-memory :class:`~helpers.store.tool_outputs.ToolOutputStore`), ``registry`` (the default tools)
     and ``prompts`` (the ten requests, in order).
     """
 

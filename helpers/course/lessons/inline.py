@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from helpers.cases import load_cases
-from helpers.charts import ThemedChart, themed_chart
+from helpers.cases.case_files import load_cases
 from helpers.course.choices import explain_choice
-from helpers.escaping import for_terminal
+from helpers.display.charts import ThemedChart, themed_chart
+from helpers.text.escaping import for_terminal
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from openai.types.chat import ChatCompletion
 
-    from helpers.theme import ChartTheme
+    from helpers.display.theme import ChartTheme
     from helpers.tooling.registry import ToolRegistry
 
 #: The system prompt of notebook 01's loop.
@@ -42,7 +42,7 @@ def case_prompts() -> dict[str, str]:
     """Every shipped case's prompt, by case id, read from ``data/cases/`` (:func:`load_cases`).
 
     Raises:
-        helpers.cases.CaseError: a case file cannot be used.
+        helpers.cases.case_files.CaseError: a case file cannot be used.
     """
     return {case.id: case.prompt for case in load_cases()}
 
@@ -124,7 +124,7 @@ def context_growth(turn: InlineTurn) -> dict[str, list[int]]:
 
     Raises:
         KeyError: a case of :data:`INLINE_CASES` is not shipped.
-        helpers.cases.CaseError: a case file cannot be used.
+        helpers.cases.case_files.CaseError: a case file cannot be used.
     """
     prompts = case_prompts()
     growth: dict[str, list[int]] = {}
@@ -137,7 +137,7 @@ def context_growth(turn: InlineTurn) -> dict[str, list[int]]:
 
 def growth_chart(growth: dict[str, list[int]]) -> ThemedChart:
     """The prompt tokens of each model call, one line per task, in both of JupyterLab's themes
-    (:func:`helpers.charts.themed_chart`); ``growth`` as :func:`context_growth` returns it."""
+    (:func:`helpers.display.charts.themed_chart`); ``growth`` as :func:`context_growth` returns it."""
 
     def draw(fig: Figure, _theme: ChartTheme) -> None:
         ax = fig.subplots()

@@ -6,7 +6,7 @@ The MCP calls the lesson teaches stay in the notebook's cells (``list_tools``, `
 resource link, ``read_resource``, :class:`~helpers.mcp.client.McpServers` with the attendee's
 ``mcp_result_text``); what is here starts the servers, shows their answers and runs the turns.
 Everything a server or a model wrote reaches the page through
-:func:`helpers.escaping.for_terminal`.
+:func:`helpers.text.escaping.for_terminal`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.course.choices import deep_check_received, explain_choice
-from helpers.escaping import for_terminal
 from helpers.evaluation.runs import run_case
 from helpers.mcp.client import McpServers
 from helpers.mcp.server import workbook_server_spec
 from helpers.mcp.settings import McpServerSpec
 from helpers.models.llm import ModelConfig, make_client
+from helpers.text.escaping import for_terminal
 from helpers.tooling.registry import ToolRegistry
 from helpers.tooling.tools import default_registry
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from helpers.loop.records import TurnRecord
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
 #: The server's tool whose result :func:`print_mcp_turns` reports: the transcript.
 TRANSCRIPT_TOOL = "yt_transcribe"
@@ -58,7 +58,7 @@ class McpServerLauncher:
 
     def describe(self) -> str:
         """The command line a client starts, quoted as a shell takes it and escaped for the
-        page (:func:`helpers.escaping.for_terminal`)."""
+        page (:func:`helpers.text.escaping.for_terminal`)."""
         return for_terminal(self.spec.command_line())
 
     def connect(self) -> Client:

@@ -16,27 +16,27 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from helpers.charts import themed_chart
+from helpers.base.paths import outbox_dir
 from helpers.context.dual_stream import MAX_SUMMARY_CHARS, DualStreamPolicy
 from helpers.context.modes import MODES
 from helpers.context.policies import Presented
 from helpers.context.strategies import build_policy
 from helpers.course.choices import explain_choice
-from helpers.escaping import for_terminal
+from helpers.display.charts import themed_chart
 from helpers.loop.agent import Agent
 from helpers.models.llm import make_client
 from helpers.models.offline import OfflineModel, offline_client
-from helpers.paths import outbox_dir
+from helpers.text.escaping import for_terminal
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
 from helpers.tooling.tools import default_registry, run_sql
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from helpers.display.theme import ChartTheme
     from helpers.loop.records import TurnRecord
     from helpers.models.llm import ModelConfig
-    from helpers.theme import ChartTheme
-    from helpers.tooling.store import StoredOutput, ToolOutputStore
+    from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
 
 #: The attendee's TODO 1: ``schemas_for_mode(registry, mode)``, the chat-completions schemas
 #: (each as :meth:`~helpers.tooling.registry.Tool.schema` gives it) of the tools ``mode`` allows.

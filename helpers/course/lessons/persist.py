@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 from sqlalchemy.schema import CreateTable
 
-from helpers.escaping import for_terminal
-from helpers.paths import var_dir
-from helpers.tooling.store import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
+from helpers.base.paths import var_dir
+from helpers.store.tool_outputs import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
+from helpers.text.escaping import for_terminal
 
 if TYPE_CHECKING:
     from helpers.loop.records import TurnRecord
@@ -32,7 +32,7 @@ def empty_tool_outputs_db() -> Engine:
     ``tool_outputs`` table, with its ``CREATE TABLE`` statement printed.
 
     Returns:
-        Its engine (:func:`helpers.tooling.store.make_engine`: WAL mode and a busy timeout, set
+        Its engine (:func:`helpers.store.tool_outputs.make_engine`: WAL mode and a busy timeout, set
         on connect).
 
     Raises:

@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from helpers.cases import load_cases
+from helpers.cases.case_files import load_cases
 from helpers.context.policies import Presented, TruncatePolicy
 from helpers.course.budget import approve_spend
 from helpers.course.choices import deep_check_received, explain_choice
-from helpers.escaping import for_terminal
 from helpers.loop.agent import Agent, run_turn
 from helpers.loop.records import TurnRecord
 from helpers.models.llm import ModelConfig
+from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.text.escaping import for_terminal
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
-from helpers.tooling.store import StoredOutput, ToolOutputStore
 
 #: ``make_preview(output, tool_call_id, limit) -> str``, as notebook 03's TODO 1 writes it.
 MakePreview = Callable[[str, str, int], str]

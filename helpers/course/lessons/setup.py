@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from helpers.course.choices import explain_choice
-from helpers.escaping import for_terminal
+from helpers.text.escaping import for_terminal
 
 if TYPE_CHECKING:
     import openai
@@ -26,7 +26,7 @@ def what_the_offline_model_knows(config: ModelConfig, client: openai.OpenAI) -> 
     """Print what the model in ``config`` answers: for the offline reference model, how many
     case prompts it carries out (counted from its plans) and their case ids, then its reply to
     :data:`UNKNOWN_PROMPT`, asked through ``client`` (the reply escaped by
-    :func:`helpers.escaping.for_terminal`); for a real model, one line saying it answers any
+    :func:`helpers.text.escaping.for_terminal`); for a real model, one line saying it answers any
     prompt. Returns nothing, so the cell shows the printed lines alone."""
     if not config.offline:
         print("A real model answers any prompt; the offline model answers only the case prompts.")

@@ -5,7 +5,7 @@ demonstration.
 The notebook keeps in view what the lesson is about (``Comparison``, the cards, the table, the
 charts, ``Agent`` and ``run_turn``); each function here is one of its cells' harness, run and read
 but not written. Every model text, tool output and provider error reaches the page through
-:mod:`helpers.escaping` (directly, or through :mod:`helpers.course.views`).
+:mod:`helpers.text.escaping` (directly, or through :mod:`helpers.course.views`).
 """
 
 from __future__ import annotations
@@ -13,23 +13,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from helpers.base.guards import GUARDS
 from helpers.context.strategies import compared_strategies
 from helpers.course.choices import explain_choice
 from helpers.course.progress import progress
 from helpers.course.views import answer_html, markdown_view, messages_html, side_by_side
-from helpers.escaping import for_markdown, for_terminal
 from helpers.evaluation.report import comparison_verdicts, guard_cell, persona_markdown
 from helpers.evaluation.runs import CaseRun, run_case, run_cases
-from helpers.guards import GUARDS
 from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
+from helpers.text.escaping import for_markdown, for_terminal
 
 if TYPE_CHECKING:
     import openai
 
-    from helpers.cases import Case
+    from helpers.cases.case_files import Case
     from helpers.evaluation.metrics import ComparisonMetrics, PersonaRow, ScalingResult
     from helpers.models.llm import ModelConfig
-    from helpers.tooling.store import ToolOutputStore
+    from helpers.store.tool_outputs import ToolOutputStore
 
 #: What every case under every strategy costs on a paid model (measured with the offline model
 #: on the same tasks), for :func:`helpers.course.budget.approve_spend`.
@@ -196,12 +196,12 @@ def run_your_case(text: str, config: ModelConfig, store: ToolOutputStore) -> Non
     case's checks (:func:`helpers.course.choices.explain_choice`).
 
     Raises:
-        helpers.cases.CaseError: ``text`` is not a valid case (the message says which field).
+        helpers.cases.case_files.CaseError: ``text`` is not a valid case (the message says which field).
         AssertionError: a strategy failed the case while ``WORKBOOK_REFERENCE_CHOICES_ONLY=1``.
     """
-    from helpers.cases import load_case
+    from helpers.base.paths import var_dir
+    from helpers.cases.case_files import load_case
     from helpers.evaluation.runs import client_for_cases
-    from helpers.paths import var_dir
 
     path = var_dir() / "my_case.md"
     path.write_text(text, encoding="utf-8")
@@ -221,8 +221,8 @@ def run_your_case(text: str, config: ModelConfig, store: ToolOutputStore) -> Non
 def persona_table() -> Any:
     """Every mistake persona (:data:`helpers.models.personas.PERSONAS` but the ideal model) as a
     Markdown table: its mistake, where real models or servers make it, and the guard that
-    catches it (:data:`helpers.guards.GUARDS`, with what it does) or none. Every text reaches
-    the table through :func:`helpers.escaping.for_markdown`, a guard's name as the comparison
+    catches it (:data:`helpers.base.guards.GUARDS`, with what it does) or none. Every text reaches
+    the table through :func:`helpers.text.escaping.for_markdown`, a guard's name as the comparison
     report writes it.
 
     Returns:

@@ -1,0 +1,1 @@
+"""What every layer stands on: where files live (paths), ids, the guards named, and the caps of one turn (limits)."""

@@ -1,0 +1,50 @@
+"""How a ``workbook`` command ends: its exit codes, the parser whose usage errors are one JSON
+object under ``--json``, and the two ways a verdict is printed. Light on purpose: ``workbook
+--help`` imports this and nothing heavier (no SDK, no SQLAlchemy)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from helpers.text.escaping import for_json, for_terminal
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+#: ``workbook ask`` on the offline reference model with a prompt it has no plan for: it answered,
+#: naming the nearest case prompts, but carried nothing out (status ``no_plan``).
+EXIT_NO_PLAN = 4
+#: Status → exit code of ``workbook ask`` (any other status: :data:`EXIT_FAILED`).
+EXIT_CODES = {
+    "ok": EXIT_OK,
+    "incomplete": EXIT_INCOMPLETE,
+    "max_iterations": EXIT_FAILED,
+    "no_plan": EXIT_NO_PLAN,
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error under ``--json`` is one JSON object on stdout too."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if Parser.json_errors:
+            print_json({"status": "usage_error", "error": f"{self.prog}: {message}"})
+            sys.exit(EXIT_USAGE)
+        super().error(message)
+
+
+def print_json(data: Any) -> None:
+    """One JSON object on one line of stdout, ASCII only (:func:`helpers.text.escaping.for_json`)."""
+    print(for_json(data), flush=True)
+
+
+def usage_error(args: argparse.Namespace, message: str) -> int:
+    """Report bad usage: one JSON object on stdout with ``--json``, else a line on stderr
+    (through :func:`helpers.text.escaping.for_terminal`); returns :data:`EXIT_USAGE`."""
+    if getattr(args, "json", False):
+        print_json({"status": "usage_error", "error": message})
+    else:
+        print(f"workbook: {for_terminal(message)}", file=sys.stderr)
+    return EXIT_USAGE

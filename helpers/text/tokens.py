@@ -1,0 +1,166 @@
+"""Exact o200k_base token counts, offline.
+
+tiktoken downloads its encodings on first use, which fails without a network. It first looks in
+``$TIKTOKEN_CACHE_DIR`` for a file named after the SHA-1 of the encoding's URL, and checks the
+file's SHA-256 against the value it expects. The registry package ``bpe-openai`` ships
+``o200k_base.tiktoken.gz`` with exactly those contents, so :func:`ensure_encoding_cache` unpacks
+it into the run-time folder once and points tiktoken at it. Nothing here guesses: every number is
+a count of real o200k_base tokens.
+
+How a chat request is counted (:func:`count_chat_tokens`) follows OpenAI's published recipe for
+chat models: 3 tokens of framing per message, 1 more for a ``name``, 3 to prime the reply; tool
+calls count their function name and JSON arguments; tool schemas count as their JSON text. A real
+provider's own ``usage`` can differ by a few tokens of framing; the workbook always prefers the
+``usage`` a response reports.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from helpers.base.paths import var_dir
+
+ENCODING_NAME = "o200k_base"
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+#: tiktoken's cache file name for o200k_base: ``sha1(O200K_URL)``.
+O200K_CACHE_KEY = "fb374d419588a4632f3f557e76b4b70aebbca790"
+#: The SHA-256 that tiktoken expects of the o200k_base file.
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_REPLY_PRIMING = 3
+
+#: Texts of at least this many characters have their count remembered (a turn re-counts every
+#: earlier message at each model call; short texts are cheaper to encode than to look up).
+REMEMBER_FROM_CHARS = 1_024
+#: How many counts are remembered, least recently used first out (a key is 16 bytes).
+REMEMBERED_COUNTS = 8_192
+
+
+def ensure_encoding_cache() -> Path:
+    """Make o200k_base available to tiktoken without a download; return the cache folder.
+
+    Uses ``$TIKTOKEN_CACHE_DIR`` when it already holds the file, else ``var/tiktoken``, filled
+    from the ``bpe-openai`` package. Raises ``RuntimeError`` if the shipped file's SHA-256 is not
+    the one tiktoken expects (a corrupted or changed package).
+    """
+    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if configured and (Path(configured) / O200K_CACHE_KEY).is_file():
+        return Path(configured)
+    cache_dir = var_dir() / "tiktoken"
+    target = cache_dir / O200K_CACHE_KEY
+    if not target.is_file():
+        data = gzip.decompress(_shipped_o200k_file().read_bytes())
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != O200K_SHA256:
+            raise RuntimeError(
+                f"bpe-openai's o200k_base file has sha256 {digest}, tiktoken expects {O200K_SHA256}"
+            )
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    return cache_dir
+
+
+def _shipped_o200k_file() -> Path:
+    # find_spec locates the package without importing it (its import builds tokenizers).
+    spec = find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the bpe-openai package is not installed; run `make test` or `make lab`")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "o200k_base.tiktoken.gz"
+
+
+@cache
+def encoding() -> tiktoken.Encoding:
+    """The o200k_base encoding (loaded once per process)."""
+    ensure_encoding_cache()
+    return tiktoken.get_encoding(ENCODING_NAME)
+
+
+class _Counts:
+    """Token counts of long texts, keyed by a BLAKE2b digest of their UTF-8 bytes (hashing is
+    far cheaper than encoding, and a digest holds no text in memory). Thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.counts: OrderedDict[bytes, int] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self.lock:
+            if key in self.counts:
+                self.counts.move_to_end(key)
+                return self.counts[key]
+        n = len(encoding().encode(text, disallowed_special=()))
+        with self.lock:
+            self.counts[key] = n
+            if len(self.counts) > self.size:
+                self.counts.popitem(last=False)
+        return n
+
+
+_COUNTS = _Counts(REMEMBERED_COUNTS)
+
+
+def count_tokens(text: str) -> int:
+    """Number of o200k_base tokens in ``text`` (special-token text counts as ordinary text).
+
+    Counts of texts of :data:`REMEMBER_FROM_CHARS` characters or more are remembered."""
+    if len(text) < REMEMBER_FROM_CHARS:
+        return len(encoding().encode(text, disallowed_special=()))
+    return _COUNTS.count(text)
+
+
+def count_message_tokens(message: Mapping[str, Any]) -> int:
+    """Tokens one chat message costs in a request: framing + role + content + tool calls."""
+    total = TOKENS_PER_MESSAGE + count_tokens(str(message.get("role", "")))
+    content = message.get("content")
+    if isinstance(content, str):
+        total += count_tokens(content)
+    elif isinstance(content, list):  # content parts
+        total += sum(count_tokens(str(p.get("text", ""))) for p in content if isinstance(p, dict))
+    if message.get("name"):
+        total += TOKENS_PER_NAME + count_tokens(str(message["name"]))
+    if message.get("tool_call_id"):
+        total += count_tokens(str(message["tool_call_id"]))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        total += count_tokens(str(call.get("id", "")))
+        total += count_tokens(str(function.get("name", "")))
+        total += count_tokens(str(function.get("arguments", "")))
+    return total
+
+
+def count_tools_tokens(tools: Iterable[Mapping[str, Any]] | None) -> int:
+    """Tokens the tool schemas cost: their compact JSON text."""
+    tools = list(tools or [])
+    if not tools:
+        return 0
+    return count_tokens(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
+
+
+def count_chat_tokens(
+    messages: Iterable[Mapping[str, Any]], tools: Iterable[Mapping[str, Any]] | None = None
+) -> int:
+    """Prompt tokens of a chat-completions request (messages + tool schemas + reply priming)."""
+    return (
+        sum(count_message_tokens(m) for m in messages)
+        + count_tools_tokens(tools)
+        + TOKENS_REPLY_PRIMING
+    )
