@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from devtools.reading_order import reading_order_markdown
 from devtools.registry_docs import registry_blocks
 from helpers.base.ids import reproducible_ids
 from helpers.base.paths import PROJECT_ROOT
@@ -293,6 +294,7 @@ def generate() -> dict[str, str]:
         "scaling": _scaling(metrics),
         "duration": _duration(),
         "sources": sources_markdown(),
+        "reading_order": reading_order_markdown(),
         **registry_blocks(),
     }
 

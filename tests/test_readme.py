@@ -316,3 +316,14 @@ def test_the_root_holds_no_stray_file() -> None:
     ).stdout.splitlines()
     stray = sorted({name for name in tracked if "/" not in name} - ROOT_FILES)
     assert not stray, f"files tracked at the root that the project does not name: {stray}"
+
+
+def test_box_reads_end_to_end_within_the_goal() -> None:
+    """docs/library.md's reading order (devtools/reading_order.py) follows box from the turn to
+    the resolve tool in at most 1,500 lines across at most 6 files (issue 50), and every step
+    names a definition that exists (``measure`` raises otherwise)."""
+    from devtools.reading_order import MAX_FILES, MAX_LINES, measure
+
+    rows = measure()
+    assert sum(row.lines for row in rows) <= MAX_LINES
+    assert len({row.path for row in rows}) <= MAX_FILES
