@@ -26,7 +26,7 @@ LAB_PORT ?= 8888
 # JupyterLab refuses to start as root unless told; only then do we tell it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab lab-instructor restore test test-install test-recipes test-personas test-pg test-room e2e bench figures guide install install-dev data \
+.PHONY: lab lab-instructor restore test test-install test-recipes test-personas test-pg test-room e2e bench bench-speed figures guide install install-dev data \
 	lint format check-notebooks strip student clean lock
 
 # Python 3.11 or newer, checked before anything is made: one line says what to do. A .venv left
@@ -188,6 +188,11 @@ guide: $(DEV_STAMP) data
 bench: $(DEV_STAMP) data
 	WORKBOOK_PROFILE=offline tests/with_postgres.sh $(BIN)/python -m devtools.bench \
 		--out build/bench.json --readme
+
+# only where people wait (a few minutes): the commands' CPU, workbook compare's, box's tokens
+# over the floor, each against its goal; writes docs/comparison.md's speed block
+bench-speed: $(DEV_STAMP) data
+	WORKBOOK_PROFILE=offline $(BIN)/python -m devtools.bench --speed-only --readme
 
 clean:
 	rm -rf $(VENV) var build .pytest_cache .ruff_cache

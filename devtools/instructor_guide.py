@@ -202,6 +202,41 @@ def _run(notebook: nbformat.NotebookNode, usage_log: Path) -> list[float]:
     return seconds
 
 
+def notebook_sections(
+    notebook: nbformat.NotebookNode, seconds: list[float] | None = None
+) -> list[dict[str, Any]]:
+    """A notebook's sections (a ``#`` or ``##`` heading starts one), each with what an attendee
+    reads and writes: ``{"title", "words", "read" (code lines run but not written), "lines"
+    (solution lines of its TODOs), "todos", "seconds" (its cells' run time, from ``seconds``,
+    one per cell; 0 without)}``. Everything but ``seconds`` comes from the notebook's text alone,
+    so a test can tell when the guide's table no longer matches the notebooks."""
+    spent_per_cell = seconds if seconds is not None else [0.0] * len(notebook.cells)
+    sections: list[dict[str, Any]] = []
+    for cell, spent in zip(notebook.cells, spent_per_cell, strict=True):
+        heading = re.match(r"#{1,2} (.+)", cell.source) if cell.cell_type == "markdown" else None
+        if heading or not sections:
+            sections.append(
+                {
+                    "title": heading[1] if heading else "(start)",
+                    "words": 0,
+                    "read": 0,
+                    "lines": 0,
+                    "todos": 0,
+                    "seconds": 0.0,
+                }
+            )
+        section = sections[-1]
+        if cell.cell_type == "markdown":
+            section["words"] += _words(cell.source)
+        elif todo_number(cell) is not None:
+            section["todos"] += 1
+            section["lines"] += _solution_lines(cell.source)
+        else:
+            section["read"] += _read_lines(cell)
+        section["seconds"] += spent
+    return sections
+
+
 def measure() -> dict[str, Any]:
     """Sections, minutes and tokens of every solution notebook."""
     notebooks = {}
@@ -215,31 +250,7 @@ def measure() -> dict[str, Any]:
             calls = (
                 [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
             )
-            sections: list[dict[str, Any]] = []
-            for cell, spent in zip(notebook.cells, seconds, strict=True):
-                heading = (
-                    re.match(r"#{1,2} (.+)", cell.source) if cell.cell_type == "markdown" else None
-                )
-                if heading or not sections:
-                    sections.append(
-                        {
-                            "title": heading[1] if heading else "(start)",
-                            "words": 0,
-                            "read": 0,
-                            "lines": 0,
-                            "todos": 0,
-                            "seconds": 0.0,
-                        }
-                    )
-                section = sections[-1]
-                if cell.cell_type == "markdown":
-                    section["words"] += _words(cell.source)
-                elif todo_number(cell) is not None:
-                    section["todos"] += 1
-                    section["lines"] += _solution_lines(cell.source)
-                else:
-                    section["read"] += _read_lines(cell)
-                section["seconds"] += spent
+            sections = notebook_sections(notebook, seconds)
             for section in sections:
                 section["minutes"] = section_minutes(
                     section["words"],

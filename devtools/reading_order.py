@@ -49,7 +49,7 @@ STEPS: tuple[Step, ...] = (
     Step("helpers.context.boxing", "render_reference", "the text the model sees for a reference"),
     Step("helpers.context.boxing", "unbox_arguments", "references in arguments to their outputs"),
     Step("helpers.context.boxing", "resolve_in_thread", "a reference looked up in its thread"),
-    Step("helpers.store.tool_outputs", "ToolOutputStore.log_tool", "one output stored"),
+    Step("helpers.store.writing", "StoreWriting.log_tool", "one output stored"),
     Step("helpers.context.resolve_tools", "internal_resource", "the resolve tool: look inside"),
     Step("helpers.context.resolve_tools", "_row", "the reference's row, in this thread only"),
     Step("helpers.context.resolve_tools", "internal_resource_read", "read it whole, bounded"),

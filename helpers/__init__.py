@@ -127,7 +127,7 @@ _PUBLIC: dict[str, str] = {
     "ProgramCalls": "helpers.loop.dispatch",
     # the store and threads
     "ToolOutputStore": "helpers.store.tool_outputs",
-    "StoredOutput": "helpers.store.tool_outputs",
+    "StoredOutput": "helpers.store.reading",
     "open_thread": "helpers.loop.threads",
     "load_history": "helpers.loop.threads",
     # tools
@@ -196,9 +196,9 @@ _PUBLIC: dict[str, str] = {
     "dispatch": "helpers.loop.dispatch",
     "new_thread_id": "helpers.loop.records",
     # the store's table, for notebook 02
-    "Base": "helpers.store.tool_outputs",
-    "ToolOutput": "helpers.store.tool_outputs",
-    "make_engine": "helpers.store.tool_outputs",
+    "Base": "helpers.store.schema",
+    "ToolOutput": "helpers.store.schema",
+    "make_engine": "helpers.store.database",
     "get_page": "helpers.tooling.tools",
     "run_sql": "helpers.tooling.tools",
     "yt_transcribe": "helpers.tooling.tools",
@@ -780,13 +780,10 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.models.offline import OfflineModel, offline_client
     from helpers.models.offline_server import OfflineServer
     from helpers.models.personas import MISTAKE_PERSONAS, PERSONAS
-    from helpers.store.tool_outputs import (
-        Base,
-        StoredOutput,
-        ToolOutput,
-        ToolOutputStore,
-        make_engine,
-    )
+    from helpers.store.database import make_engine
+    from helpers.store.reading import StoredOutput
+    from helpers.store.schema import Base, ToolOutput
+    from helpers.store.tool_outputs import ToolOutputStore
     from helpers.text.escaping import for_terminal
     from helpers.text.tokens import count_chat_tokens, count_tokens
     from helpers.tooling.program_sandbox import ProgramLimits, ProgramResult, run_program

@@ -12,7 +12,7 @@ import pytest
 
 from helpers.cases.case_files import load_cases
 from helpers.context.boxing import presented_reference_id
-from helpers.context.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy
+from helpers.context.policies import BOX_DESIGNS, BOX_PREVIEW_CHARS, BoxPolicy, head_lines
 from helpers.context.strategies import build_policy
 from helpers.evaluation.runs import run_case
 from helpers.loop.agent import Agent, run_turn
@@ -85,13 +85,19 @@ def test_the_workbook_design_shows_a_preview_under_the_reference(client, store) 
     boxed = run.record.tool_calls[0]
     ref, note, preview = boxed.result.split("\n", 2)
     assert presented_reference_id(boxed.result) == ref.removeprefix("internal://")
-    assert (
-        note
-        == f"[10,244 chars of text/plain, kept out of the context; the first {BOX_PREVIEW_CHARS} chars follow]"
-    )
-    assert len(preview) == BOX_PREVIEW_CHARS
+    assert note == "[10,244 chars of text/plain; it begins:]"
+    # whole lines only, within BOX_PREVIEW_CHARS: no line cut in the middle
+    assert 0 < len(preview) <= BOX_PREVIEW_CHARS and preview.endswith("\n")
     # the model passed only the reference on; the tool got the whole transcript
     assert json.loads(run.record.tool_calls[1].arguments) == {"text": ref}
+
+
+def test_the_preview_keeps_whole_lines_within_its_limit() -> None:
+    text = "title line\nsecond line\n" + "x" * 50
+    assert head_lines(text, 25) == "title line\nsecond line\n"
+    assert head_lines(text, 22) == "title line\n"  # the second line would end past the limit
+    assert head_lines("y" * 300, 120) == "y" * 120  # one line longer than the limit: its head
+    assert head_lines(text, 0) == ""
 
 
 def test_a_title_in_the_preview_needs_no_look_inside(client, store) -> None:

@@ -41,7 +41,7 @@ def test_case1_box_truncate_inline() -> None:
     box = runs["box"]
     assert box["model"] == "offline-reference" and box["thread_id"].startswith("thread_")
     result = box["tool_calls"][0]["result"]
-    ref, note = result.split("\n", 2)[:2]  # the reference, its note, then a 200-char preview
+    ref, note = result.split("\n", 2)[:2]  # the reference, its note, then the preview
     assert ref.startswith("internal://") and "10,244 chars of text/plain" in note
     assert json.loads(box["tool_calls"][1]["arguments"]) == {"text": ref}
     assert [t["name"] for t in runs["truncate"]["tool_calls"]] == [

@@ -232,7 +232,7 @@ def test_a_long_session_compacts_and_every_turn_still_works(client, registry, st
     cases = {c.id: c for c in load_cases()}
     order = ["case1", "case2", "sql2", "web1", "case3", "two1", "pipe1", "case4"]
     thread, history = new_thread_id(), []
-    settings_ = CompactionSettings(threshold_tokens=4_000, keep_last=3)
+    settings_ = CompactionSettings(threshold_tokens=3_000, keep_last=3)
     events = []
     for case_id in order:  # each request goes through the offline model, which rejects orphans
         record = Agent(client, "m", build_policy("box"), registry, store).run(

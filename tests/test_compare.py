@@ -13,8 +13,10 @@ from hang import HANG_GUARD_S
 from provider import scripted_client, tool_calls
 
 from helpers.cases.case_files import Case, load_cases
+from helpers.context.boxing import presented_reference_id
 from helpers.context.instructions import GENERAL
 from helpers.context.strategies import build_policy
+from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.evaluation.compare import Comparison, floor_tokens
 from helpers.evaluation.metrics import load_comparison
 from helpers.evaluation.report import comparison_markdown
@@ -152,6 +154,43 @@ def test_floor_drops_unneeded_resolve_calls_and_shows_bare_references(registry, 
         record, {"yt_transcribe", "internal_resource_length"}, used_tools_only=False
     )
     assert everything == [count_chat_tokens(kept[:end], record.tool_schemas) for end in (2, 4, 6)]
+
+
+def test_floor_drops_tool_search_calls_and_its_schema(registry, store) -> None:
+    """Loading a tool is no step of the task: the floor keeps no ``tool_search`` call, alone in
+    its model call or beside a task call (that call stays), and offers no ``tool_search`` schema,
+    even with every tool the run offered."""
+    replies = [
+        _call("c1", TOOL_SEARCH_NAME, {"query": "yt_transcribe"}),
+        tool_calls(
+            ("c2", "yt_transcribe", json.dumps({"video_id": "123"})),
+            ("c3", TOOL_SEARCH_NAME, json.dumps({"query": "deep_check"})),
+        ),
+        {"role": "assistant", "content": "ok"},
+    ]
+    policy = build_policy("box")  # the workbook's design: a prompt naming no tool gets tool_search
+    agent = Agent(_scripted(replies, [(1, 1)] * 3), "s", policy, registry, store)
+    record = run_turn("Do it for 123.", agent)
+    names = [t.name for t in record.tool_calls]
+    assert names == [TOOL_SEARCH_NAME, "yt_transcribe", TOOL_SEARCH_NAME]
+    assert record.tool_calls[1].result_kind == "boxed"
+    _, user, _, _, both, transcript, _ = record.messages[:7]
+    task_call = [c for c in both["tool_calls"] if c["function"]["name"] == "yt_transcribe"]
+    ref = presented_reference_id(transcript["content"])
+    kept = [
+        {"role": "system", "content": GENERAL},
+        user,
+        {**both, "tool_calls": task_call},
+        {**transcript, "content": f"internal://{ref}"},
+    ]
+    offered = {s["function"]["name"]: s for call in record.schemas_per_call for s in call}
+    assert {TOOL_SEARCH_NAME, "yt_transcribe", "deep_check"} <= set(offered)
+    floor = floor_tokens(record, needed_tools={"yt_transcribe"})
+    # the first model call (a tool_search alone) is gone; the second keeps its task call only
+    assert floor == [count_chat_tokens(kept[:end], [offered["yt_transcribe"]]) for end in (2, 4)]
+    everything = floor_tokens(record, {"yt_transcribe"}, used_tools_only=False)
+    tools = [s for name, s in offered.items() if name != TOOL_SEARCH_NAME]
+    assert everything == [count_chat_tokens(kept[:end], tools) for end in (2, 4)]
 
 
 def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:

@@ -25,7 +25,8 @@ from helpers.base.paths import (
     var_dir,
 )
 from helpers.models.llm import load_env
-from helpers.store.tool_outputs import SQLITE_SIDE_FILE_SUFFIXES, ToolOutputStore
+from helpers.store.database import SQLITE_SIDE_FILE_SUFFIXES
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text import redaction
 from helpers.text.redaction import EnvFileWarning, mask_url_password, warn_if_env_file_shared
 from helpers.tooling.dataset import build_reference_db, ensure_reference_db

@@ -21,7 +21,8 @@ from helpers.base.limits import MAX_TOOL_CALLS_PER_REPLY, TurnLimits
 from helpers.context.strategies import build_policy
 from helpers.loop.agent import Agent, RunConfig, run_turn
 from helpers.loop.dispatch import dispatch
-from helpers.store.tool_outputs import StoreQuotaExceeded, ToolOutputStore
+from helpers.store.quotas import StoreQuotaExceeded
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext
 from helpers.tooling.tools import default_registry
 

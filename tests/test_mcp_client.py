@@ -127,23 +127,126 @@ def test_a_servers_tool_is_never_offered_by_a_modes_name_list(relay_server):
     assert "yt_transcribe" in registry.names()
 
 
-def test_a_pattern_in_a_servers_schema_never_runs_in_the_agent():
-    """A backtracking pattern (the classic ``(a+)+$``) in a server's schema: the client checks
-    the top level's types only. Were the pattern run on this argument, the check would not end
-    in a lifetime (the hang guard would stop the test)."""
+#: The classic backtracking pattern, and a text that makes Python's ``re`` try every way to
+#: split its a's (2**40 of them) before it fails.
+HOSTILE_PATTERN = "^(a+)+$"
+EVIL_TEXT = "a" * 40 + "b"
+
+
+def test_a_pattern_in_a_servers_schema_runs_on_re2_and_ends_at_once():
+    """A server's backtracking pattern runs on RE2 (linear time): 40 a's and a mark are refused
+    in a handful of steps, where jsonschema's own check (Python's ``re``) would not end in a
+    lifetime (the hang guard would stop the test); inside a subschema naming its own
+    ``$schema`` too (jsonschema switches to its stock validator there) and as a
+    ``patternProperties`` key. Types, ``required`` and closed objects are checked as before."""
+    from helpers.tooling.argument_checks import check_schema_arguments
     from helpers.tooling.registry import Tool, ToolArgumentError
 
+    hostile = {"type": "string", "pattern": HOSTILE_PATTERN}
     schema = {
         "type": "object",
-        "properties": {"text": {"type": "string", "pattern": "^(a+)+$"}, "n": {"type": "integer"}},
+        "properties": {
+            "text": hostile,
+            "n": {"type": "integer"},
+            "own": {"$schema": "https://json-schema.org/draft/2020-12/schema", **hostile},
+            "named": {
+                "type": "object",
+                "patternProperties": {HOSTILE_PATTERN: {"type": "integer"}},
+                "additionalProperties": False,
+            },
+        },
         "required": ["text"],
     }
+    for arguments in ({"text": EVIL_TEXT}, {"text": "a", "own": EVIL_TEXT}):
+        check = check_schema_arguments(schema, arguments)
+        assert check.finished and check.steps < 50, check  # the work, counted
+        assert check.problems[0].endswith("does not match the pattern '^(a+)+$'"), check
+    named = check_schema_arguments(schema, {"text": "a", "named": {EVIL_TEXT: 1, "aaa": "x"}})
+    assert named.finished and named.steps < 50, named
+    assert named.problems == [
+        "argument 'named'['aaa']: 'x' is not of type 'integer'",
+        f"argument 'named': unexpected properties: {EVIL_TEXT}",
+    ]
     tool = Tool("hostile", "a server's tool", schema, fn=lambda **_: "", server="evil")
-    assert tool.check_arguments({"text": "a" * 5_000 + "!", "extra": 1})  # extra: not closed
+    with pytest.raises(ToolArgumentError, match=r"hostile: argument 'text': 'a+b' does not match"):
+        tool.check_arguments({"text": EVIL_TEXT})
+    assert tool.check_arguments({"text": "a" * 5_000, "extra": 1})  # extra: not closed
     with pytest.raises(ToolArgumentError, match="argument 'n' must be integer, got bool"):
-        tool.check_arguments({"text": "x", "n": True})
+        tool.check_arguments({"text": "a", "n": True})
     with pytest.raises(ToolArgumentError, match="missing required argument"):
         tool.check_arguments({"n": 1})
+
+
+def test_a_servers_schema_that_multiplies_the_work_is_checked_within_its_steps():
+    """``anyOf`` of two references to the next level, 40 levels deep (2**40 paths), and an
+    ``allOf`` of 16,000 empty schemas under every item of a long array: each check ends at
+    :data:`MAX_SCHEMA_STEPS` steps, and the call goes to the server (which must validate its
+    inputs) with nothing found, not refused."""
+    from helpers.tooling.argument_checks import MAX_SCHEMA_STEPS, check_schema_arguments
+    from helpers.tooling.registry import Tool
+
+    levels = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)}
+    doubling = {
+        "type": "object",
+        "$defs": {**levels, "d40": {"type": "string"}},
+        "properties": {"x": {"$ref": "#/$defs/d0"}},
+    }
+    empties = {
+        "type": "object",
+        "properties": {"xs": {"type": "array", "items": {"allOf": [{}] * 16_000}}},
+    }
+    for schema, arguments in ((doubling, {"x": 1}), (empties, {"xs": [1] * 20_000})):
+        check = check_schema_arguments(schema, arguments)
+        assert check == type(check)([], MAX_SCHEMA_STEPS, False)
+        tool = Tool("costly", "a server's tool", schema, fn=lambda **_: "", server="evil")
+        assert tool.check_arguments(arguments) == arguments
+
+
+def test_no_reference_leaves_a_servers_schema(monkeypatch):
+    """A ``$ref`` to a URL is never fetched (jsonschema's default registry would): the call is
+    refused saying so; a reference inside the schema is followed."""
+    import urllib.request
+
+    from helpers.tooling.registry import Tool, ToolArgumentError
+
+    fetched: list[Any] = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: fetched.append(a))
+    schema = {
+        "type": "object",
+        "$defs": {"word": {"type": "string"}},
+        "properties": {
+            "remote": {"$ref": "http://127.0.0.1:9/evil.json"},
+            "local": {"$ref": "#/$defs/word"},
+        },
+    }
+    tool = Tool("referring", "a server's tool", schema, fn=lambda **_: "", server="evil")
+    with pytest.raises(ToolArgumentError, match=r"refers to 'http://127\.0\.0\.1:9/evil\.json'"):
+        tool.check_arguments({"remote": 1})
+    with pytest.raises(ToolArgumentError, match="argument 'local' must be string, got int"):
+        tool.check_arguments({"local": 1})
+    assert tool.check_arguments({"local": "w"}) and fetched == []
+
+
+def test_a_call_that_breaks_a_servers_schema_is_an_error_result_and_never_sent(store):
+    """The model's call to a server's tool that its schema refuses (a pattern) is an error
+    result naming why; the tool is never called, and the turn goes on."""
+    from helpers.tooling.registry import Tool
+
+    sent: list[dict[str, Any]] = []
+    schema = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}$"}},
+        "required": ["code"],
+    }
+    tool = Tool(
+        "country", "a country by its code", schema, fn=lambda **a: sent.append(a) or "ok",
+        server="evil",
+    )  # fmt: skip
+    plan = [{"call": "country", "args": {"code": "france"}}, {"answer": "done"}]
+    record = turn([tool], "Look up the country france.", plan, store)
+    (call,) = record.tool_calls
+    assert record.ok and call.result_kind == "error" and not call.ran and sent == []
+    assert "argument 'code': 'france' does not match the pattern '^[A-Z]{2}$'" in call.result
 
 
 def test_a_pattern_in_a_servers_output_schema_never_runs_in_the_agent():
@@ -565,6 +668,25 @@ def test_a_tool_whose_schema_is_not_an_objects_is_left_out():
     assert server.notes == ["'odd' is left out: its input schema is not an object's"]
 
 
+def test_a_tool_whose_schema_is_not_valid_json_schema_of_a_known_dialect_is_left_out():
+    """The MCP spec's JSON Schema usage: 2020-12 by default, a ``$schema`` may name another
+    dialect (draft-07 joins), one the client does not know or a schema its metaschema refuses
+    is left out, with a note saying why."""
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
+    server = McpServer(relay())
+    assert [t.name for t in server._tools_of(_listed("old", schema=draft7))] == ["old"]
+    bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
+    assert server._tools_of(_listed("bad", schema=bad)) == []
+    mine = {"$schema": "https://example.com/my-dialect", "type": "object"}
+    assert server._tools_of(_listed("mine", schema=mine)) == []
+    assert server.notes == [
+        "'bad' is left out: its input schema is not valid JSON Schema (at properties/n/minimum: "
+        "'zero' is not of type 'number')",
+        "'mine' is left out: its input schema names a dialect the client does not know ($schema "
+        "'https://example.com/my-dialect')",
+    ]
+
+
 def test_a_key_in_a_servers_tool_list_never_reaches_the_model():
     """Descriptions and schemas are redacted of the server's keys; a name holding one leaves
     its tool out."""
@@ -752,6 +874,17 @@ with McpServer(spec) as server:
     )  # fmt: skip
     assert done.returncode == 0 and "fine" in done.stdout, done.stderr
     assert "Traceback" not in done.stderr and "Failed to validate" not in done.stderr
+
+
+def test_the_docs_state_the_schema_checks_bounds():
+    from helpers.mcp.client import MAX_SCHEMA_CHECK_STEPS
+    from helpers.tooling.argument_checks import MAX_SCHEMA_STEPS
+
+    docs = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert f"one check takes at most\n{MAX_SCHEMA_STEPS:,} steps" in docs
+    assert f"takes at most {MAX_SCHEMA_CHECK_STEPS:,} steps for a server" in docs
+    threats = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    assert f"at most {MAX_SCHEMA_STEPS:,} steps a check" in threats
 
 
 def test_the_docs_state_the_guards_depth():

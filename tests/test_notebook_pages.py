@@ -21,15 +21,16 @@ from devtools.instructor_guide import (
 from helpers.context import anchors, compaction, policies
 from helpers.course.student_notebooks import solution_notebooks
 from helpers.display.theme import MERMAID_FRONTMATTER
-from helpers.store import tool_outputs as store
+from helpers.store import schema
 
 SOLUTIONS = solution_notebooks()
 
 #: The numbers notebook prose may state without a code cell of the same notebook setting them:
 #: the library's parameters, each checked against the constants the prose states it for.
 PARAMETERS: dict[int, tuple[int, ...]] = {
-    16_384: (store.CHUNK_CHARS,),
+    16_384: (schema.CHUNK_CHARS,),
     256: (policies.DEFAULT_BOX_THRESHOLD_CHARS,),
+    120: (policies.BOX_PREVIEW_CHARS,),
     12_000: (anchors.CodexPolicy().budget.bytes,),  # gpt-4o's, the model the run stands for
     20_000: (anchors.DEEPAGENTS_EVICT_TOKENS,),
     50_000: (anchors.CLAUDE_CODE_MAX_OUTPUT_CHARS,),

@@ -29,7 +29,8 @@ from helpers.course.room import (
     record_checkpoint,
     room_progress,
 )
-from helpers.store.tool_outputs import ToolOutputStore, ensure_own_schema
+from helpers.store.database import ensure_own_schema
+from helpers.store.tool_outputs import ToolOutputStore
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = os.environ.get("WORKBOOK_TEST_PG_URL")

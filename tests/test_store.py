@@ -12,7 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hang import HANG_GUARD_S
 
-from helpers.store.tool_outputs import DuplicateToolCallError, StoreQuotaExceeded, ToolOutputStore
+from helpers.store.quotas import StoreQuotaExceeded
+from helpers.store.tool_outputs import ToolOutputStore
+from helpers.store.writing import DuplicateToolCallError
 
 
 def test_log_and_read_back_the_whole_row(store: ToolOutputStore) -> None:
@@ -154,7 +156,7 @@ def test_a_postgresql_table_from_the_first_schema_is_migrated() -> None:
 
 
 def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputStore) -> None:
-    from helpers.store.tool_outputs import CHUNK_CHARS
+    from helpers.store.schema import CHUNK_CHARS
 
     unit = "ab\x00🧪é\r\n"
     value = (unit * (CHUNK_CHARS * 7 // 2 // len(unit) + 1))[: CHUNK_CHARS * 7 // 2]
@@ -401,7 +403,8 @@ def test_processes_opening_a_new_store_at_once_all_get_it_on_postgresql(tmp_path
 #: refuses, starting when the file ``go`` appears (so all writers start at once).
 _QUOTA_WRITER = """
 import os, sys, time
-from helpers.store.tool_outputs import StoreQuotaExceeded, ToolOutputStore
+from helpers.store.quotas import StoreQuotaExceeded
+from helpers.store.tool_outputs import ToolOutputStore
 url, thread, me, go = sys.argv[1:5]
 store = ToolOutputStore(url)
 while not os.path.exists(go):
@@ -455,9 +458,9 @@ def test_a_connection_refused_for_a_moment_is_tried_again(monkeypatch) -> None:
     import psycopg
     from sqlalchemy import event
 
-    from helpers.store import tool_outputs as store_module
+    from helpers.store import database
 
-    monkeypatch.setattr(store_module, "CONNECT_REFUSED_PAUSES_S", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(database, "CONNECT_REFUSED_PAUSES_S", (0.0, 0.0, 0.0))
 
     class Dialect:
         loaded_dbapi = psycopg
@@ -473,16 +476,16 @@ def test_a_connection_refused_for_a_moment_is_tried_again(monkeypatch) -> None:
             return "connection"
 
     twice = Dialect(["Connection refused", "Connection refused", "ok"])
-    assert store_module._connect_through_refusals(twice, None, (), {}) == "connection"
+    assert database._connect_through_refusals(twice, None, (), {}) == "connection"
     assert twice.tries == 3
     other = Dialect(["password authentication failed", "ok"])
     with pytest.raises(psycopg.OperationalError, match="password authentication"):
-        store_module._connect_through_refusals(other, None, (), {})
+        database._connect_through_refusals(other, None, (), {})
     assert other.tries == 1
     down = Dialect(["Connection refused"] * 5)
     with pytest.raises(psycopg.OperationalError, match="Connection refused"):
-        store_module._connect_through_refusals(down, None, (), {})
+        database._connect_through_refusals(down, None, (), {})
     assert down.tries == 4  # the first try and one after each pause
-    engine = store_module.make_engine("postgresql+psycopg://u:p@127.0.0.1:1/x")
-    assert event.contains(engine, "do_connect", store_module._connect_through_refusals)
+    engine = database.make_engine("postgresql+psycopg://u:p@127.0.0.1:1/x")
+    assert event.contains(engine, "do_connect", database._connect_through_refusals)
     engine.dispose()

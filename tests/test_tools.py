@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 
@@ -99,6 +100,7 @@ def test_argument_checks() -> None:
     tool = tool_from_function(add)
     assert tool.parameters["properties"]["tags"]["type"] == "array"
     assert tool.call({"a": 2}) == "2"
+    assert tool.call({"a": 2, "b": 3, "tags": None}) == "2"  # an int is a float; None optional
     with pytest.raises(ToolArgumentError, match="must be integer, got bool"):
         tool.call({"a": True})
     with pytest.raises(ToolArgumentError, match="missing required"):
@@ -106,6 +108,81 @@ def test_argument_checks() -> None:
     with pytest.raises(TypeError, match="needs a type hint"):
         tool_from_function(lambda x: x)
     assert "add" in ToolRegistry([tool])
+
+
+def test_a_bad_call_is_named_in_the_words_of_the_schema() -> None:
+    """pydantic checks a Python tool's arguments (strict: no coercion); each problem is said in
+    the schema's terms, all of them at once, missing and unexpected first."""
+
+    def pick(a: int, mode: Literal["length", "slice"] = "length", tags: list[str] | None = None):
+        """Pick."""
+        return a
+
+    tool = tool_from_function(pick)
+
+    def refusal(arguments: object) -> str:
+        with pytest.raises(ToolArgumentError) as refused:
+            tool.check_arguments(arguments)
+        return str(refused.value)
+
+    assert refusal({"a": 1.0}) == "pick: argument 'a' must be integer, got float"
+    assert refusal({"mode": "all", "tags": "x", "b": 1}) == (
+        "pick: missing required argument(s): a; unexpected argument(s): b (accepted: a, mode, "
+        "tags); argument 'mode' must be one of 'length', 'slice', got 'all'; argument 'tags' "
+        "must be array, got str"
+    )
+    assert refusal({"a": 1, "tags": ["x", 2]}) == (
+        "pick: argument 'tags'[1]: Input should be a valid string"
+    )
+    assert refusal([1]) == "pick takes a JSON object of arguments, got list"
+    assert refusal({"a": 1, "mode": "x" * 1_000}).endswith("got '" + "x" * 78 + "…")
+
+
+def test_schemas_are_pydantics_in_the_shape_the_model_has_always_read() -> None:
+    """The JSON Schema is pydantic's for the parameters, with no ``title``, keys in the order
+    they always had (every byte is in each request's prompt), ``X | None`` offered as ``X``, a
+    ``Literal`` as ``type`` and ``enum``; a parameter may have any name; a type pydantic cannot
+    describe is refused when the tool is made."""
+
+    def shape(
+        json: str,
+        schema: Literal["x"] = "x",
+        model_config: dict | None = None,
+        many: list[int] | None = None,
+    ) -> str:
+        """Shape.
+
+        Args:
+            json: a text.
+        """
+        return json
+
+    assert tool_from_function(shape).parameters == {
+        "type": "object",
+        "properties": {
+            "json": {"type": "string", "description": "a text."},
+            "schema": {"type": "string", "enum": ["x"], "default": "x"},
+            "model_config": {"type": "object", "default": None},
+            "many": {"type": "array", "items": {"type": "integer"}, "default": None},
+        },
+        "required": ["json"],
+        "additionalProperties": False,
+    }
+    internal = [json.dumps(t["function"]["parameters"]) for t in registry.schemas()]
+    assert not any('"title"' in text for text in internal)
+    sql = registry.get("run_sql").parameters["properties"]["max_rows"]
+    assert list(sql) == ["type", "description", "default"]
+
+    class Opaque:
+        pass
+
+    def odd(thing: object) -> str:
+        """Odd."""
+        return ""
+
+    odd.__annotations__["thing"] = Opaque  # a class of this test (the module's are strings)
+    with pytest.raises(TypeError, match="odd: "):
+        tool_from_function(odd)
 
 
 def test_token_counts_are_real_o200k() -> None:

@@ -281,3 +281,26 @@ def test_the_rooms_mistakes_table_is_the_full_tables_short_form() -> None:
     assert short_property("✗ TODO 2 failed · check_x: your code raised KeyError: 'a'\nmore") == (
         "it raises KeyError"
     )
+
+
+def test_the_guides_minutes_match_the_notebooks_as_they_are() -> None:
+    """The instructor guide's minutes table states, per section, the words, the code lines to read
+    and the lines to write of the solution notebooks as they are now: a notebook edited without
+    ``make guide`` fails here (the run times are the machine's, measured by ``make guide``, and
+    not compared)."""
+    from devtools.instructor_guide import GUIDE, notebook_sections
+    from helpers.course.student_notebooks import solution_notebooks
+
+    block = GUIDE.read_text(encoding="utf-8").split("<!-- guide:minutes -->", 1)[1]
+    rows = (line.strip("|").split("|") for line in block.split("<!-- /guide:")[0].splitlines())
+    stated = [
+        tuple(cell.strip() for cell in row[:5])
+        for row in rows
+        if len(row) == 7 and row[0].strip()[:2].isdigit() and row[1].strip() != "recap discussion"
+    ]
+    now = [
+        (path.stem, s["title"], str(s["words"]), str(s["read"] or ""), str(s["lines"] or ""))
+        for path in solution_notebooks()
+        for s in notebook_sections(nbformat.read(path, as_version=4))
+    ]
+    assert stated == now, "docs/instructor-guide.md's minutes are stale: run `make guide`"

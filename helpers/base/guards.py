@@ -51,7 +51,11 @@ GUARDS: dict[str, str] = {
 class GuardRefusal(ValueError):
     """A tool call refused by a guard before its tool ran; ``str(exc)`` is the model's error.
 
-    Subclasses set :attr:`guard` to a name in :data:`GUARDS`.
+    Subclasses set :attr:`guard` to a name in :data:`GUARDS`. :attr:`repaired` names the guards
+    that repaired the call before this one refused it (a policy's ``prepare_arguments`` sets it
+    as the refusal leaves it: it returns its repairs, and a refusal returns nothing else); the
+    call's record lists them, then :attr:`guard`.
     """
 
     guard: str = "refused"
+    repaired: tuple[str, ...] = ()

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The most model calls in one turn (``workbook ask --max-iterations``), unless
+#: :attr:`helpers.loop.agent.RunConfig.max_iterations` says otherwise.
+DEFAULT_MAX_ITERATIONS = 8
+
 #: Tool calls one model reply may make; the rest of that reply's calls are answered with an
 #: error and not run (real agents call a few at a time).
 MAX_TOOL_CALLS_PER_REPLY = 16

@@ -8,9 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.panel import Panel
-
+from helpers.base.limits import DEFAULT_MAX_ITERATIONS
 from helpers.cli.common import (
     KIND_STYLE,
     add_context_controls,
@@ -29,26 +27,20 @@ from helpers.cli.common import (
 )
 from helpers.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
 from helpers.cli.output import console, output_options
-from helpers.context.modes import for_mode
-from helpers.loop.agent import DEFAULT_MAX_ITERATIONS, Agent, RunConfig
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
-from helpers.loop.threads import ThreadError, open_thread
-from helpers.mcp.settings import (
-    McpConfigError,
-    McpServerError,
-    McpServerSpec,
-    mcp_servers_from_env,
-)
-from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
-from helpers.models.offline import OfflineModel, Suggestion
-from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text.escaping import for_json, for_rich
 from helpers.text.unicode import has_unpaired_surrogate
-from helpers.tooling.registry import ToolContext, ToolRegistry
-from helpers.tooling.tools import default_registry
 
+# what a turn needs (the SDK, SQLAlchemy, the tools) is imported when one runs: ``ask --help``
+# imports none of it
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from helpers.mcp.client import McpServers
+    from helpers.mcp.settings import McpServerSpec
+    from helpers.models.offline import OfflineModel, Suggestion
+    from helpers.store.tool_outputs import ToolOutputStore
+    from helpers.tooling.registry import ToolRegistry
 
 #: How ``ask``'s status maps to its exit code, at the end of its help.
 ASK_EXIT_CODES = """\
@@ -181,7 +173,8 @@ def _store_and_thread(
 ) -> tuple[ToolOutputStore, str, list[dict[str, Any]]] | int:
     """The store, the thread to run in (``--thread``, ``-c``: the last one, or a new one) and
     its history; or, for bad usage, the exit code (the store closed again)."""
-    from helpers.store.tool_outputs import default_db_url, sqlite_file
+    from helpers.loop.threads import ThreadError, open_thread
+    from helpers.store.database import default_db_url, sqlite_file
 
     db_file = sqlite_file(args.db or default_db_url())
     if args.continue_last and db_file is not None and not db_file.exists():
@@ -205,6 +198,13 @@ def _store_and_thread(
 
 def run(args: argparse.Namespace) -> int:
     """Run the turn; the exit code says how it ended (:data:`EXIT_CODES`)."""
+    from helpers.context.modes import for_mode
+    from helpers.loop.agent import Agent, RunConfig
+    from helpers.mcp.settings import McpConfigError, McpServerError, mcp_servers_from_env
+    from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
+    from helpers.models.offline import OfflineModel
+    from helpers.tooling.tools import default_registry
+
     try:
         config = persona_model(resolve_model(args.profile, args.model), args.persona)
         policy = policy_from_args(args)
@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         human = not args.json
 
         if args.print_tools:
-            print_tools(out, args, policy, registry, thread_id)
+            print_tools(out, args, policy, registry)
 
         status = None
         if human:
@@ -294,11 +294,13 @@ def start_servers(stack: contextlib.ExitStack, specs: list[McpServerSpec]) -> Mc
 
 
 def print_tools(
-    out: Console, args: argparse.Namespace, policy: Any, registry: ToolRegistry, thread_id: str
+    out: Console, args: argparse.Namespace, policy: Any, registry: ToolRegistry
 ) -> None:
     """``--print-tools``: the schemas the first model call offers (a policy may narrow them),
     on stdout, or on stderr under ``--json``."""
-    first = ToolContext(store=None, thread_id=thread_id, prompt=args.prompt)
+    from helpers.tooling.effects import TurnView
+
+    first = TurnView(prompt=args.prompt)  # the turn as its first call sees it: nothing shown yet
     schemas = policy.task_tools(registry, first).merged(policy.tools_for(first)).schemas()
     if args.json:
         print(for_json(schemas), file=sys.stderr)
@@ -379,6 +381,8 @@ def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = 
     ``no_plan`` (the suggestions of :func:`no_plan_suggestions`), a line says that the offline
     model carried nothing out. What the client learned about the endpoint (a completion limit
     it refused) is said first, once."""
+    from rich.panel import Panel
+
     for notice in record.notices:
         out.print(f"[bold cyan]Note:[/] {for_rich(notice)}")
     if record.ok:

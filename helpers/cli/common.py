@@ -8,23 +8,12 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING, Any
 
 from helpers.base.paths import CASES_DIR
 from helpers.cases.case_files import Case, CaseError, load_cases
 from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES
-from helpers.context.policies import ResultPolicy
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
 from helpers.context.strategies import (
@@ -35,12 +24,21 @@ from helpers.context.strategies import (
     strategy_names,
     unhonoured_options,
 )
-from helpers.loop.agent import CompactionSettings
-from helpers.models.llm import DEFAULT_MAX_RETRIES, ConfigError, ModelConfig
 from helpers.models.personas import PERSONAS, get_persona
-from helpers.store.tool_outputs import ToolOutputStore
+from helpers.models.providers import DEFAULT_MAX_RETRIES
 from helpers.text.escaping import for_terminal
 from helpers.text.redaction import mask_url_password
+
+# a turn's imports (the SDK, SQLAlchemy, rich's progress bar) wait for the function that needs
+# them: ``workbook ask --help`` imports none of them
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from helpers.context.policies import ResultPolicy
+    from helpers.loop.agent import CompactionSettings
+    from helpers.models.llm import ModelConfig
+    from helpers.store.tool_outputs import ToolOutputStore
 
 DEFAULT_CASES = str(CASES_DIR / "*.md")
 #: The colour each kind of result is shown in.
@@ -124,6 +122,8 @@ def add_model_controls(parser: argparse.ArgumentParser, *, repeat: bool = False)
 
 def persona_model(config: ModelConfig, persona: str | None) -> ModelConfig:
     """``config`` with the persona's model name; raises ConfigError for a real model."""
+    from helpers.models.llm import ConfigError, ModelConfig
+
     if persona is None:
         return config
     if not config.offline:
@@ -135,6 +135,8 @@ def persona_model(config: ModelConfig, persona: str | None) -> ModelConfig:
 
 
 def compaction(args: argparse.Namespace) -> CompactionSettings | None:
+    from helpers.loop.agent import CompactionSettings
+
     return None if args.compact is None else CompactionSettings(args.compact)
 
 
@@ -278,6 +280,8 @@ def short(text: str, width: int = 160) -> str:
 
 def open_store(url: str | None) -> ToolOutputStore:
     """The store at ``url``; raises ``ValueError`` with a one-line reason if it cannot be used."""
+    from helpers.store.tool_outputs import ToolOutputStore
+
     try:
         store = ToolOutputStore(url)
         store.count()  # opens a connection: a bad file or server fails here, not mid-turn
@@ -295,6 +299,15 @@ def progress_bar(out: Console, disable: bool) -> Progress:
     """A progress bar on ``out`` (drawn only on a terminal): description, bar, runs done of
     all, time elapsed and the time left (rich's estimate from the recent pace of runs, so it
     settles after the first few); it disappears when done."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -33,7 +33,8 @@ from helpers.cli.common import (
 from helpers.cli.exits import usage_error
 from helpers.cli.output import console, output_options, rows_table
 from helpers.context.boxing import make_reference, reference_id
-from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.store.reading import StoredOutput
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text.escaping import for_json, for_rich, for_terminal
 
 _AGE_RE = re.compile(r"^(\d+)([smhdw])$")

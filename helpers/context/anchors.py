@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from helpers.context.instructions import (
     INLINE_INSTRUCTIONS,
@@ -64,9 +64,12 @@ from helpers.context.instructions import (
 from helpers.context.policies import Presented, ResultPolicy
 from helpers.context.read_back import Seen
 from helpers.context.resolve_tools import compile_grep_pattern
-from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
 from helpers.text.tokens import count_tokens
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
+
+if TYPE_CHECKING:
+    from helpers.store.reading import StoredOutput
+    from helpers.store.tool_outputs import ToolOutputStore
 
 # -- Codex CLI ----------------------------------------------------------------------------------
 

@@ -41,7 +41,8 @@ import re2
 from helpers.base.guards import GuardRefusal
 
 if TYPE_CHECKING:
-    from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+    from helpers.store.reading import StoredOutput
+    from helpers.store.tool_outputs import ToolOutputStore
 
 SCHEME = "internal://"
 #: What an id looks like: URL-safe base64, 8 to 64 characters.
@@ -147,10 +148,7 @@ def render_reference(
     if boxing == "opaque":
         if preview:
             chars = f"{size_chars:,} chars" if size_chars is not None else f"{size_bytes:,} bytes"
-            return (
-                f"{make_reference(ref_id)}\n[{chars} of {mime_type}, kept out of the context; "
-                f"the first {len(preview):,} chars follow]\n{preview}"
-            )
+            return f"{make_reference(ref_id)}\n[{chars} of {mime_type}; it begins:]\n{preview}"
         return make_reference(ref_id)
     if boxing == "json":
         link = resource_link(ref_id, name=name, mime_type=mime_type, size_bytes=size_bytes)

@@ -23,13 +23,16 @@ long one as a reference with a preview, and the resolve tool offered once a refe
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helpers.context.instructions import CODE_INSTRUCTIONS
-from helpers.context.policies import BoxPolicy, Presented, ResultPolicy
-from helpers.store.tool_outputs import StoredOutput
+from helpers.context.policies import BoxPolicy, Prepared, Presented, ResultPolicy
+from helpers.tooling.effects import NO_TURN, TurnView
 from helpers.tooling.program_sandbox import ProgramError, ProgramLimits, run_program
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from helpers.store.reading import StoredOutput
 
 #: The one tool code mode offers.
 RUN_PROGRAM = "run_program"
@@ -107,11 +110,11 @@ class CodePolicy(ResultPolicy):
     def internal_tools(self) -> list[Tool]:
         return self.box.internal_tools()
 
-    def tools_for(self, ctx: ToolContext) -> list[Tool]:
+    def tools_for(self, turn: TurnView) -> list[Tool]:
         """The resolve tool, once a returned value was boxed in this thread."""
-        return self.box.tools_for(ctx)
+        return self.box.tools_for(turn)
 
-    def task_tools(self, registry: ToolRegistry, ctx: ToolContext) -> ToolRegistry:
+    def task_tools(self, registry: ToolRegistry, turn: TurnView) -> ToolRegistry:
         """``run_program`` alone, its description listing ``registry``'s tools (the tools a
         program may call, whatever mode filtered them) and the resolve tool."""
         callable_tools = registry.merged(self.internal_tools())
@@ -154,10 +157,12 @@ class CodePolicy(ResultPolicy):
     def instructions(self, *, few_shot: bool = True) -> str:
         return CODE_INSTRUCTIONS.text(few_shot=few_shot)
 
-    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+    def prepare_arguments(
+        self, ctx: ToolContext, tool: Tool, arguments: Any, turn: TurnView = NO_TURN
+    ) -> Prepared:
         if tool.name == RUN_PROGRAM:
-            return arguments
-        return self.box.prepare_arguments(ctx, tool, arguments)
+            return Prepared(arguments)
+        return self.box.prepare_arguments(ctx, tool, arguments, turn)
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None

@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helpers.context.policies import Presented, ResultPolicy
-from helpers.store.tool_outputs import StoredOutput
 from helpers.tooling.registry import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from helpers.store.reading import StoredOutput
 
 #: The longest summary the model gets, in characters.
 MAX_SUMMARY_CHARS = 300

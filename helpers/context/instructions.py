@@ -84,12 +84,12 @@ Examples:
    Answer from the slice; do not read the whole value."""
 
 BOX_SHORT_OPAQUE = """\
-A long tool result comes as a reference, internal://<id>: pass it exactly, as a whole argument \
-value, to give the value to a tool (internal_resource looks inside, for a detail)."""
+A long result comes as internal://<id>: pass it exactly, as a whole argument value, to give it \
+to a tool."""
 
 BOX_SHORT_JSON = """\
-A long tool result comes as an MCP resource link: pass its "uri" exactly, as a whole argument \
-value, to give the value to a tool (internal_resource looks inside, for a detail)."""
+A long result comes as an MCP resource link: pass its "uri" exactly, as a whole argument value, \
+to give it to a tool."""
 
 MIDDLE = """\
 Long tool results are shortened: you see the beginning and the end, with a marker such as

@@ -13,7 +13,11 @@
 The agent asks a policy three things, in the order data flows (tool → policy → store →
 messages): which extra tools the model gets (:meth:`ResultPolicy.internal_tools`), what a real
 tool receives (:meth:`ResultPolicy.prepare_arguments`), and what the model sees of the logged
-result (:meth:`ResultPolicy.present`).
+result (:meth:`ResultPolicy.present`). A policy writes no state of the turn: what it did (the
+guards that repaired a call, the reference it showed) it returns, on :class:`Prepared` and
+:class:`Presented` (:class:`~helpers.tooling.effects.CallEffects`), and the loop records it; what
+it decides by (the references shown, the outputs fetched, the prompt) the loop passes in,
+read-only (:class:`~helpers.tooling.effects.TurnView`).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from helpers.base.guards import GuardRefusal
 from helpers.base.paths import DATA_DIR
 from helpers.context.boxing import (
     BOXING_MODES,
@@ -58,9 +63,12 @@ from helpers.context.preview import (
 from helpers.context.read_back import ResultKind, Seen
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.context.tool_search import matching_tools, tool_search_tool
-from helpers.store.tool_outputs import StoredOutput
 from helpers.text.tokens import count_tokens
+from helpers.tooling.effects import NO_EFFECTS, NO_TURN, CallEffects, TurnView
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from helpers.store.reading import StoredOutput
 
 #: The most references one tool call may unbox, and the most characters they may stand for in
 #: all (box strategy): a call over either is refused before anything is read.
@@ -99,8 +107,9 @@ class BoxDesign:
         task_tools: ``"all"`` (every real tool in every call) or ``"searched"``: only the tools
             the prompt's words name, and ``tool_search`` to load the others
             (:mod:`helpers.context.tool_search`).
-        preview_chars: with opaque boxing, the head of the value shown under the reference (0:
-            the bare reference), so a detail at the top needs no resolve call.
+        preview_chars: with opaque boxing, the head of the value shown under the reference, its
+            whole lines within this many characters (:func:`head_lines`; 0: the bare
+            reference), so a detail at the top needs no resolve call.
         step: what this design changes from the one before it, for the report.
     """
 
@@ -121,9 +130,10 @@ class BoxDesign:
         return f"over {self.threshold_tokens:,} tokens"
 
 
-#: The head of a boxed value the workbook's design shows under its reference, in characters: a
-#: title, a header row or the opening of a JSON document, for a few dozen tokens a call.
-BOX_PREVIEW_CHARS = 200
+#: The head of a boxed value the workbook's design shows under its reference, at most this many
+#: characters of whole lines (:func:`head_lines`): a title, a header row or the opening of a JSON
+#: document, for a few dozen tokens a call.
+BOX_PREVIEW_CHARS = 120
 
 #: *tool-context-relay*'s system prompt (grzegorz-aniol/tool-context-relay at commit
 #: 7ddb5b03b1aff86fb4e66bf93adfe113e55f9733, Apache-2.0): its general rules
@@ -161,7 +171,7 @@ _PREVIEW = replace(
     _TOKENS,
     name="preview",
     preview_chars=BOX_PREVIEW_CHARS,
-    step=f"the first {BOX_PREVIEW_CHARS} chars shown under the reference",
+    step=f"the first whole lines (up to {BOX_PREVIEW_CHARS} chars) shown under the reference",
 )
 _WORKBOOK = replace(
     _PREVIEW,
@@ -205,10 +215,22 @@ def box_design(name: str) -> BoxDesign:
 
 @dataclass(frozen=True)
 class Presented:
-    """What the model sees of one tool result, and how it was made from the full output."""
+    """What the model sees of one tool result, and how it was made from the full output;
+    ``effects``: what presenting it did to the turn (a boxed result shows its reference id)."""
 
     content: str
     kind: ResultKind
+    effects: CallEffects = NO_EFFECTS
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The arguments a tool runs with (:meth:`ResultPolicy.prepare_arguments`), and what
+    preparing them did: ``effects.guards``, the guards that repaired them on the way (a wrapped
+    reference brought to ``internal://<id>``: ``reference_unwrapped``)."""
+
+    arguments: Any
+    effects: CallEffects = NO_EFFECTS
 
 
 def guess_mime_type(output: str) -> str:
@@ -246,13 +268,14 @@ class ResultPolicy:
         """Tools the model gets besides the real ones."""
         return []
 
-    def tools_for(self, ctx: ToolContext) -> list[Tool]:
-        """The internal tools to offer in the next model call (by default, all of them)."""
+    def tools_for(self, turn: TurnView) -> list[Tool]:
+        """The internal tools to offer in the next model call of ``turn`` (by default, all of
+        them)."""
         return self.internal_tools()
 
-    def task_tools(self, registry: ToolRegistry, ctx: ToolContext) -> ToolRegistry:
-        """The real tools to offer in the next model call, with any tool the policy adds to find
-        the others (by default, every real tool)."""
+    def task_tools(self, registry: ToolRegistry, turn: TurnView) -> ToolRegistry:
+        """The real tools to offer in the next model call of ``turn``, with any tool the policy
+        adds to find the others (by default, every real tool)."""
         return registry
 
     def instructions(self, *, few_shot: bool = True) -> str:
@@ -266,10 +289,13 @@ class ResultPolicy:
         a policy may trim what it sends without changing the stored history)."""
         return messages
 
-    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
-        """The arguments ``tool`` runs with. Raises a
+    def prepare_arguments(
+        self, ctx: ToolContext, tool: Tool, arguments: Any, turn: TurnView = NO_TURN
+    ) -> Prepared:
+        """The arguments ``tool`` runs with, and the guards that repaired them, in ``turn`` (the
+        default: a call outside any turn). Raises a
         :class:`~helpers.base.guards.GuardRefusal` (e.g. ``ReferenceRefused``) to stop the call."""
-        return arguments
+        return Prepared(arguments)
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -349,25 +375,27 @@ class TruncatePolicy(ResultPolicy):
             return None
         return Seen(call_id, content, "truncated", uri=preview.tool_call_id, head=preview.text)
 
-    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+    def prepare_arguments(
+        self, ctx: ToolContext, tool: Tool, arguments: Any, turn: TurnView = NO_TURN
+    ) -> Prepared:
         """Refuse a real tool's call that passes a preview on as if it were the full output.
 
         Two signs, for any string at any depth of the arguments: it names the ``tool_call_id``
         of a truncated result of this thread (the marker, however the model rewrote it: other
         quotes, ``…`` for ``...``, a line break inside), or it starts with the first
         :data:`PREVIEW_PREFIX_MIN_CHARS` characters of a truncated output whose full text the
-        model has not fetched in this turn and is not that whole output (the preview with its
-        marker cut off, or a piece of it).
+        model has not fetched in this turn (``turn.fetched``) and is not that whole output (the
+        preview with its marker cut off, or a piece of it). Otherwise the arguments as they are.
 
         Raises:
             PreviewPassedAsValue: the message tells the model to fetch the full output first.
         """
         store = ctx.store
         if tool.internal or store is None:
-            return arguments
+            return Prepared(arguments)
         cut = [row for row in store.list_thread(ctx.thread_id) if row.n_chars > self.limit]
         if not cut:
-            return arguments
+            return Prepared(arguments)
         markers = IdFinder(row.tool_call_id for row in cut)
         for path, text in _strings(arguments):
             where = repr(path or "value")
@@ -381,7 +409,7 @@ class TruncatePolicy(ResultPolicy):
             if len(text) < PREVIEW_PREFIX_MIN_CHARS:
                 continue
             for row in cut:
-                if row.tool_call_id in ctx.fetched:
+                if row.tool_call_id in turn.fetched:
                     continue
                 if not text.startswith(store.read_range(row.id, 0, PREVIEW_PREFIX_MIN_CHARS)):
                     continue
@@ -392,7 +420,7 @@ class TruncatePolicy(ResultPolicy):
                     f"model has seen only its preview, not all of its {row.n_chars} characters. "
                     f"{_FETCH_FIRST.format(call_id=row.tool_call_id)}"
                 )
-        return arguments
+        return Prepared(arguments)
 
     def present(
         self, ctx: ToolContext, tool: Tool, tool_call_id: str, output: str, row: StoredOutput | None
@@ -512,22 +540,22 @@ class BoxPolicy(ResultPolicy):
     def box_rule(self) -> str | None:
         return self.design.rule()
 
-    def tools_for(self, ctx: ToolContext) -> list[Tool]:
-        """The resolve tools, unless the design offers them only once the thread holds a
-        reference and it holds none yet."""
-        if self.design.offer_tools == "referenced" and not ctx.shown_references:
+    def tools_for(self, turn: TurnView) -> list[Tool]:
+        """The resolve tools, unless the design offers them only once the model was shown a
+        reference in the thread (``turn.shown_references``) and it was shown none yet."""
+        if self.design.offer_tools == "referenced" and not turn.shown_references:
             return []
         return self.internal_tools()
 
-    def task_tools(self, registry: ToolRegistry, ctx: ToolContext) -> ToolRegistry:
-        """Every real tool, or (a ``searched`` design) the ones the prompt names, decided before
-        the first call, and ``tool_search`` while any is left out."""
+    def task_tools(self, registry: ToolRegistry, turn: TurnView) -> ToolRegistry:
+        """Every real tool, or (a ``searched`` design) the ones the turn's prompt names and those
+        ``tool_search`` loaded in it (``turn.loaded_tools``), and ``tool_search`` while any is
+        left out."""
         if self.design.task_tools == "all":
             return registry
-        if ctx.offered is None:
-            ctx.offered = set(matching_tools(ctx.prompt, registry))
-        left_out = [t for t in registry if t.name not in ctx.offered]
-        offered = registry.only(ctx.offered)
+        wanted = set(matching_tools(turn.prompt, registry)) | turn.loaded_tools
+        left_out = [t for t in registry if t.name not in wanted]
+        offered = registry.only(wanted)
         return offered.merged([tool_search_tool(left_out)]) if left_out else offered
 
     def instructions(self, *, few_shot: bool = True) -> str:
@@ -548,7 +576,9 @@ class BoxPolicy(ResultPolicy):
             return True
         return count_tokens(output) > design.threshold_tokens
 
-    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+    def prepare_arguments(
+        self, ctx: ToolContext, tool: Tool, arguments: Any, turn: TurnView = NO_TURN
+    ) -> Prepared:
         """Unbox every whole reference (wrapped ones too) and refuse references inside text.
 
         A resolve tool takes the reference itself: its ``opaque_reference`` is only brought to
@@ -559,11 +589,27 @@ class BoxPolicy(ResultPolicy):
         what they stand for are capped (:data:`MAX_REFERENCES_PER_CALL`,
         :data:`MAX_UNBOXED_CHARS`).
 
+        Returns:
+            The arguments, with ``reference_unwrapped`` among its guards once for each
+            reference that came wrapped.
+
         Raises:
             ReferenceRefused: a malformed, unknown, foreign or embedded reference, or too much
-                to unbox (:class:`TooMuchToUnbox`).
+                to unbox (:class:`TooMuchToUnbox`); its ``repaired``: the guards that fired
+                before it.
             ToolArgumentError: the arguments do not fit the tool's signature.
         """
+        repaired: list[str] = []
+        try:
+            unboxed = self._unboxed(ctx, tool, arguments, repaired)
+        except GuardRefusal as exc:
+            exc.repaired = (*repaired, *exc.repaired)
+            raise
+        return Prepared(unboxed, CallEffects(guards=tuple(repaired)))
+
+    def _unboxed(self, ctx: ToolContext, tool: Tool, arguments: Any, repaired: list[str]) -> Any:
+        """:meth:`prepare_arguments`' arguments, each guard that repairs them added to
+        ``repaired`` (this call's own list) as it fires."""
         store = ctx.store
         if store is None:
             raise RuntimeError("the box strategy needs a store")
@@ -573,14 +619,14 @@ class BoxPolicy(ResultPolicy):
             given = arguments["opaque_reference"]
             bare = canonical_reference(given)
             if bare != given:
-                ctx.guards.append("reference_unwrapped")
+                repaired.append("reference_unwrapped")
             ref_id = reference_id(bare)
             if ref_id is not None:  # refuse an unknown or foreign reference before the tool runs
                 resolve_in_thread(store, ctx.thread_id, ref_id)
             return {**arguments, "opaque_reference": bare}
 
         # the shape is checked before anything is read: a reference stands for a string
-        arguments = canonicalize_references(arguments, on_guard=ctx.guards.append)
+        arguments = canonicalize_references(arguments, on_guard=repaired.append)
         tool.check_arguments(arguments)
         wanted = find_references(arguments)
         if len(wanted) > MAX_REFERENCES_PER_CALL:
@@ -610,8 +656,7 @@ class BoxPolicy(ResultPolicy):
         if self.shown_whole(tool, output):
             return Presented(output, "inline")
         row = self.logged(row)
-        ctx.shown_references.add(row.ref_id)
-        preview = output[: self.design.preview_chars] if self.boxing == "opaque" else ""
+        preview = head_lines(output, self.design.preview_chars) if self.boxing == "opaque" else ""
         content = render_reference(
             row.ref_id,
             boxing=self.boxing,
@@ -621,11 +666,22 @@ class BoxPolicy(ResultPolicy):
             size_chars=len(output),
             preview=preview,
         )
-        return Presented(content, "boxed")
+        return Presented(content, "boxed", CallEffects(shown_references=frozenset({row.ref_id})))
 
     def describe(self) -> str:
         design = "" if self.design.name == DEFAULT_BOX_DESIGN else f", design {self.design.name}"
         return f"box ({self.boxing}, {self.design.rule()}{design})"
+
+
+def head_lines(output: str, limit: int) -> str:
+    """The head of ``output`` shown under a reference: its whole lines within ``limit``
+    characters, each with its line end (a line cut in the middle is a fragment a model can
+    neither read nor pass on); the first ``limit`` characters when the first line is longer."""
+    if len(output) <= limit or limit <= 0:
+        return output[: max(limit, 0)]
+    head = output[:limit]
+    end = head.rfind("\n")
+    return head[: end + 1] if end > 0 else head
 
 
 def _strings(value: Any, path: str = "") -> list[tuple[str, str]]:

@@ -24,14 +24,18 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import re2
 
 from helpers.base.guards import GuardRefusal
 from helpers.context.boxing import MalformedReference, reference_id, resolve_in_thread
-from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.tooling.effects import CallEffects, Reported
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
+
+if TYPE_CHECKING:
+    from helpers.store.reading import StoredOutput
+    from helpers.store.tool_outputs import ToolOutputStore
 
 #: The most characters one slice may ask for.
 MAX_SLICE_CHARS = 100_000
@@ -71,7 +75,7 @@ def _store(ctx: ToolContext) -> ToolOutputStore:
     return ctx.store
 
 
-def fetch_tool_output(ctx: ToolContext, tool_call_id: str) -> str:
+def fetch_tool_output(ctx: ToolContext, tool_call_id: str) -> Reported:
     """Retrieve the full, untruncated output of an earlier tool call in this conversation.
 
     Use it when a tool result was cut with
@@ -90,11 +94,11 @@ def fetch_tool_output(ctx: ToolContext, tool_call_id: str) -> str:
             f"no tool call with id {tool_call_id!r} in this thread: use the tool_call_id named in "
             "a truncation marker you received, exactly as written there"
         )
-    ctx.fetched.add(wanted)
-    return json.dumps(
+    text = json.dumps(
         {"tool_name": row.tool_name, "tool_args": row.args, "tool_output": row.content},
         ensure_ascii=False,
     )
+    return Reported(text, CallEffects(fetched=frozenset({wanted})))  # the loop records the fetch
 
 
 def _row(ctx: ToolContext, opaque_reference: str) -> StoredOutput:
@@ -381,6 +385,9 @@ def internal_resource_read(ctx: ToolContext, opaque_reference: str) -> str:
 ResolveOp = Literal["length", "slice", "lines", "grep", "read"]
 
 
+# The docstring is the tool's whole description, sent with every call that offers the tool
+# (every call after the first reference, whether the model looks inside or not): each operation
+# is said once there, and the parameters carry no descriptions of their own.
 def internal_resource(
     ctx: ToolContext,
     opaque_reference: str,
@@ -390,18 +397,10 @@ def internal_resource(
     pattern: str = "",
     window: int = 0,
 ) -> str:
-    """Look inside a long tool result kept out of the context (internal://<id>), only for a
-    detail: to give a tool the value, pass the reference itself.
-
-    Args:
-        opaque_reference: the reference.
-        op: length (characters) | slice (count characters from start; start < 0: from the
-            end) | lines (count lines from start, zero-based; < 0: from the end) | grep (lines
-            matching the RE2 pattern, window lines around each) | read (all: a last resort).
-        start: where slice or lines begins.
-        count: characters (slice) or lines (lines).
-        pattern: the regular expression for grep.
-        window: lines around each grep match (0-50).
+    """Look inside a long result (internal://<id>) for a detail; to give a tool the value, pass the
+    reference itself. op: length | slice (count chars from start, <0: from the end) | lines (the
+    same in lines, 0-based) | grep (lines matching the RE2 pattern, window lines around) | read
+    (all: a last resort).
     """
     if op == "length":
         return internal_resource_length(ctx, opaque_reference)

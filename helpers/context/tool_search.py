@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from helpers.tooling.registry import Tool, ToolContext, tool_from_function
+from helpers.tooling.effects import CallEffects, Reported
+from helpers.tooling.registry import Tool, tool_from_function
 
 #: The name of the tool that finds and loads the tools not offered yet.
 TOOL_SEARCH_NAME = "tool_search"
@@ -149,24 +150,26 @@ def matching_tools(text: str, tools: Iterable[Tool]) -> list[str]:
 
 def tool_search_tool(tools: list[Tool]) -> Tool:
     """The ``tool_search`` tool over ``tools`` (the ones not offered yet): its description names
-    them; a call loads those that match its query into ``ctx.offered`` (every one of them when
-    the query names a tool exactly) and says what was loaded, or which tools there are."""
+    them; a call loads those that match its query (every one of them when the query names a tool
+    exactly; its effects' ``loaded_tools``, which the loop records for the policy's next offer)
+    and says what was loaded, or which tools there are."""
     names = ", ".join(t.name for t in tools)
 
-    def tool_search(ctx: ToolContext, query: str) -> str:
+    def tool_search(query: str) -> Reported:
         exact = [t.name for t in tools if t.name == query.strip()]
         found = exact or matching_tools(query, tools)
         if not found:
-            return f"No tool matches {query!r}. Tools you can load: {names}."
-        ctx.offered = (ctx.offered or set()) | set(found)
+            return Reported(f"No tool matches {query!r}. Tools you can load: {names}.")
         loaded = "; ".join(
             f"{t.name}: {t.description.strip().split(chr(10), 1)[0]}"
             for t in tools
             if t.name in found
         )
-        return f"Loaded (offered from your next call): {loaded}"
+        return Reported(
+            f"Loaded (offered from your next call): {loaded}",
+            CallEffects(loaded_tools=frozenset(found)),
+        )
 
-    tool_search.__doc__ = (
-        f"Load a tool not offered yet: {names}.\n\nArgs:\n    query: its name, or what it must do."
-    )
+    # its schema is sent with every call: one short sentence, the parameter's name says the rest
+    tool_search.__doc__ = f"Load any of these tools: {names}."
     return tool_from_function(tool_search, internal=True)

@@ -58,7 +58,7 @@ _UNSAFE = re.compile(r"[^a-z0-9_]")
 #: The admin-only schema of the room's own bookkeeping: each attendee's hub name and password.
 ROOM_SCHEMA = "workbook_room"
 #: Connections one attendee's role may hold at once (``CONNECTION LIMIT``). The store holds no
-#: idle connection on PostgreSQL (one per operation, :func:`helpers.store.tool_outputs.make_engine`),
+#: idle connection on PostgreSQL (one per operation, :func:`helpers.store.database.make_engine`),
 #: so this bounds what an attendee's kernels and terminal do *at once*, not how many are open.
 #: PostgreSQL checks it only once a session has logged in (its docs, CREATE ROLE), so it cannot
 #: bound connections that stall before: :data:`ATTENDEE_SOCKET_CAP` does.
@@ -279,7 +279,8 @@ def record_checkpoint(notebook: str, todo: int, *, passed: bool) -> None:
     the default SQLite file). Never stops a checkpoint: a store that cannot be written is
     reported once, as a warning."""
     global _warned
-    from helpers.store.tool_outputs import ToolOutputStore, default_db_url
+    from helpers.store.database import default_db_url
+    from helpers.store.tool_outputs import ToolOutputStore
 
     url = default_db_url()
     try:

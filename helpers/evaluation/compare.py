@@ -22,7 +22,8 @@ ratio compares like with like: ``ratio_to_inline`` over the cases both passed,
 **The floor** of a case is a lower bound on what the task needs: the user prompt under the
 system message every strategy shares, the schemas of only the tools the task calls, one bare
 ``internal://<id>`` for each result the box run kept out of the context, every look inside
-the case lists as needed (no other), and the answer. It is derived from the ``box`` run and
+the case lists as needed (no other), and the answer: no ``tool_search`` call (loading a tool is
+no step of the task; the floor offers the tools it calls). It is derived from the ``box`` run and
 counted with o200k_base. It bounds a model that calls the tools itself, one model call after
 each round of tool calls: code mode (:mod:`helpers.context.code_mode`) calls them from a
 program, in one model call, with no reference per result in its context, so it can go below the
@@ -59,6 +60,7 @@ from helpers.context.strategies import (
     strategy_in_role,
     strategy_named,
 )
+from helpers.context.tool_search import TOOL_SEARCH_NAME
 from helpers.evaluation.metrics import (
     BoxVerdict,
     Caching,
@@ -144,17 +146,20 @@ def floor_tokens(
 ) -> list[int]:
     """Prompt tokens per model call of the floor conversation derived from a ``box`` run.
 
-    Drops every resolve call not in ``needed_tools`` (with its ``tool`` message and the model
-    call that made it), shows every reference as a bare ``internal://<id>``, puts ``system``
-    (the system message all strategies share; ``None`` keeps the run's own) in place of the
-    system message, and offers only the schemas of the tools the kept conversation calls (with
-    ``used_tools_only=False``, every tool the run offered: what the tools cost is then seen). A
-    resolve call through the one ``internal_resource`` tool counts as needed when its operation's
+    Drops every resolve call not in ``needed_tools`` and every ``tool_search`` call (each with
+    its ``tool`` message, and the model call that made it when it made no other call), shows
+    every reference as a bare ``internal://<id>``, puts ``system`` (the system message all
+    strategies share; ``None`` keeps the run's own) in place of the system message, and offers
+    only the schemas of the tools the kept conversation calls (with ``used_tools_only=False``,
+    every tool the run offered but ``tool_search``: what the tools cost is then seen). A resolve
+    call through the one ``internal_resource`` tool counts as needed when its operation's
     five-tool name is (``op="grep"`` is ``internal_resource_grep``).
     """
     needed = set(needed_tools)
 
     def unneeded(call: dict[str, Any]) -> bool:
+        if call["function"]["name"] == TOOL_SEARCH_NAME:
+            return True
         name = as_five_tool_name(call["function"]["name"], call["function"].get("arguments"))
         return name in RESOLVE_TOOL_NAMES and name not in needed
 
@@ -173,10 +178,11 @@ def floor_tokens(
                     continue
                 kept.append({**message, "content": _bare(str(message.get("content") or ""))})
             elif message.get("role") == "assistant" and message.get("tool_calls"):
-                if all(unneeded(c) for c in message["tool_calls"]):
-                    dropped.update(c["id"] for c in message["tool_calls"])
+                calls = [c for c in message["tool_calls"] if not unneeded(c)]
+                dropped.update(c["id"] for c in message["tool_calls"] if unneeded(c))
+                if not calls:
                     continue
-                kept.append(message)
+                kept.append({**message, "tool_calls": calls})
             elif message.get("role") == "system" and system is not None and position == 1:
                 kept.append({**message, "content": system})
             else:
@@ -193,7 +199,8 @@ def floor_tokens(
         {
             s["function"]["name"]: s
             for s in offered
-            if s["function"]["name"] in used or not used_tools_only
+            if s["function"]["name"] in used
+            or (not used_tools_only and s["function"]["name"] != TOOL_SEARCH_NAME)
         }.values()
     )
     return [count_chat_tokens(kept[:end], schemas) for end in cut_at]

@@ -16,6 +16,10 @@ like the one notebook 01 builds, one named phase per step (:class:`_Turn`):
    store) and append one ``tool`` message per call, then repeat, until ``max_iterations`` model
    calls have been made.
 
+What the calls did (a reference shown, an output fetched, a tool loaded, bytes stored) is the
+loop's own state, :class:`helpers.loop.turn_state.TurnState`: the policy and the tools return it,
+the loop records it, and a policy reads it only as the loop passes it in.
+
 With a store, every message of the turn is also appended to the thread's conversation
 (:meth:`ToolOutputStore.append_message`), so a later process can continue the thread
 (:func:`helpers.loop.threads.load_history`).
@@ -39,7 +43,7 @@ from typing import Any
 import openai
 from sqlalchemy.exc import SQLAlchemyError
 
-from helpers.base.limits import TurnLimits
+from helpers.base.limits import DEFAULT_MAX_ITERATIONS, TurnLimits
 from helpers.context.boxing import presented_reference_id
 from helpers.context.compaction import (
     DEFAULT_KEEP_LAST_CALLS,
@@ -78,15 +82,13 @@ from helpers.loop.records import (
     new_thread_id,
     output_limit_reason,
 )
+from helpers.loop.turn_state import TurnState
 from helpers.models.completion_limit import CompletionBudget, budget_for
 from helpers.models.providers import ProviderProfile, profile_of
 from helpers.models.replies import Reply, map_strings
 from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text.redaction import configured_secrets, redact
 from helpers.tooling.registry import OfferedTools, ToolContext, ToolRegistry
-
-#: The most model calls in one turn, unless :attr:`RunConfig.max_iterations` says otherwise.
-DEFAULT_MAX_ITERATIONS = 8
 
 
 @dataclass(frozen=True)
@@ -256,7 +258,8 @@ class _Turn:
     agent: Agent
     config: RunConfig
     tools: ToolRegistry  # every tool offered so far in this turn: all a call may run
-    ctx: ToolContext
+    ctx: ToolContext  # what its tools read (the store, the thread, the secrets, the caps)
+    state: TurnState  # what its calls did so far: written here and in dispatch only
     record: TurnRecord
     secrets: list[str]
     emit: EventHook
@@ -290,9 +293,8 @@ class _Turn:
             thread_id=thread_id,
             secrets=tuple(secrets_to_hide),
             limits=config.limits,
-            prompt=prompt,
         )
-        ctx.shown_references.update(_shown_references(history))
+        state = TurnState(prompt=prompt, shown_references=_shown_references(history))
         system = config.system or policy.instructions(few_shot=config.few_shot)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
@@ -306,7 +308,7 @@ class _Turn:
             thread_id=thread_id,
             prompt=prompt,
             messages=messages,
-            tool_schemas=registry.merged(policy.tools_for(ctx)).schemas(),
+            tool_schemas=registry.merged(policy.tools_for(state.view())).schemas(),
             history_messages=len(history),
             box_threshold_chars=policy.box_threshold_chars(),
             box_rule=policy.box_rule(),
@@ -316,6 +318,7 @@ class _Turn:
             config=config,
             tools=OfferedTools(registry.merged(policy.internal_tools())),  # by offer_tools
             ctx=ctx,
+            state=state,
             record=record,
             secrets=secrets_to_hide,
             emit=emit,
@@ -324,10 +327,12 @@ class _Turn:
             registry.merged(policy.internal_tools()),
             policy,
             ctx,
+            state,
             admit=turn.admit_program_call,
             on_record=turn.add_program_call,
         )
-        ctx.program_host = turn.program_calls
+        # the turn's calls and its programs' calls read one context, with the program host on it
+        turn.ctx = turn.program_calls.ctx = replace(ctx, program_host=turn.program_calls)
         return turn
 
     @property
@@ -394,8 +399,8 @@ class _Turn:
         """The tool schemas for the next model call (a policy may offer its tools only once
         they are of use, and only the real tools a task names, with one that finds the rest:
         any tool it offers can be called)."""
-        offered = self.policy.task_tools(self.registry, self.ctx)
-        offered = offered.merged(self.policy.tools_for(self.ctx))
+        turn = self.state.view()  # what the policy decides by, read-only
+        offered = self.policy.task_tools(self.registry, turn).merged(self.policy.tools_for(turn))
         for tool in offered:
             if tool.name not in self.tools or tool.internal:
                 self.tools.add(tool)
@@ -546,6 +551,7 @@ class _Turn:
                     self.tools,
                     self.policy,
                     self.ctx,
+                    state=self.state,
                     provider_call_id=call.provider_id,
                 )
             self.record.tool_calls.append(tool_record)

@@ -14,13 +14,17 @@ and returns the :class:`helpers.loop.records.ToolCallRecord` whose ``result`` go
 ``tool`` message. Anything that goes wrong in 1-4 (malformed JSON, unknown tool, refused
 reference, bad arguments, the tool raising) becomes a JSON error tool result,
 ``{"error": "..."}``, and the turn goes on: the model reads the error and can try again.
+
+What the policy and the tool did (:class:`helpers.tooling.effects.CallEffects`: they return it)
+is recorded here, in the turn's :class:`helpers.loop.turn_state.TurnState`, with the bytes the
+call stored; the guards that repaired the call go on its record.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -30,8 +34,11 @@ from helpers.base.guards import GuardRefusal
 from helpers.context.boxing import canonicalize_references
 from helpers.context.policies import MAX_UNBOXED_CHARS, ResultPolicy
 from helpers.loop.records import ToolCallRecord, error_result, new_tool_call_id
+from helpers.loop.turn_state import TurnState
 from helpers.models.replies import map_strings
-from helpers.store.tool_outputs import DuplicateToolCallError, StoreQuotaExceeded, ToolOutput
+from helpers.store.quotas import StoreQuotaExceeded
+from helpers.store.schema import ToolOutput
+from helpers.store.writing import DuplicateToolCallError
 from helpers.text.redaction import redact
 from helpers.text.unicode import has_unpaired_surrogate, valid_text
 from helpers.tooling.registry import (
@@ -71,6 +78,7 @@ def dispatch(
     policy: ResultPolicy,
     ctx: ToolContext,
     *,
+    state: TurnState | None = None,
     provider_call_id: str | None = None,
     max_arguments_chars: int = MAX_ARGUMENTS_CHARS,
 ) -> ToolCallRecord:
@@ -83,6 +91,9 @@ def dispatch(
         tools: the tools offered to the model (real and internal).
         policy: the result policy.
         ctx: the store, the thread, and the secrets to redact from outputs.
+        state: the turn's state: the policy reads it (:meth:`TurnState.view`), and what the
+            call did goes into it. ``None``: a fresh one, the call a turn of its own (an MCP
+            server's ``tools/call``, a test's call).
         provider_call_id: the provider's id for the call, stored for reference.
         max_arguments_chars: the longest arguments text taken, in characters (a program's call
             may pass values as long as a tool's output: :data:`MAX_PROGRAM_ARGUMENTS_CHARS`).
@@ -98,8 +109,9 @@ def dispatch(
         KeyboardInterrupt: Ctrl-C still stops the turn.
     """
     call = CallInProgress.start(tool_call_id, name, raw_arguments, provider_call_id, ctx)
+    state = state if state is not None else TurnState()
     try:
-        return _run_call(call, tools, policy, max_arguments_chars)
+        return _run_call(call, tools, policy, state, max_arguments_chars)
     except KeyboardInterrupt:
         raise
     except SQLAlchemyError as exc:
@@ -121,15 +133,15 @@ def store_failure_message(exc: BaseException) -> str:
 @dataclass
 class CallInProgress:
     """One tool call being dispatched (or refused before it runs): what is needed to answer it
-    with an error result at any point. ``guards_before`` is how many guards ``ctx`` had noted
-    when the call started: those noted since are this call's."""
+    with an error result at any point. ``guards``: the guards (:data:`helpers.base.guards.GUARDS`)
+    that repaired it so far, in the order they fired (each step returns its own)."""
 
     id: str
     name: str
     raw_arguments: str
     provider_id: str | None
     ctx: ToolContext
-    guards_before: int
+    guards: list[str] = field(default_factory=list)
     server: str | None = None  # the MCP server of the tool, once the tool is known
 
     @classmethod
@@ -142,13 +154,7 @@ class CallInProgress:
         ctx: ToolContext,
     ) -> CallInProgress:
         """The call as it starts, before any guard of its own fires."""
-        return cls(tool_call_id, name, raw_arguments or "", provider_id, ctx, len(ctx.guards))
-
-    def take_fired_guards(self) -> list[str]:
-        """The guards that fired since the call started, taken off ``ctx.guards``."""
-        fired = self.ctx.guards[self.guards_before :]
-        del self.ctx.guards[self.guards_before :]
-        return fired
+        return cls(tool_call_id, name, raw_arguments or "", provider_id, ctx)
 
     def refuse(
         self, message: str, *, ran: bool = False, guard: str | None = None
@@ -166,7 +172,7 @@ class CallInProgress:
             error=message,
             ran=ran,
             provider_id=self.provider_id,
-            guards=self.take_fired_guards() + ([guard] if guard else []),
+            guards=[*self.guards, *([guard] if guard else [])],
             server=self.server,
         )
 
@@ -188,15 +194,16 @@ def _nesting_depth(value: Any, limit: int) -> int:
 HARMONY_TOOL_PREFIX = "functions."
 
 
-def _named_tool(tools: ToolRegistry, name: str, ctx: ToolContext) -> Tool:
-    """The tool ``name`` names; ``functions.<tool>`` names ``<tool>`` when no tool has the
-    whole name (guard ``tool_name_unprefixed``).
+def _named_tool(tools: ToolRegistry, name: str) -> tuple[Tool, tuple[str, ...]]:
+    """The tool ``name`` names, and the guard that repaired the name (none, or
+    ``tool_name_unprefixed``: ``functions.<tool>`` names ``<tool>`` when no tool has the whole
+    name).
 
     Raises:
         UnknownToolError: no such tool (or not in this mode), with the model's name in it.
     """
     try:
-        return tools.get(name)
+        return tools.get(name), ()
     except UnknownToolError:
         bare = name.removeprefix(HARMONY_TOOL_PREFIX)
         if bare == name:
@@ -205,33 +212,36 @@ def _named_tool(tools: ToolRegistry, name: str, ctx: ToolContext) -> Tool:
             tool = tools.get(bare)
         except UnknownToolError as exc:
             raise UnknownToolError(f"{exc} (read {name!r} as {bare!r})") from None
-        ctx.guards.append("tool_name_unprefixed")
-        return tool
+        return tool, ("tool_name_unprefixed",)
 
 
-def _unwrapped_arguments(arguments: Any, ctx: ToolContext) -> Any:
+def _unwrapped_arguments(arguments: Any) -> tuple[Any, tuple[str, ...]]:
     """``arguments``, or the object inside when they came as a JSON string holding a JSON
     object (double-encoded, as Qwen2.5-7B-Instruct sends them: FoundationAgents/OpenManus pull
-    request 989; guard ``arguments_double_encoded``). Only the whole arguments: a string value
-    inside them stays a string."""
+    request 989), with the guard that repaired them (none, or ``arguments_double_encoded``).
+    Only the whole arguments: a string value inside them stays a string."""
     if not isinstance(arguments, str):
-        return arguments
+        return arguments, ()
     try:
         inner = json.loads(arguments)
     except (ValueError, RecursionError):
-        return arguments
+        return arguments, ()
     if not isinstance(inner, dict):
-        return arguments
-    ctx.guards.append("arguments_double_encoded")
-    return inner
+        return arguments, ()
+    return inner, ("arguments_double_encoded",)
 
 
 def _run_call(
-    call: CallInProgress, tools: ToolRegistry, policy: ResultPolicy, max_arguments_chars: int
+    call: CallInProgress,
+    tools: ToolRegistry,
+    policy: ResultPolicy,
+    state: TurnState,
+    max_arguments_chars: int,
 ) -> ToolCallRecord:
     """Run one tool call in phases, each of which may end it with an error result: read the
-    arguments and find the tool, unbox and check them (the policy), run the tool, keep the
-    output (the store), present it to the model (the policy)."""
+    arguments and find the tool, unbox and check them (the policy, reading ``state``), run the
+    tool, keep the output (the store), present it to the model (the policy); then record in
+    ``state`` what the policy and the tool said they did."""
     read = _read_call(call, tools, max_arguments_chars)
     if isinstance(read, ToolCallRecord):
         return read
@@ -240,26 +250,32 @@ def _run_call(
     call.server = tool.server
     try:
         tool.check_arguments(_arguments_for_shape_check(arguments))
-        real_arguments = policy.prepare_arguments(call.ctx, tool, arguments)
+        prepared = policy.prepare_arguments(call.ctx, tool, arguments, state.view())
+        call.guards += prepared.effects.guards
+        real_arguments = prepared.arguments
         tool.check_arguments(real_arguments)
     except GuardRefusal as exc:
+        call.guards += exc.repaired
         return refuse(f"{name} was not run: {exc}", guard=exc.guard)
     except ToolArgumentError as exc:
         return refuse(f"{name} was not run: {exc}")
     try:
-        output = tool.call(real_arguments, call.ctx)
+        reported = tool.run(real_arguments, call.ctx)
     except KeyboardInterrupt:
         raise
     except GuardRefusal as exc:  # a resolve tool refusing its reference before doing anything
+        call.guards += exc.repaired
         return refuse(f"{name} was not run: {exc}", guard=exc.guard)
     except BaseException as exc:  # a tool's failure (SystemExit too) is the model's information
         return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
     # what the model and the store get: valid text, no configured secret in it
-    output = redact(valid_text(output), call.ctx.secrets)
-    row = _keep_output(call, tool, output)
+    output = redact(valid_text(reported.text), call.ctx.secrets)
+    row = _keep_output(call, tool, output, state)
     if isinstance(row, ToolCallRecord):
         return row
     presented = policy.present(call.ctx, tool, call.id, output, row)
+    state.record(prepared.effects | reported.effects | presented.effects)
+    call.guards += reported.effects.guards + presented.effects.guards
     if row is not None and not output.endswith("\n"):  # the store hashed it already
         output_sha = output_trimmed = row.sha256
     else:
@@ -282,7 +298,7 @@ def _run_call(
         received_sha256_trimmed={k: trimmed for k, (_, trimmed) in received.items()},
         ran=True,
         provider_id=call.provider_id,
-        guards=call.take_fired_guards(),
+        guards=call.guards,
         server=tool.server,
     )
 
@@ -317,11 +333,13 @@ def _read_call(
     except RecursionError:
         return refuse(f"arguments for {name} are nested too deeply to read")
     try:
-        tool = _named_tool(tools, name, ctx)
+        tool, repaired = _named_tool(tools, name)
     except UnknownToolError as exc:
         return refuse(str(exc))
+    call.guards += repaired
     name = tool.name
-    arguments = _unwrapped_arguments(arguments, ctx)
+    arguments, repaired = _unwrapped_arguments(arguments)
+    call.guards += repaired
     if not isinstance(arguments, dict):
         return refuse(f"{name} takes a JSON object of arguments, got {type(arguments).__name__}")
     if _nesting_depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
@@ -334,20 +352,21 @@ def _read_call(
 
 
 def _keep_output(
-    call: CallInProgress, tool: Tool, output: str
+    call: CallInProgress, tool: Tool, output: str, state: TurnState
 ) -> ToolOutput | ToolCallRecord | None:
-    """Log a real tool's output to the store (``None``: an internal tool, or no store), or the
-    error result saying why it was not kept: over the turn's or the thread's byte limit
-    (:class:`helpers.base.limits.TurnLimits`), or a ``tool_call_id`` already stored."""
+    """Log a real tool's output to the store (``None``: an internal tool, or no store), counting
+    its bytes in ``state.stored_bytes``, or the error result saying why it was not kept: over the
+    turn's or the thread's byte limit (:class:`helpers.base.limits.TurnLimits`), or a
+    ``tool_call_id`` already stored."""
     ctx, name, refuse = call.ctx, tool.name, call.refuse
     if ctx.store is None or tool.internal:
         return None
     stored_bytes = len(output.encode("utf-8")) + len(call.raw_arguments.encode("utf-8"))
     turn_cap = ctx.limits.max_stored_bytes_per_turn
-    if turn_cap is not None and ctx.stored_bytes + stored_bytes > turn_cap:
+    if turn_cap is not None and state.stored_bytes + stored_bytes > turn_cap:
         return refuse(
             f"{name} ran, but its output was not kept: this turn has stored "
-            f"{ctx.stored_bytes:,} bytes, and {stored_bytes:,} more would pass the limit of "
+            f"{state.stored_bytes:,} bytes, and {stored_bytes:,} more would pass the limit of "
             f"{turn_cap:,} bytes per turn. Answer with what you have, or ask for less "
             "(a smaller query, one page at a time).",
             ran=True,
@@ -372,7 +391,7 @@ def _keep_output(
             ran=True,
             guard="refused_over_limit",
         )
-    ctx.stored_bytes += stored_bytes
+    state.stored_bytes += stored_bytes
     return row
 
 
@@ -392,15 +411,16 @@ class ProgramCalls:
     :class:`~helpers.tooling.registry.ToolContext`.
 
     Each call goes the way of any tool call (:func:`dispatch`: arguments read and checked,
-    references unboxed, the tool, the store, the policy, errors as results), under its own
-    client id, and counts against the turn's caps (``admit``); its record goes to the turn
-    (``on_record``), marked with the ``run_program`` call that made it.
+    references unboxed, the tool, the store, the policy, errors as results, what it did into the
+    turn's state), under its own client id, and counts against the turn's caps (``admit``); its
+    record goes to the turn (``on_record``), marked with the ``run_program`` call that made it.
 
     Attributes:
         tools: the tools a program may call (the agent's registry, as a mode filtered it, and
             the policy's model-only tools): a name outside it is refused.
         policy: the turn's policy.
         ctx: the turn's tool context.
+        state: the turn's state (the same the turn's own calls read and write).
         admit: ``None`` when one more call may run, else why not (a cap of the turn).
         on_record: takes each call's record.
         program_call_id: the ``run_program`` call running now (the turn sets it).
@@ -409,6 +429,7 @@ class ProgramCalls:
     tools: ToolRegistry
     policy: ResultPolicy
     ctx: ToolContext
+    state: TurnState
     admit: Callable[[], str | None]
     on_record: Callable[[ToolCallRecord], None]
     program_call_id: str | None = None
@@ -432,6 +453,7 @@ class ProgramCalls:
                 self.tools,
                 self.policy,
                 self.ctx,
+                state=self.state,
                 max_arguments_chars=MAX_PROGRAM_ARGUMENTS_CHARS,
             )
         record.program_call_id = self.program_call_id

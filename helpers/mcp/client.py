@@ -11,8 +11,11 @@ tool. :class:`McpServers` starts several and closes them::
         agent = Agent(client, model, build_policy("box"), servers.registry(default_registry()), store)
 
 Each tool a server lists becomes a :class:`~helpers.tooling.registry.Tool` whose ``server`` is
-the server's name and whose schema is the server's ``inputSchema``. Calling it sends
-``tools/call`` and makes one text of the result (:func:`helpers.mcp.content.mcp_result_text`: a
+the server's name and whose schema is the server's ``inputSchema``. Its arguments are checked
+against that schema before the call is sent (:mod:`helpers.tooling.argument_checks`: jsonschema
+in the schema's dialect, its patterns on RE2, no ``$ref`` fetched, a bounded number of steps),
+so a call that does not fit is an error result for the model and never reaches the server.
+Calling it sends ``tools/call`` and makes one text of the result (:func:`helpers.mcp.content.mcp_result_text`: a
 resource link read through ``resources/read``), and from there the call is the turn's like any
 other (:func:`helpers.loop.dispatch.dispatch`): references in its arguments are unboxed before
 it is sent, its output is kept in the store, and the model sees what the policy makes of it: a
@@ -20,8 +23,11 @@ preview, a reference, or all of it.
 
 What a server sends is untrusted, and bounded: each request within the server's timeout; each
 message within the guard's limit; a tool's description cut to :data:`MAX_DESCRIPTION_CHARS`,
-its schema at most :data:`MAX_SCHEMA_BYTES`, at most ``spec.max_tools`` tools adding at most
-``spec.max_tool_bytes`` to every request (``MCP_<NAME>_MAX_TOOLS``, ``..._MAX_TOOL_BYTES``). A
+its schema at most :data:`MAX_SCHEMA_BYTES` and valid JSON Schema of a dialect jsonschema knows
+(checked against its metaschema, at most :data:`MAX_SCHEMA_CHECK_STEPS` steps for all of a
+server's schemas: those past it join unchecked), at most ``spec.max_tools`` tools adding at
+most ``spec.max_tool_bytes`` to every request (``MCP_<NAME>_MAX_TOOLS``,
+``..._MAX_TOOL_BYTES``). A
 server that does not start, dies, hangs or answers with something that is not MCP raises
 :class:`McpServerError` saying which and why, with the end of what it wrote on stderr; during a
 turn that is an error result, and the turn goes on.
@@ -81,12 +87,17 @@ from helpers.mcp.settings import (
 from helpers.mcp.stdio_guard import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STDERR_BYTES
 from helpers.models.replies import map_strings
 from helpers.text.redaction import MIN_SECRET_CHARS, configured_secrets, redact, secrets_of
+from helpers.tooling.argument_checks import SchemaCheck, check_input_schema
 from helpers.tooling.registry import Tool, ToolRegistry
 
 #: A tool's description is cut to this many characters (the model reads it on every call).
 MAX_DESCRIPTION_CHARS = 8_000
 #: A tool's input schema may be at most this many bytes of JSON; a longer one leaves it out.
 MAX_SCHEMA_BYTES = 64_000
+#: Steps all of one server's input schemas may take to be checked against their metaschemas
+#: (:func:`helpers.tooling.argument_checks.check_input_schema`): a schema of ``MAX_SCHEMA_BYTES``
+#: takes about 70,000 of the ordinary kind; a tool whose schema is not checked within them joins.
+MAX_SCHEMA_CHECK_STEPS = 1_000_000
 #: ``tools/list`` pages read at most (a server whose cursor never ends cannot hang the start).
 MAX_LIST_PAGES = 20
 #: How much of the end of a server's stderr an error quotes, in characters.
@@ -441,7 +452,8 @@ class McpServer:
         """The registry's tools for what ``tools/list`` gave (the rules of the module doc):
         the tools ``MCP_<NAME>_TOOLS`` names (all by default), those whose names a function
         can have first, then the renamed ones, at most ``spec.max_tools``, as long as together
-        they add at most ``spec.max_tool_bytes`` to a request."""
+        they add at most ``spec.max_tool_bytes`` to a request, each input schema valid JSON
+        Schema (:meth:`_valid_schema`)."""
         spec, notes = self.spec, self.notes
         if spec.tools is not None:
             missing = sorted(set(spec.tools) - {item.name for item in listed})
@@ -466,6 +478,7 @@ class McpServer:
             if not FUNCTION_NAME_RE.fullmatch(n)
         ]
         tools: dict[str, Tool] = {}
+        check_steps, unchecked, checked = [MAX_SCHEMA_CHECK_STEPS], [], {}
         for name, item, was_renamed in [*fitting, *renamed]:
             if was_renamed:
                 notes.append(
@@ -500,6 +513,8 @@ class McpServer:
             if added_bytes + tool_bytes > spec.max_tool_bytes:
                 over_bytes.append(item.name)
                 continue
+            if not self._valid_schema(item.name, schema, check_steps, unchecked, checked):
+                continue
             added_bytes += tool_bytes
             tools[name] = Tool(
                 name=name,
@@ -508,14 +523,54 @@ class McpServer:
                 fn=self._caller(item.name),
                 server=spec.name,
             )
+        self._note_left_over(over_bytes, added_bytes, unchecked)
+        return list(tools.values())
+
+    def _valid_schema(
+        self,
+        name: str,
+        schema: dict[str, Any],
+        steps_left: list[int],
+        unchecked: list[str],
+        seen: dict[str, SchemaCheck],
+    ) -> bool:
+        """Whether tool ``name``'s input schema is valid JSON Schema of a dialect jsonschema
+        knows (the MCP spec's "JSON Schema Usage": :func:`check_input_schema`), checked within
+        the server's ``steps_left`` (a schema not checked within them joins, named in
+        ``unchecked``; one already ``seen``, another tool's, is not checked again); a note says
+        why one is left out."""
+        text = json.dumps(schema, sort_keys=True, default=str)
+        checked = seen.get(text) or check_input_schema(schema, steps_left[0])
+        if text not in seen:
+            seen[text] = checked
+            steps_left[0] -= checked.steps
+        if checked.problems:
+            self.notes.append(f"{name!r} is left out: its input schema {checked.problems[0]}")
+            return False
+        if not checked.finished:
+            unchecked.append(name)
+        return True
+
+    def _note_left_over(
+        self, over_bytes: list[str], added_bytes: int, unchecked: list[str]
+    ) -> None:
+        """The notes of the tools left out for the bytes they would add to every request, and
+        of those whose input schemas were not checked against their metaschemas."""
+        spec = self.spec
+        if unchecked:
+            self.notes.append(
+                f"the input schemas of {len(unchecked)} of its tools were not checked against "
+                f"their metaschemas ({', '.join(map(repr, unchecked[:5]))}"
+                f"{', …' if len(unchecked) > 5 else ''}): the client takes at most "
+                f"{MAX_SCHEMA_CHECK_STEPS:,} steps for all of a server's schemas"
+            )
         if over_bytes:
-            notes.append(
+            self.notes.append(
                 f"{len(over_bytes)} of its tools are left out ({', '.join(map(repr, over_bytes[:5]))}"
                 f"{', …' if len(over_bytes) > 5 else ''}): each would have taken its tools "
                 f"past the {spec.max_tool_bytes:,} bytes they may add to every request (those "
                 f"taken add {added_bytes:,}; {setting(spec.name, 'MAX_TOOL_BYTES')} raises it)"
             )
-        return list(tools.values())
 
     def _caller(self, server_name: str) -> Callable[..., str]:
         def call(**arguments: Any) -> str:

@@ -72,6 +72,7 @@ from helpers.context.policies import BoxPolicy, box_design, guess_mime_type
 from helpers.context.strategies import strategy_named
 from helpers.loop.dispatch import CallInProgress, dispatch
 from helpers.loop.records import ToolCallRecord, new_tool_call_id
+from helpers.loop.turn_state import TurnState
 from helpers.mcp.settings import McpServerSpec
 from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext, ToolRegistry
@@ -257,7 +258,8 @@ class WorkbookMcpServer:
             if not self._thread_started:  # `workbook outputs list` shows the session
                 self._thread_started = True
                 self.store.ensure_thread(self.session_id)
-            return dispatch(call_id, name, raw, self.tools, self.policy, ctx)
+            # each call a turn of its own: its state (bytes stored, references shown) starts anew
+            return dispatch(call_id, name, raw, self.tools, self.policy, ctx, state=TurnState())
 
     def call_tool(
         self,

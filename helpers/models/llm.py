@@ -51,6 +51,7 @@ from helpers.base.paths import workspace_dir
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
 from helpers.models.personas import PERSONAS, UnknownPersonaError, persona_for_model
 from helpers.models.providers import (
+    DEFAULT_MAX_RETRIES,
     OFFLINE,
     PROFILES,
     ProviderProfile,
@@ -74,7 +75,6 @@ _HEADER_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 DEFAULT_MODELS = {"openai": "gpt-4o-mini"}
 OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 OPENAI_HOST = "api.openai.com"
-DEFAULT_MAX_RETRIES = 2
 #: Seconds the SDK waits for one model response before it gives up (then retries).
 DEFAULT_TIMEOUT_S = 120.0
 #: How to choose a model, said the same way to CLI and notebook users.

@@ -44,6 +44,9 @@ from urllib.parse import urlsplit
 
 from helpers.base import ids
 
+#: The SDK's retries of a failed request (``--max-retries``).
+DEFAULT_MAX_RETRIES = 2
+
 
 @dataclass(frozen=True)
 class ToolCallIdFormat:

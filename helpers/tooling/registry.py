@@ -11,29 +11,42 @@ A tool is a plain Python function with type-hinted parameters and a Google-style
         \"\"\"
 
 The summary becomes the tool's description, each ``Args:`` line a parameter description, and
-the type hints the JSON Schema the model sees (OpenAI chat-completions ``tools`` format).
+the type hints the JSON Schema the model sees (OpenAI chat-completions ``tools`` format), as
+pydantic writes it for a model of the parameters (:class:`_ToolSchema` keeps the shape the model
+has always read).
 A function whose first parameter is annotated :class:`ToolContext` receives the turn's context
-(store and thread) there; that parameter is not part of the schema.
+(store and thread) there; that parameter is not part of the schema. A tool whose call changes
+its turn (loads a tool, fetches an output) returns a :class:`~helpers.tooling.effects.Reported`:
+its text and those effects, which the loop records.
 
-:meth:`ToolRegistry.call` checks arguments against the signature (missing, unexpected and
-wrongly typed arguments raise :class:`ToolArgumentError` with a message for the model) before
-the function runs.
+:meth:`Tool.call` checks arguments before the function runs (missing, unexpected and wrongly
+typed arguments raise :class:`ToolArgumentError` with a message for the model): a Python
+function's with pydantic, an MCP server's tool's against its JSON Schema with jsonschema
+(:mod:`helpers.tooling.argument_checks`).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import json
 import re
-import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
+
+from pydantic import BaseModel, PydanticUserError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from helpers.base.limits import TurnLimits
 from helpers.text.redaction import configured_secrets
+from helpers.tooling.argument_checks import arguments_model, function_problems, schema_problems
+from helpers.tooling.effects import Reported
 
 if TYPE_CHECKING:
+    from pydantic_core import core_schema
+
     from helpers.store.tool_outputs import ToolOutputStore
     from helpers.tooling.program_sandbox import ProgramHost
 
@@ -49,13 +62,14 @@ class UnknownToolError(KeyError):
         return str(self.args[0]) if self.args else "unknown tool"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolContext:
-    """What a context-taking tool gets besides its arguments: the store and the thread.
+    """What a context-taking tool reads besides its arguments, the same for every call of a
+    turn: the store and the thread, the secrets, the caps, and code mode's program host. It
+    holds no state of the turn: what a call did (a fetch, a tool loaded, a reference shown)
+    the call returns (:mod:`helpers.tooling.effects`), and the loop records it in its own
+    :class:`helpers.loop.turn_state.TurnState`.
 
-    ``guards`` collects the names of guards (:data:`helpers.base.guards.GUARDS`) that repaired a
-    mistake while a call was prepared; the agent moves them onto the call's record. ``fetched``
-    holds the ``tool_call_id`` of every output fetched in full this turn (``fetch_tool_output``).
     ``secrets`` are redacted from every tool output before the store or the model sees it
     (default: the secrets configured in the environment and ``.env``). ``limits`` caps what the
     turn may store (:mod:`helpers.base.limits`).
@@ -63,46 +77,47 @@ class ToolContext:
 
     store: ToolOutputStore | None
     thread_id: str
-    guards: list[str] = field(default_factory=list)
-    fetched: set[str] = field(default_factory=set)
-    #: reference ids the model has been shown in this thread (boxed results, this turn or in
-    #: the history it was given)
-    shown_references: set[str] = field(default_factory=set)
     secrets: tuple[str, ...] = field(default_factory=configured_secrets)
-    #: the caps of the turn (:class:`helpers.base.limits.TurnLimits`), and the UTF-8 bytes its tool
-    #: calls have stored so far (outputs and arguments)
+    #: the caps of the turn (:class:`helpers.base.limits.TurnLimits`)
     limits: TurnLimits = field(default_factory=TurnLimits)
-    stored_bytes: int = 0
-    #: the user's prompt of this turn (what tool search matches tools against)
-    prompt: str = ""
-    #: the names of the real tools offered to the model (``None``: every one of them); tool
-    #: search (:mod:`helpers.context.tool_search`) narrows it, and ``tool_search`` widens it
-    offered: set[str] | None = None
     #: code mode: what runs the tool calls of the programs the model writes (the turn sets it:
     #: :class:`helpers.loop.dispatch.ProgramCalls`); ``None`` outside a turn
     program_host: ProgramHost | None = None
 
 
-_JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+class _ToolSchema(GenerateJsonSchema):
+    """pydantic's JSON Schema of the parameters (its hook for the purpose:
+    https://docs.pydantic.dev/latest/concepts/json_schema/#customizing-the-json-schema-generation-process),
+    in the shape the model has always read, every byte of which is in each request's prompt:
+    keys in the order generated (pydantic sorts them), no ``title``, ``X | None`` as ``X`` (the
+    argument may be left out; ``null`` is taken but not offered), a ``Literal`` as ``type``
+    then ``enum`` (one choice too), a ``dict`` as ``{"type": "object"}``."""
+
+    def sort(self, value: JsonSchemaValue, parent_key: str | None = None) -> JsonSchemaValue:
+        return value
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def literal_schema(self, schema: core_schema.LiteralSchema) -> JsonSchemaValue:
+        generated = super().literal_schema(schema)
+        choices = generated.get("enum", [generated.get("const")])
+        return {**({"type": generated["type"]} if "type" in generated else {}), "enum": choices}
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        generated = super().dict_schema(schema)
+        if generated.get("additionalProperties") is True:  # JSON Schema's default anyway
+            del generated["additionalProperties"]
+        return generated
 
 
-def _json_schema(annotation: Any) -> dict[str, Any]:
-    origin = get_origin(annotation)
-    if origin is Literal:
-        choices = list(get_args(annotation))
-        kind = _JSON_TYPES.get(type(choices[0]), "string") if choices else "string"
-        return {"type": kind, "enum": choices}
-    if origin in (Union, types.UnionType):
-        members = [a for a in get_args(annotation) if a is not type(None)]
-        return _json_schema(members[0]) if len(members) == 1 else {}
-    if annotation in _JSON_TYPES:
-        return {"type": _JSON_TYPES[annotation]}
-    if origin is list or annotation is list:
-        item = get_args(annotation)
-        return {"type": "array", "items": _json_schema(item[0]) if item else {}}
-    if origin is dict or annotation is dict:
-        return {"type": "object"}
-    return {}
+@functools.lru_cache(maxsize=256)
+def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a model of a function's arguments (:func:`arguments_model`)."""
+    return model.model_json_schema(schema_generator=_ToolSchema)
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -126,61 +141,6 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
-def _type_ok(value: Any, annotation: Any) -> bool:
-    origin = get_origin(annotation)
-    if origin is Literal:
-        return value in get_args(annotation)
-    if origin in (Union, types.UnionType):
-        return any(_type_ok(value, a) for a in get_args(annotation))
-    if annotation is type(None):
-        return value is None
-    if annotation is bool:
-        return isinstance(value, bool)
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if annotation is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if annotation is str:
-        return isinstance(value, str)
-    if origin is list or annotation is list:
-        return isinstance(value, list)
-    if origin is dict or annotation is dict:
-        return isinstance(value, dict)
-    return True
-
-
-#: A JSON Schema ``type`` name → the Python types a JSON value of it has (a bool is no number).
-_SCHEMA_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-def _schema_type_ok(value: Any, prop: dict[str, Any]) -> bool:
-    """Whether ``value`` has a ``type`` the property's schema allows and is one of its ``enum``
-    (each checked only when the schema says it, with names it knows)."""
-    enum = prop.get("enum")
-    if isinstance(enum, list) and not any(
-        value == choice and type(value) is type(choice) for choice in enum
-    ):
-        return False
-    kinds = prop.get("type")
-    names = kinds if isinstance(kinds, list) else [kinds]
-    allowed = [_SCHEMA_TYPES[n] for n in names if isinstance(n, str) and n in _SCHEMA_TYPES]
-    if not allowed or len(allowed) < len(names):
-        return True  # no type, or one this check does not know: the server's to judge
-    if isinstance(value, bool):
-        return any(bool in kinds for kinds in allowed)
-    if isinstance(value, float) and value.is_integer() and "integer" in names:
-        return True  # JSON Schema: 1.0 is an integer
-    return any(isinstance(value, kinds) for kinds in allowed)
-
-
 @dataclass(frozen=True)
 class Tool:
     """A registered tool.
@@ -201,8 +161,10 @@ class Tool:
             ``write``, ``execution`` or ``query``; ``None``: ``execution``, the cautious
             choice that keeps errors verbatim; :mod:`helpers.context.compaction`).
         server: the MCP server that runs it (:mod:`helpers.mcp.client`; ``None``: a Python
-            function of this process). Its ``parameters`` are the server's JSON Schema, and
-            ``hints`` is empty: :meth:`check_arguments` reads the schema's own types.
+            function of this process). Its ``parameters`` are the server's JSON Schema.
+        hints: the type of each of a Python function's arguments, which pydantic checks a call
+            against (:meth:`check_arguments`); ``None``: a tool described by its JSON Schema
+            alone (an MCP server's), which jsonschema checks a call against.
     """
 
     name: str
@@ -213,7 +175,7 @@ class Tool:
     internal: bool = False
     read_only: bool = False
     category: str | None = None
-    hints: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    hints: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     server: str | None = None
 
     def schema(self) -> dict[str, Any]:
@@ -228,60 +190,43 @@ class Tool:
         }
 
     def check_arguments(self, arguments: Any) -> dict[str, Any]:
-        """``arguments`` if they fit the signature; else raise :class:`ToolArgumentError`.
+        """``arguments`` if they fit the tool; else raise :class:`ToolArgumentError` naming what
+        does not (missing, unexpected, wrongly typed arguments…: one message for every kind of
+        tool, :mod:`helpers.tooling.argument_checks`).
 
-        Checked: an object; the required arguments there; no argument the schema does not
-        name, when it says ``additionalProperties: false`` (every Python tool's does); each
-        argument's type, by the function's type hint or, for a tool described by a JSON Schema
-        only (an MCP server's), by the schema's ``type`` and ``enum`` at the top level. The rest
-        of a server's schema (patterns, nested shapes) is the server's to check: the MCP spec
-        says servers MUST validate all tool inputs, and a pattern from a server never runs in
-        this process.
+        A Python function's arguments are validated by pydantic against its parameters' types
+        (strict: no coercion); a tool described by its JSON Schema alone (an MCP server's) by
+        jsonschema against that schema, its patterns run on RE2, in a bounded number of steps.
         """
         if not isinstance(arguments, dict):
             raise ToolArgumentError(
                 f"{self.name} takes a JSON object of arguments, got {type(arguments).__name__}"
             )
-        props = self.parameters.get("properties")
-        props = props if isinstance(props, dict) else {}
-        required = self.parameters.get("required")
-        required = required if isinstance(required, list) else []
-        missing = [str(name) for name in required if name not in arguments]
-        closed = self.parameters.get("additionalProperties", True) is False
-        unexpected = [name for name in arguments if name not in props] if closed else []
-        problems = []
-        if missing:
-            problems.append(f"missing required argument(s): {', '.join(missing)}")
-        if unexpected:
-            problems.append(
-                f"unexpected argument(s): {', '.join(unexpected)} "
-                f"(accepted: {', '.join(props) or 'none'})"
-            )
-        for name, value in arguments.items():
-            prop = props.get(name)
-            if not isinstance(prop, dict):
-                continue
-            hint = self.hints.get(name)
-            fits = _type_ok(value, hint) if hint is not None else _schema_type_ok(value, prop)
-            if fits:
-                continue
-            if "enum" in prop:
-                choices = ", ".join(repr(c) for c in prop["enum"])
-                problems.append(f"argument {name!r} must be one of {choices}, got {value!r}")
-                continue
-            expected = prop.get("type", "a different type")
-            problems.append(f"argument {name!r} must be {expected}, got {type(value).__name__}")
+        if self.hints is not None:
+            model = arguments_model(self.hints, self.parameters.get("required", ()))
+            problems = function_problems(model, arguments, self.parameters)
+        else:
+            problems = schema_problems(self.parameters, arguments)
         if problems:
             raise ToolArgumentError(f"{self.name}: " + "; ".join(problems))
         return arguments
 
-    def call(self, arguments: dict[str, Any], context: ToolContext | None = None) -> str:
-        """Run the tool on checked arguments; a non-string result is returned as JSON text."""
+    def run(self, arguments: dict[str, Any], context: ToolContext | None = None) -> Reported:
+        """Run the tool on checked arguments: its text (a non-string result as JSON text) and
+        what the call did to its turn (:class:`~helpers.tooling.effects.CallEffects`: none,
+        unless the tool returned a :class:`~helpers.tooling.effects.Reported`)."""
         self.check_arguments(arguments)
         result = self.fn(context, **arguments) if self.takes_context else self.fn(**arguments)
-        if isinstance(result, str):
+        if isinstance(result, Reported):
             return result
-        return json.dumps(result, ensure_ascii=False, default=str)
+        if isinstance(result, str):
+            return Reported(result)
+        return Reported(json.dumps(result, ensure_ascii=False, default=str))
+
+    def call(self, arguments: dict[str, Any], context: ToolContext | None = None) -> str:
+        """The text of :meth:`run`: what a caller outside a turn needs (it records no
+        effects)."""
+        return self.run(arguments, context).text
 
 
 def tool_from_function(
@@ -296,8 +241,8 @@ def tool_from_function(
     ``internal``, ``read_only`` and ``category`` are the :class:`Tool`'s properties.
 
     Raises:
-        TypeError: a parameter (other than a leading ``ToolContext``) has no type hint, or is
-            ``*args`` / ``**kwargs``.
+        TypeError: a parameter (other than a leading ``ToolContext``) has no type hint, one
+            pydantic cannot describe, or is ``*args`` / ``**kwargs``.
     """
     signature = inspect.signature(fn)
     hints = get_type_hints(fn)
@@ -306,21 +251,24 @@ def tool_from_function(
     takes_context = bool(params) and hints.get(params[0].name) is ToolContext
     if takes_context:
         params = params[1:]
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    arg_hints: dict[str, Any] = {}
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"{fn.__name__}: *args/**kwargs cannot be described to a model")
         if param.name not in hints:
             raise TypeError(f"{fn.__name__}: parameter {param.name!r} needs a type hint")
-        arg_hints[param.name] = hints[param.name]
-        prop = _json_schema(hints[param.name])
+    arg_hints = {param.name: hints[param.name] for param in params}
+    required = [param.name for param in params if param.default is param.empty]
+    try:
+        generated = _parameters_schema(arguments_model(arg_hints, required))
+    except PydanticUserError as exc:
+        raise TypeError(f"{fn.__name__}: {exc}") from None
+    properties: dict[str, Any] = {}
+    for param in params:
+        prop = copy.deepcopy(generated["properties"][param.name])
+        prop.pop("default", None)  # pydantic's, for an optional field; the function's below
         if param.name in param_docs:
             prop["description"] = param_docs[param.name]
-        if param.default is param.empty:
-            required.append(param.name)
-        else:
+        if param.default is not param.empty:
             prop["default"] = param.default
         properties[param.name] = prop
     parameters = {
@@ -328,6 +276,7 @@ def tool_from_function(
         "properties": properties,
         "required": required,
         "additionalProperties": False,
+        **({"$defs": copy.deepcopy(generated["$defs"])} if "$defs" in generated else {}),
     }
     return Tool(
         name=name or fn.__name__,

@@ -100,6 +100,9 @@ def yt_transcribe(video_id: str) -> str:
 
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+#: :func:`deep_check`'s reports by the text's SHA-256 and length (a comparison passes the same
+#: transcripts and documents to it under every strategy); emptied past 256 texts.
+_DEEP_CHECKS: dict[tuple[str, int], str] = {}
 
 
 @registry.register(read_only=True, category="execution")
@@ -113,16 +116,22 @@ def deep_check(text: str) -> str:
         A short analysis: length in characters and UTF-8 bytes, a SHA-256 prefix of the UTF-8
         bytes, line and word counts, and the most frequent words.
     """
-    words = _WORD_RE.findall(text.lower())
-    counts = Counter(words)
-    top = heapq.nsmallest(3, counts.items(), key=lambda kv: (-kv[1], kv[0]))
     digest = ids.content_sha256(text)
-    lines = text.count("\n") + 1 if text else 0
-    return (
-        f"Deep Check: received {len(text)} chars ({len(text.encode('utf-8', 'surrogatepass'))} "
-        f"bytes UTF-8), sha256 {digest[:16]}, {lines} lines, {len(words)} words; "
-        f"top words: {', '.join(f'{w} ({n})' for w, n in top) or 'none'}."
-    )
+    key = (digest, len(text))
+    if key not in _DEEP_CHECKS:
+        words = _WORD_RE.findall(text.lower())
+        counts = Counter(words)
+        top = heapq.nsmallest(3, counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        lines = text.count("\n") + 1 if text else 0
+        if len(_DEEP_CHECKS) >= 256:
+            _DEEP_CHECKS.clear()
+        _DEEP_CHECKS[key] = (
+            f"Deep Check: received {len(text)} chars "
+            f"({len(text.encode('utf-8', 'surrogatepass'))} bytes UTF-8), sha256 {digest[:16]}, "
+            f"{lines} lines, {len(words)} words; "
+            f"top words: {', '.join(f'{w} ({n})' for w, n in top) or 'none'}."
+        )
+    return _DEEP_CHECKS[key]
 
 
 # -- google_drive_write_file --------------------------------------------------------------------

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from helpers.base import ids
 from helpers.base.paths import var_dir
-from helpers.store.tool_outputs import CHUNK_CHARS, ToolOutputStore, sqlite_file
+from helpers.store.database import sqlite_file
+from helpers.store.schema import CHUNK_CHARS
+from helpers.store.tool_outputs import ToolOutputStore
 
 #: Characters that break code written for ASCII, one line or bytes: accents (2 UTF-8 bytes), an
 #: emoji (4 bytes, 1 character), CJK, CRLF line ends, quotes, backticks, a NUL.

@@ -34,7 +34,8 @@ from helpers.course.checkpoint import (
     short,
 )
 from helpers.course.checks.inputs import arguments, nonce, outputs, scratch_store, texts
-from helpers.store.tool_outputs import ToolOutput, ToolOutputChunk, ToolOutputStore
+from helpers.store.schema import ToolOutput, ToolOutputChunk
+from helpers.store.tool_outputs import ToolOutputStore
 
 #: Local time zones a checkpoint runs in: a naive local time is 14 hours off in the second.
 ZONES = ("UTC", "Pacific/Kiritimati", "Etc/GMT+12", "Asia/Kathmandu")

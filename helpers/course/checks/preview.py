@@ -28,7 +28,8 @@ from helpers.course.checks.inputs import (
     texts,
 )
 from helpers.course.checks.inputs import outputs as all_outputs  # `outputs` is a parameter here
-from helpers.store.tool_outputs import ToolOutput, ToolOutputChunk, ToolOutputStore
+from helpers.store.schema import ToolOutput, ToolOutputChunk
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext
 
 call_ids = st.from_regex(r"call_[A-Za-z0-9_-]{1,20}", fullmatch=True)
@@ -209,7 +210,7 @@ class _FetchChecks:
     def answer(self, case: FetchCase, decoy: bool = True) -> tuple[dict[str, Any], Any]:
         thread, got = self.fetched(case, decoy)
         context = ToolContext(store=self.store, thread_id=thread)
-        want = json.loads(library_fetch(context, case.asked))
+        want = json.loads(library_fetch(context, case.asked).text)
         expect(isinstance(got, dict), "a JSON object", short(got))
         return want, got
 

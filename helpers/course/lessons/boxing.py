@@ -17,14 +17,16 @@ from typing import Any
 
 from helpers.cases.case_files import load_cases
 from helpers.context.boxing import ReferenceRefused, make_reference
-from helpers.context.policies import BoxPolicy, Presented
+from helpers.context.policies import BoxPolicy, Prepared, Presented
 from helpers.context.resolve_tools import internal_resource_grep
 from helpers.course.choices import explain_choice
 from helpers.loop.agent import Agent, run_turn
 from helpers.loop.dispatch import dispatch
 from helpers.loop.records import ToolCallRecord
-from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.store.reading import StoredOutput
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text.escaping import for_terminal
+from helpers.tooling.effects import NO_TURN, TurnView
 from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
 
 #: ``box_result(output, ref_id, tool_name, threshold, boxing) -> str``: notebook 04's TODO 1.
@@ -79,13 +81,15 @@ class NotebookBoxPolicy(BoxPolicy):
         shown = self.box_result(output, ref_id, tool.name, self.threshold, self.boxing)
         return Presented(shown, "boxed" if shown != output else "inline")
 
-    def prepare_arguments(self, ctx: ToolContext, tool: Tool, arguments: Any) -> Any:
+    def prepare_arguments(
+        self, ctx: ToolContext, tool: Tool, arguments: Any, turn: TurnView = NO_TURN
+    ) -> Prepared:
         """The arguments a real tool gets: the attendee's ``unbox`` of them in the call's
-        thread (it raises :class:`ReferenceRefused`); a resolve tool's as the library's policy
-        prepares them (they take the reference itself)."""
+        thread (it raises :class:`ReferenceRefused`; it notes no guard); a resolve tool's as
+        the library's policy prepares them (they take the reference itself)."""
         if tool.internal:  # resolve tools take the reference itself
-            return super().prepare_arguments(ctx, tool, arguments)
-        return self.unbox(arguments, ctx.store, ctx.thread_id)
+            return super().prepare_arguments(ctx, tool, arguments, turn)
+        return Prepared(self.unbox(arguments, ctx.store, ctx.thread_id))
 
     def internal_tools(self) -> list[Tool]:
         """The library's five resolve tools, with the attendee's ``read_slice`` and ``grep``

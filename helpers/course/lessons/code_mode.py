@@ -120,7 +120,7 @@ def run_box_and_code(
     ``code`` with the model of ``config``, showing a progress bar, then the table of the two
     side by side, case by case (prompt tokens, model and tool calls, verdicts). The whole
     outputs go to the workbook's store (a :class:`~helpers.store.tool_outputs.ToolOutputStore` on
-    :func:`~helpers.store.tool_outputs.default_db_url`).
+    :func:`~helpers.store.database.default_db_url`).
 
     Args:
         config: the model in use: a paid one first asks for a go-ahead

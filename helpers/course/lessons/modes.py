@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from helpers.display.theme import ChartTheme
     from helpers.loop.records import TurnRecord
     from helpers.models.llm import ModelConfig
-    from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+    from helpers.store.reading import StoredOutput
+    from helpers.store.tool_outputs import ToolOutputStore
 
 #: The attendee's TODO 1: ``schemas_for_mode(registry, mode)``, the chat-completions schemas
 #: (each as :meth:`~helpers.tooling.registry.Tool.schema` gives it) of the tools ``mode`` allows.

@@ -16,7 +16,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.schema import CreateTable
 
 from helpers.base.paths import var_dir
-from helpers.store.tool_outputs import Base, StoredOutput, ToolOutput, ToolOutputStore, make_engine
+from helpers.store.database import make_engine
+from helpers.store.reading import StoredOutput
+from helpers.store.schema import Base, ToolOutput
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text.escaping import for_terminal
 
 if TYPE_CHECKING:
@@ -32,7 +35,7 @@ def empty_tool_outputs_db() -> Engine:
     ``tool_outputs`` table, with its ``CREATE TABLE`` statement printed.
 
     Returns:
-        Its engine (:func:`helpers.store.tool_outputs.make_engine`: WAL mode and a busy timeout, set
+        Its engine (:func:`helpers.store.database.make_engine`: WAL mode and a busy timeout, set
         on connect).
 
     Raises:

@@ -19,7 +19,8 @@ from helpers.course.choices import deep_check_received, explain_choice
 from helpers.loop.agent import Agent, run_turn
 from helpers.loop.records import TurnRecord
 from helpers.models.llm import ModelConfig
-from helpers.store.tool_outputs import StoredOutput, ToolOutputStore
+from helpers.store.reading import StoredOutput
+from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text.escaping import for_terminal
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
 

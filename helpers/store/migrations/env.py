@@ -7,7 +7,8 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from helpers.store.tool_outputs import Base, default_db_url, make_engine
+from helpers.store.database import default_db_url, make_engine
+from helpers.store.schema import Base
 
 if context.config.config_file_name is not None:  # the alembic command: log what it does
     fileConfig(context.config.config_file_name, disable_existing_loggers=False)

@@ -22,7 +22,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    from helpers.store.tool_outputs import MAX_TOOL_CALL_ID_CHARS, Base, thread_key
+    from helpers.store.schema import MAX_TOOL_CALL_ID_CHARS, Base, thread_key
 
     bind = op.get_bind()
     inspector = sa.inspect(bind)
