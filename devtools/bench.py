@@ -646,6 +646,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.speed_only:
         results = run_speed(quick=args.quick)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         print(speed_block(results))
         if args.readme:
             from devtools.readme_figures import write_blocks

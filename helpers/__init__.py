@@ -177,6 +177,10 @@ _PUBLIC: dict[str, str] = {
     "reference_id": "helpers.context.boxing",
     "embedded_reference_ids": "helpers.context.boxing",
     "Presented": "helpers.context.policies",
+    "Prepared": "helpers.context.policies",
+    "CallEffects": "helpers.tooling.effects",
+    "Reported": "helpers.tooling.effects",
+    "TurnView": "helpers.tooling.effects",
     "guess_mime_type": "helpers.context.policies",
     "internal_resource_grep": "helpers.context.resolve_tools",
     "CompactionRules": "helpers.context.compaction",
@@ -354,6 +358,7 @@ __all__ = [
     "BoxDesign",
     "BoxPolicy",
     "BridgeHost",
+    "CallEffects",
     "Case",
     "ClaudeCodePolicy",
     "ClearToolUses",
@@ -383,11 +388,13 @@ __all__ = [
     "NotebookTruncatePolicy",
     "OfflineModel",
     "OfflineServer",
+    "Prepared",
     "Presented",
     "ProgramCalls",
     "ProgramLimits",
     "ProgramResult",
     "ReferenceRefused",
+    "Reported",
     "ResultPolicy",
     "RunConfig",
     "StoredOutput",
@@ -403,6 +410,7 @@ __all__ = [
     "TruncatePolicy",
     "TurnLimits",
     "TurnRecord",
+    "TurnView",
     "WorkbookMcpServer",
     "answer_html",
     "approve_spend",
@@ -614,6 +622,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
         BoxPolicy,
         InlinePolicy,
         MiddleTruncatePolicy,
+        Prepared,
         Presented,
         ResultPolicy,
         TruncatePolicy,
@@ -786,6 +795,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names as _PUBL
     from helpers.store.tool_outputs import ToolOutputStore
     from helpers.text.escaping import for_terminal
     from helpers.text.tokens import count_chat_tokens, count_tokens
+    from helpers.tooling.effects import CallEffects, Reported, TurnView
     from helpers.tooling.program_sandbox import ProgramLimits, ProgramResult, run_program
     from helpers.tooling.registry import Tool, ToolContext, ToolRegistry, tool_from_function
     from helpers.tooling.tools import default_registry, get_page, run_sql, yt_transcribe

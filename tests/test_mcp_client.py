@@ -249,6 +249,90 @@ def test_a_call_that_breaks_a_servers_schema_is_an_error_result_and_never_sent(s
     assert "argument 'code': 'france' does not match the pattern '^[A-Z]{2}$'" in call.result
 
 
+def test_the_text_a_servers_patterns_search_is_bounded_by_the_steps():
+    """Twenty levels of ``allOf`` of two references to the next (2**20 paths) end in one
+    ``pattern``, under a 200,000-character argument: every search counts the characters it reads
+    (:data:`SCANNED_CHARS_PER_STEP` a step), so the text searched in one check is at most the
+    steps' worth, however many paths lead to the pattern."""
+    from helpers.tooling import argument_checks
+    from helpers.tooling.argument_checks import (
+        MAX_SCHEMA_STEPS,
+        SCANNED_CHARS_PER_STEP,
+        check_schema_arguments,
+    )
+
+    levels = {f"p{i}": {"allOf": [{"$ref": f"#/$defs/p{i + 1}"}] * 2} for i in range(20)}
+    schema = {
+        "type": "object",
+        "$defs": {**levels, "p20": {"pattern": "[bc]"}},
+        "properties": {"s": {"$ref": "#/$defs/p0"}},
+    }
+    searched = []
+    real = argument_checks._regex
+
+    class Counting:
+        def __init__(self, regex: Any) -> None:
+            self.regex = regex
+
+        def search(self, text: str) -> Any:
+            searched.append(len(text))
+            return self.regex.search(text)
+
+    argument_checks._regex = lambda pattern: Counting(real(pattern))  # type: ignore[assignment]
+    try:
+        check = check_schema_arguments(schema, {"s": "a" * 200_000 + "b"})
+    finally:
+        argument_checks._regex = real
+    assert not check.finished and check.problems == []
+    assert sum(searched) <= (MAX_SCHEMA_STEPS + 1) * SCANNED_CHARS_PER_STEP
+
+
+def test_a_reference_passed_to_a_constrained_server_argument_is_checked_as_its_value(
+    tmp_path,
+) -> None:
+    """A server's ``pattern`` and ``minLength`` apply to the value a reference stands for, once
+    unboxed, never to the reference's own text: a boxed 5,000-character output that fits them
+    reaches the tool; one that does not is refused naming the rule."""
+    from helpers.context.policies import BoxPolicy
+    from helpers.loop.dispatch import dispatch
+    from helpers.loop.turn_state import TurnState
+    from helpers.store.tool_outputs import ToolOutputStore
+    from helpers.tooling.registry import Tool, ToolContext, ToolRegistry
+
+    store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    store.ensure_thread("t1")
+    row = store.log_tool("t1", "call_src", "src", "{}", "{" + "x" * 5_000 + "}")
+    got: list[str] = []
+    for rule, kind in (
+        ({"minLength": 100, "pattern": "^\\{"}, "inline"),
+        ({"pattern": "^y"}, "error"),
+    ):
+        tool = Tool(
+            name="srv_write",
+            description="d",
+            parameters={
+                "type": "object",
+                "properties": {"text": {"type": "string", **rule}},
+                "required": ["text"],
+            },
+            fn=lambda text: got.append(text) or "ok",
+            server="srv",
+        )
+        record = dispatch(
+            f"call_{kind}",
+            tool.name,
+            json.dumps({"text": f"internal://{row.ref_id}"}),
+            ToolRegistry([tool]),
+            BoxPolicy(),
+            ToolContext(store=store, thread_id="t1"),
+            state=TurnState(),
+        )
+        assert record.result_kind == kind, record.result
+    assert got == ["{" + "x" * 5_000 + "}"]
+    assert "pattern" in record.result
+    store.close()
+
+
 def test_a_pattern_in_a_servers_output_schema_never_runs_in_the_agent():
     """The SDK checks structured content against a tool's outputSchema with jsonschema (Python's
     backtracking engine); the client skips that check, so a server's ``^(a+)+$`` over 40 a's

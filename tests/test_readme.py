@@ -160,14 +160,22 @@ def test_imports_flow_one_way_through_the_layers() -> None:
         own = layer(module)
         assert own in rank, module
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.ImportFrom)
-                and node.module
-                and node.module.startswith("helpers.")
-            ):
-                target = layer(node.module)
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            for target_module in targets:
+                assert target_module != "helpers", (
+                    f"{module} imports the public API (helpers), which loads every layer: "
+                    "import from the defining module"
+                )
+                if not target_module.startswith("helpers."):
+                    continue
+                target = layer(target_module)
                 assert rank[target] <= rank[own], (
-                    f"{module} ({own}) imports {node.module} ({target}), a layer above"
+                    f"{module} ({own}) imports {target_module} ({target}), a layer above"
                 )
 
 

@@ -627,7 +627,7 @@ class BoxPolicy(ResultPolicy):
 
         # the shape is checked before anything is read: a reference stands for a string
         arguments = canonicalize_references(arguments, on_guard=repaired.append)
-        tool.check_arguments(arguments)
+        tool.check_arguments(arguments, shape_only=True)
         wanted = find_references(arguments)
         if len(wanted) > MAX_REFERENCES_PER_CALL:
             raise TooMuchToUnbox(

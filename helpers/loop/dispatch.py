@@ -249,7 +249,7 @@ def _run_call(
     name, refuse = tool.name, call.refuse
     call.server = tool.server
     try:
-        tool.check_arguments(_arguments_for_shape_check(arguments))
+        tool.check_arguments(_arguments_for_shape_check(arguments), shape_only=True)
         prepared = policy.prepare_arguments(call.ctx, tool, arguments, state.view())
         call.guards += prepared.effects.guards
         real_arguments = prepared.arguments

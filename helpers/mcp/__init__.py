@@ -13,6 +13,6 @@
 - :mod:`helpers.mcp.stdio_guard`: what stands between the client and a server's process, so a
   server's output is bounded in memory.
 
-The layer sits above the loop (the server dispatches each call as the turn does) and below the
-models and the course, which start servers and serve them.
+The layer sits above the models and the loop (the server dispatches each call as the turn does)
+and below the evaluation, the course and the CLI, which start servers and serve them.
 """

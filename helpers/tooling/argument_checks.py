@@ -80,8 +80,17 @@ if TYPE_CHECKING:
 #: entered (an item of an array, a ``$ref``, a member of ``anyOf``) and each name a
 #: ``patternProperties`` pattern searches. A call of a dozen arguments takes a few dozen.
 MAX_SCHEMA_STEPS = 20_000
+#: Characters a pattern's search reads per step: a search is a step for each this many
+#: characters of its text (RE2 reads a text once), so the steps bound the text scanned, whatever
+#: the number of patterns a schema holds.
+SCANNED_CHARS_PER_STEP = 1_000
+#: The longest pattern of a server's schema that is run (a longer one checks nothing), as
+#: grep's patterns are bounded (:data:`helpers.context.resolve_tools.MAX_GREP_PATTERN_CHARS`).
+MAX_PATTERN_CHARS = 1_000
 #: The memory RE2 may take for one of a schema's patterns (one that needs more checks nothing).
-RE2_MAX_MEM = 8 << 20
+RE2_MAX_MEM = 2 << 20
+#: Compiled patterns kept for the next check (at most this many times :data:`RE2_MAX_MEM`).
+KEPT_PATTERNS = 64
 #: Problems a refusal names (the rest are counted).
 MAX_PROBLEMS = 10
 #: Characters of a value, a pattern or a library's message a problem quotes.
@@ -254,10 +263,11 @@ def _spend(steps: int = 1) -> None:
     _budget.get().spend(steps)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=KEPT_PATTERNS)
 def _regex(pattern: Any) -> Any | None:
-    """``pattern`` compiled by RE2, or ``None``: not a string, or a pattern RE2 cannot run."""
-    if not isinstance(pattern, str):
+    """``pattern`` compiled by RE2, or ``None``: not a string, longer than
+    :data:`MAX_PATTERN_CHARS`, or a pattern RE2 cannot run."""
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_CHARS:
         return None
     try:
         return re2.compile(pattern, _RE2_OPTIONS)
@@ -272,9 +282,15 @@ def _violation(message: str) -> SchemaViolation:
 
 
 def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    """``pattern`` (Validation §6.3.3), on RE2."""
+    """``pattern`` (Validation §6.3.3), on RE2; a step per :data:`SCANNED_CHARS_PER_STEP`
+    characters searched."""
+    if not validator.is_type(instance, "string"):
+        return
     regex = _regex(pattern)
-    if regex is not None and validator.is_type(instance, "string") and not regex.search(instance):
+    if regex is None:
+        return
+    _spend(len(instance) // SCANNED_CHARS_PER_STEP)
+    if not regex.search(instance):
         yield _violation(f"{_shown(instance)} does not match the pattern {_shown(pattern)}")
 
 
@@ -286,7 +302,7 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
         regex = _regex(pattern)
         if regex is None:
             continue
-        _spend(len(instance))
+        _spend(len(instance) + sum(map(len, instance)) // SCANNED_CHARS_PER_STEP)
         for name, value in instance.items():
             if regex.search(name):
                 yield from validator.descend(value, subschema, path=name, schema_path=pattern)
@@ -484,9 +500,30 @@ def check_schema_arguments(
     return SchemaCheck(_schema_said(found, schema, arguments), spent, finished)
 
 
-def schema_problems(schema: Mapping[str, Any], arguments: dict[str, Any]) -> list[str]:
-    """The problems of :func:`check_schema_arguments`."""
-    return check_schema_arguments(schema, arguments).problems
+def schema_problems(
+    schema: Mapping[str, Any], arguments: dict[str, Any], *, shape_only: bool = False
+) -> list[str]:
+    """The problems of :func:`check_schema_arguments`; with ``shape_only``, against
+    :func:`shape_of` the schema (arguments whose references are not unboxed yet)."""
+    return check_schema_arguments(shape_of(schema) if shape_only else schema, arguments).problems
+
+
+def shape_of(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """What can be checked of a call before its references are unboxed: the names required and
+    allowed, and each argument's JSON type, no more. A reference (``internal://<id>``) stands for
+    a value the model has not seen, so a ``pattern``, a ``minLength`` or a ``format`` applies to
+    that value once unboxed (the full check then), never to the reference's own text."""
+    properties = schema.get("properties")
+    shape: dict[str, Any] = {"type": "object"}
+    if isinstance(properties, Mapping):
+        shape["properties"] = {
+            name: {"type": prop["type"]} if isinstance(prop, Mapping) and "type" in prop else {}
+            for name, prop in properties.items()
+        }
+    for keyword in ("required", "additionalProperties"):
+        if isinstance(schema.get(keyword), list | bool):
+            shape[keyword] = schema[keyword]
+    return shape
 
 
 def _schema_said(found: list[Any], schema: Mapping[str, Any], arguments: Any) -> list[str]:

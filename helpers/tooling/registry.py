@@ -189,10 +189,13 @@ class Tool:
             },
         }
 
-    def check_arguments(self, arguments: Any) -> dict[str, Any]:
+    def check_arguments(self, arguments: Any, *, shape_only: bool = False) -> dict[str, Any]:
         """``arguments`` if they fit the tool; else raise :class:`ToolArgumentError` naming what
         does not (missing, unexpected, wrongly typed arguments…: one message for every kind of
-        tool, :mod:`helpers.tooling.argument_checks`).
+        tool, :mod:`helpers.tooling.argument_checks`). ``shape_only``: before its references
+        are unboxed, a call is checked for its names and JSON types only
+        (:func:`~helpers.tooling.argument_checks.shape_of`); the full check follows on the
+        unboxed values.
 
         A Python function's arguments are validated by pydantic against its parameters' types
         (strict: no coercion); a tool described by its JSON Schema alone (an MCP server's) by
@@ -206,7 +209,7 @@ class Tool:
             model = arguments_model(self.hints, self.parameters.get("required", ()))
             problems = function_problems(model, arguments, self.parameters)
         else:
-            problems = schema_problems(self.parameters, arguments)
+            problems = schema_problems(self.parameters, arguments, shape_only=shape_only)
         if problems:
             raise ToolArgumentError(f"{self.name}: " + "; ".join(problems))
         return arguments

@@ -118,20 +118,22 @@ def deep_check(text: str) -> str:
     """
     digest = ids.content_sha256(text)
     key = (digest, len(text))
-    if key not in _DEEP_CHECKS:
+    report = _DEEP_CHECKS.get(key)
+    if report is None:
         words = _WORD_RE.findall(text.lower())
         counts = Counter(words)
         top = heapq.nsmallest(3, counts.items(), key=lambda kv: (-kv[1], kv[0]))
         lines = text.count("\n") + 1 if text else 0
-        if len(_DEEP_CHECKS) >= 256:
-            _DEEP_CHECKS.clear()
-        _DEEP_CHECKS[key] = (
+        report = (
             f"Deep Check: received {len(text)} chars "
             f"({len(text.encode('utf-8', 'surrogatepass'))} bytes UTF-8), sha256 {digest[:16]}, "
             f"{lines} lines, {len(words)} words; "
             f"top words: {', '.join(f'{w} ({n})' for w, n in top) or 'none'}."
         )
-    return _DEEP_CHECKS[key]
+        if len(_DEEP_CHECKS) >= 256:
+            _DEEP_CHECKS.clear()
+        _DEEP_CHECKS[key] = report  # another thread may clear it: this call returns its own
+    return report
 
 
 # -- google_drive_write_file --------------------------------------------------------------------
