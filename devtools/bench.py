@@ -250,7 +250,16 @@ def bench_notebooks() -> dict[str, float]:
 
 def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     """Every shipped case at full size (the large ones: megabytes) under every strategy, and the
-    scaling run from 1 KB to 10 MB: totals, and how long each took."""
+    scaling run from 1 KB to 10 MB: totals, and how long each took; with the ids ``make
+    figures`` draws (:data:`devtools.readme_figures.SEED`), so its tokens are the figures'."""
+    from devtools.readme_figures import SEED
+    from helpers.base.ids import reproducible_ids
+
+    with reproducible_ids(SEED):
+        return _bench_tokens(store)
+
+
+def _bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     from helpers.cases.case_files import ALL_CASES, load_cases
     from helpers.context.strategies import compared_strategies, field_strategies
     from helpers.evaluation.compare import Comparison
@@ -272,9 +281,14 @@ def bench_tokens(store: ToolOutputStore) -> dict[str, Any]:
     started = time.perf_counter()
     scaling = run_scaling(strategies=[*compared_strategies(), *field_strategies()], store=store)
     scaling_s = time.perf_counter() - started
-    metrics = Comparison(runs, "offline-reference", None, 600, scaling=scaling).metrics()
+    comparison = Comparison(runs, "offline-reference", None, 600, scaling=scaling)
+    metrics = comparison.metrics()
+    from devtools.floor_gap import excess_parts, oracle_ratio
+
     return {  # bench.json's own section: the comparison's totals, as compare.json has them
         "totals": {v: t.model_dump(mode="json") for v, t in metrics.totals.items()},
+        "floor_gap": excess_parts(comparison),
+        "oracle": oracle_ratio(cases, client=client, model="offline-reference", store=store),
         "cases_s": cases_s,
         "scaling_s": scaling_s,
         "breaks": dict(scaling.breaks),
@@ -572,6 +586,27 @@ def speed_block(results: dict[str, Any]) -> str:
         f"**{box['ratio_to_floor']}×** "
         f"with {box['passed']}/{box['cases']} cases passed (goal ≤ {BOX_FLOOR_GOAL}×).",
     ]
+    gap, oracle = results["tokens"].get("floor_gap"), results["tokens"].get("oracle")
+    if gap and oracle:
+        from devtools.floor_gap import PARTS
+
+        speed += [
+            "",
+            f"What it sends that the floor does not, part by part, over all its model calls "
+            f"(`devtools/floor_gap.py`; the parts overlap with the calls the floor drops, so "
+            f"they do not add up to the {gap['excess']:,} tokens it spends beyond the floor):",
+            "",
+            "| part | prompt tokens |",
+            "|---|---:|",
+            *(f"| {PARTS[k]} | {v:,} |" for k, v in gap["parts"].items()),
+            "",
+            f"The first part is the one a client could save, if it knew in advance which cases "
+            f"look inside a result: offering the resolve tool to those cases only, and changing "
+            f"nothing else, `{subject}` reaches **{oracle['ratio_to_floor']}×** "
+            f"({oracle['passed']}/{oracle['cases']} passed). No rule that decides per case "
+            f"whether to offer it can go below that: the rest is `tool_search`, the rule, the "
+            f"previews and the real tools a case does not call.",
+        ]
     return "\n".join(speed)
 
 

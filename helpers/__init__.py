@@ -29,7 +29,7 @@ test):
 
 - :mod:`helpers.base`: where files live (paths), ids, the guards and the caps of a turn (limits);
 - :mod:`helpers.text`: untrusted text per sink (escaping), secrets redacted, o200k_base token
-  counts, text that UTF-8 can encode (unicode);
+  counts, text that UTF-8 can encode (unicode), RE2's options (patterns);
 - :mod:`helpers.display`: the views' colours (theme), the ✓ and ✗ marks, charts in both themes;
 - :mod:`helpers.cases`: prompt cases (case files) and the offline model's plan language;
 - :mod:`helpers.store`: the SQLAlchemy tool-output store, its Alembic migrations, checkpoint rows;

@@ -53,3 +53,80 @@ def ask(tmp_path, monkeypatch, capsys):
     from provider import ask_runner
 
     return ask_runner(tmp_path, monkeypatch, capsys)
+
+
+# -- how `make test` spreads the tests over its workers (pytest-xdist, --dist loadfile) ----------
+
+#: The longest work units, in seconds on one worker of a busy two-core machine (measured; every
+#: other unit takes a few seconds, and only their order matters): they are handed out first, so
+#: that the short ones fill the gaps at the end instead of a long one starting when the rest are
+#: done. A stale figure costs time, never a check.
+SLOWEST_UNITS = {
+    "tests/test_cli.py": 170,
+    "tests/test_mcp_server.py": 140,
+    "tests/test_readme.py": 60,
+    "tests/test_mcp_client.py": 50,
+    "tests/test_untrusted_text.py": 40,
+    "tests/test_faults.py": 40,
+    "tests/test_notebooks.py::08_code_mode": 37,
+    "tests/test_file_modes.py": 35,
+    "tests/test_code_mode.py": 34,
+    "tests/test_reference_data.py": 26,
+    "tests/test_checkpoints.py": 23,
+    "tests/test_checkpoint_answers.py": 23,
+    "tests/test_providers.py": 23,
+    "tests/test_compare.py": 21,
+    "tests/test_notebooks.py::04_opaque_reference_boxing": 19,
+    "tests/test_notebooks.py::09_real_mcp": 19,
+    "tests/test_mcp_guard.py": 16,
+    "tests/test_notebooks.py::03_truncated_preview": 14,
+    "tests/test_notebooks.py::07_modes_and_dual_stream": 14,
+    "solutions/08_code_mode.ipynb": 14,
+    "tests/test_sql_bounds.py": 13,
+    "tests/test_provider_limits.py": 13,
+    "solutions/09_real_mcp.ipynb": 12,
+    "tests/test_notebooks.py::01_inline_tool_results": 12,
+    "tests/test_notebooks.py::02_persist_tool_outputs": 11,
+    "tests/test_notebooks.py::06_tool_history_compaction": 9,
+    "tests/test_store.py": 9,
+    "solutions/05_truncation_vs_boxing.ipynb": 8,
+    "solutions/06_tool_history_compaction.ipynb": 8,
+    "solutions/07_modes_and_dual_stream.ipynb": 7,
+}
+
+#: tests/test_notebooks.py's checkpoint test: one work unit per notebook, its TODOs in order.
+CHECKPOINT_TEST = "tests/test_notebooks.py::test_checkpoint_stops_stub_and_wrong_answers_then_"
+
+
+def work_unit(nodeid: str) -> str:
+    """What one worker runs whole, in order: a test's file (a solution notebook's cells under
+    nbval: one kernel), except the checkpoint test, whose unit is its notebook (a notebook's
+    TODOs go on in one kernel), so that the notebooks spread over the workers."""
+    if nodeid.startswith(CHECKPOINT_TEST) and "[" in nodeid:
+        notebook = nodeid.split("[", 1)[1].rsplit("-TODO", 1)[0]
+        return f"tests/test_notebooks.py::{notebook}"
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` by :func:`work_unit`, the slowest units first."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        sorted = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.sorted:  # the whole queue is known by the first assignment
+                units = sorted(self.workqueue.items(), key=lambda u: -SLOWEST_UNITS.get(u[0], 0))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self.sorted = True
+            super()._assign_work_unit(node)
+
+    return Scheduling(config, log)

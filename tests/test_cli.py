@@ -709,8 +709,15 @@ PARAPHRASES = {
 
 
 def test_no_plan_has_an_exit_code_of_its_own_documented_everywhere_codes_are() -> None:
-    from helpers.cli import EXIT_CODES, EXIT_NO_PLAN, build_parser
-    from helpers.cli.exits import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+    from helpers.cli import build_parser
+    from helpers.cli.exits import (
+        EXIT_CODES,
+        EXIT_FAILED,
+        EXIT_INCOMPLETE,
+        EXIT_NO_PLAN,
+        EXIT_OK,
+        EXIT_USAGE,
+    )
 
     from_main = {EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, 130, 141}
     assert EXIT_CODES["no_plan"] == EXIT_NO_PLAN and EXIT_NO_PLAN not in from_main
@@ -719,6 +726,20 @@ def test_no_plan_has_an_exit_code_of_its_own_documented_everywhere_codes_are() -
         assert f"| `{status}` | {code} |" in docs, status
     assert f"no_plan {EXIT_NO_PLAN} (" in workbook("ask", "--help").stdout
     assert f"{EXIT_NO_PLAN} no plan" in build_parser().epilog
+
+
+def test_the_exit_codes_are_named_in_one_module_and_imported_from_it() -> None:
+    """``helpers.cli.exits`` names every exit code; the package neither defines nor passes them
+    on, so each user imports them from there (one way to name an exit code)."""
+    import helpers.cli as cli
+    from helpers.cli import exits
+
+    codes = {name for name in vars(exits) if name.startswith("EXIT_")}
+    assert {"EXIT_OK", "EXIT_CODES", "EXIT_NO_PLAN", "EXIT_BROKEN_PIPE"} <= codes
+    assert [name for name in vars(cli) if name.startswith("EXIT_")] == []
+    assert not any(name.startswith("EXIT_") for name in cli.__all__)
+    with pytest.raises(ImportError):
+        exec("from helpers.cli import EXIT_OK", {})
 
 
 @pytest.mark.parametrize(("prompt", "case_id"), list(PARAPHRASES.items()))
@@ -805,3 +826,30 @@ def test_the_cli_packages_docstring_names_every_command() -> None:
 
     head = (cli.__doc__ or "").split("Exit codes", 1)[0]
     assert [c for c in cli.COMMANDS if c not in head] == []
+
+
+def test_only_a_process_that_runs_one_command_freezes_what_it_imported(tmp_path) -> None:
+    """``workbook ask`` pauses the garbage collector while it imports; the console script (and
+    ``python -m helpers.cli``) then freezes every object for the rest of its short life. Called
+    in-process (a test, a notebook), it freezes nothing: garbage there must stay collectable."""
+    import gc
+    import subprocess
+    import sys
+
+    from devtools.bench import CASE0_PROMPT
+    from helpers.cli import main
+
+    db = f"sqlite:///{tmp_path / 's.sqlite'}"
+    words = ["ask", "-p", "offline", "--db", db, CASE0_PROMPT]
+    frozen = gc.get_freeze_count()
+    assert main(words) == 0
+    assert gc.get_freeze_count() == frozen and gc.isenabled()
+    code = (
+        "import gc, sys\n"
+        "import helpers.cli as cli\n"
+        f"sys.argv = ['workbook', *{words!r}]\n"
+        "code = cli.console_main()\n"
+        "print(code, gc.get_freeze_count() > 0, gc.isenabled())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split()[-3:] == ["0", "True", "True"], done.stderr  # after the answer

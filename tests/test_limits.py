@@ -88,6 +88,50 @@ def test_bytes_stored_per_turn_are_capped_and_nothing_is_half_stored(store) -> N
     assert sum(r.n_bytes for r in kept) <= 35_000
 
 
+def test_a_call_the_byte_cap_refuses_keeps_the_guards_its_steps_reported(store) -> None:
+    """The turn's byte cap refuses a call after its tool ran: what each step of the call
+    reported (the policy's repair of a wrapped reference, the check's note that it ran out of
+    steps, the tool's own effects) is on its record before ``refused_over_limit``, as on any
+    refusal; nothing goes into the turn's state (the model got no output, so nothing was
+    fetched or shown)."""
+    from helpers.loop.turn_state import TurnState
+    from helpers.tooling.effects import CallEffects, Reported
+    from helpers.tooling.registry import Tool, ToolRegistry
+
+    levels = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)}
+    schema = {  # 2**40 paths: the check runs out of its steps
+        "type": "object",
+        "$defs": {**levels, "d40": {"type": "string"}},
+        "properties": {"text": {"type": "string"}, "x": {"$ref": "#/$defs/d0"}},
+        "required": ["text"],
+    }
+    effects = CallEffects(guards=("arguments_double_encoded",), fetched=frozenset({"call_x"}))
+    tool = Tool(
+        "srv_keep", "a server's tool", schema, server="srv",
+        fn=lambda text, x: Reported(text * 2, effects),
+    )  # fmt: skip
+    row = store.log_tool("t-cap", "call_src", "src", "{}", "v" * 3_000)
+    state = TurnState()
+    record = dispatch(
+        "call_cap",
+        tool.name,
+        json.dumps({"text": f"`internal://{row.ref_id}`", "x": 1}),
+        ToolRegistry([tool]),
+        build_policy("box"),
+        ToolContext(store=store, thread_id="t-cap", limits=TurnLimits(max_stored_bytes_per_turn=1)),
+        state=state,
+    )
+    assert record.ran and "not kept" in (record.error or "")
+    assert record.guards == [
+        "reference_unwrapped",
+        "arguments_check_unfinished",
+        "arguments_double_encoded",
+        "refused_over_limit",
+    ]
+    assert state.fetched == set() and state.shown_references == set()
+    assert store.get("t-cap", "call_cap") is None
+
+
 def test_a_thread_over_its_store_quota_gets_a_clear_error(store) -> None:
     limits = TurnLimits(max_stored_bytes_per_thread=25_000)
     with ScriptedProvider([calls(1, LONG), say(completion("done"))] * 3) as provider:

@@ -344,6 +344,72 @@ def test_a_pattern_in_a_servers_output_schema_never_runs_in_the_agent():
         assert word.call({}) == "a" * 40 + "!"
 
 
+SCHEMA_REFS = str(ROOT / "tests" / "mcp" / "schema_ref_server.py")
+
+
+@pytest.fixture(scope="module")
+def schema_refs_server():
+    with McpServer(McpServerSpec("refs", sys.executable, (SCHEMA_REFS,), timeout_s=60)) as server:
+        yield server
+
+
+def test_a_tool_whose_schema_refers_outside_itself_is_left_out_when_listed(schema_refs_server):
+    """No ``$ref`` is fetched, so a tool whose schema refers to a URL, or to a pointer or an
+    anchor the schema does not have, could never have a call checked: it is left out as it is
+    listed, with a note naming the reference (as a tool whose schema is not valid), not offered
+    to the model only for each of its calls to be refused. References that resolve within the
+    schema join, and their calls are checked through them and reach the server."""
+    server = schema_refs_server
+    assert [t.name for t in server.tools] == ["local", "costly"]
+    fetches_none = "which is not a schema in it: the client fetches no schema from elsewhere"
+    refs = {
+        "remote": "http://127.0.0.1:9/word.json",
+        "pointer": "#/$defs/wrod",
+        "anchor": "#no-such-anchor",
+        "through": "#/x-data/word/inner",  # through a string: referencing's ValueError
+        "value": "#/x-data/word",  # to the number 5
+    }
+    assert server.notes == [
+        f"{name!r} is left out: its input schema refers to {ref!r}, {fetches_none}, so no call "
+        "of it could be checked"
+        for name, ref in refs.items()
+    ]
+    local = tools_of(server)["local"]
+    said = json.loads(local.call({"word": "w", "again": "v"}))
+    assert said == {"tool": "local", "arguments": {"word": "w", "again": "v"}}
+    with pytest.raises(ValueError, match="argument 'again' must be string, got int"):
+        local.call({"word": "w", "again": 1})
+
+
+def test_a_call_whose_check_runs_out_of_steps_reaches_the_server_and_its_record_says_so(
+    schema_refs_server, store
+):
+    """A check that runs out of its steps (2**40 paths through ``anyOf``) with nothing found
+    lets the call go to the server, which validates its inputs: the call's record names the
+    guard ``arguments_check_unfinished`` (under every strategy), and a call whose check got to
+    its end names none."""
+    from helpers.base.guards import GUARDS
+
+    assert "ran out of its steps" in GUARDS["arguments_check_unfinished"]
+    tools = tools_of(schema_refs_server)
+    for strategy in ("inline", "box"):
+        plan = [
+            {"call": "costly", "args": {"x": 1}},
+            {"call": "local", "args": {"word": "w"}},
+            {"answer": "done"},
+        ]
+        record = turn(list(tools.values()), f"Call both ({strategy}).", plan, store, strategy)
+        costly, local = [c for c in record.tool_calls if c.server]  # box: tool_search too
+        assert costly.ran and costly.server == "refs", costly.result
+        assert costly.guards == ["arguments_check_unfinished"]
+        assert json.loads(costly.result) == {"tool": "costly", "arguments": {"x": 1}}
+        assert (
+            local.ran
+            and local.guards == []
+            and record.guard_counts() == {"arguments_check_unfinished": 1}
+        )
+
+
 # -- results under the policy -------------------------------------------------------------------
 
 

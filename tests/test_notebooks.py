@@ -1,8 +1,8 @@
 """The notebooks as attendees live them.
 
 Student versions are generated from the solutions and hold no answer code; every TODO has three
-levels of hints. For every TODO, one kernel (nbclient) runs the notebook up to it and then proves
-that its hard-stop checkpoint
+levels of hints. For every TODO, a kernel (nbclient) runs the notebook up to it, the earlier TODOs
+answered, and then proves that its hard-stop checkpoint
 
 - stops the unanswered stub with one line naming the TODO (never a traceback through the
   checker);
@@ -12,12 +12,21 @@ that its hard-stop checkpoint
 - gives pointers that work: every ``hint(…)`` and ``why()`` a message names runs in the kernel
   and prints what it promises;
 - passes the right answer, right after those failures in the same kernel, and again when rerun.
+
+As an attendee does, the kernel then goes on to the notebook's next TODO (one kernel per notebook,
+not one per TODO): in the state a fresh kernel would reach by running the notebook up to there.
+The only names the wrong answers may leave behind (their own imports and helpers) are removed
+first, and a kernel where anything else differs (a name the stub, a wrong answer or a pointer
+rebound or removed) is replaced by a fresh one that runs the notebook from the top.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
+import symtable
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -142,8 +151,30 @@ POINTER_CALL_RE = re.compile(r"\b(?:hint\('\d\d', \d+\)|why\(\))")
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
+#: What the kernel's user namespace holds, printed as {name: id(value)}; it binds no name itself.
+NAMESPACE_PROBE = (
+    "print(__import__('json').dumps({k: id(v) for k, v in get_ipython().user_ns.items() "
+    "if k not in get_ipython().user_ns_hidden}))"
+)
+#: IPython's own history names (``_``, ``_i3``, ``_7``): they change with every cell.
+IPYTHON_HISTORY_RE = re.compile(r"_{1,3}|_i{1,3}|_i?\d+")
+
+
+def _bound(source: str) -> set[str]:
+    """The names a cell binds at its top level (definitions, assignments, imports)."""
+    return {
+        s.get_name()
+        for s in symtable.symtable(source, "<cell>", "exec").get_symbols()
+        if s.is_assigned() or s.is_imported()
+    }
+
+
 class _Kernel:
-    """One kernel running a notebook's cells one by one, reporting each cell's error."""
+    """One kernel running a notebook's cells one by one, reporting each cell's error.
+
+    ``history``: the cells (their sources, in order) a fresh kernel would have run to reach
+    this kernel's state, once :meth:`back_to_fresh` has said it is that state.
+    """
 
     def __init__(self, notebook: nbformat.NotebookNode):
         self.client = NotebookClient(
@@ -151,7 +182,19 @@ class _Kernel:
             timeout=HANG_GUARD_S,
             kernel_name="python3",
             resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+            # once its checks are done, as nbval ends its kernels: its process group killed,
+            # without waiting seconds for a kernel's run_sql pool to wind down
+            shutdown_kernel="immediate",
         )
+        self.history: list[str] = []
+        self._running = contextlib.ExitStack()
+
+    def start(self) -> _Kernel:
+        self._running.enter_context(self.client.setup_kernel())
+        return self
+
+    def stop(self) -> None:
+        self._running.close()
 
     def run(self, source: str, index: int) -> dict | None:
         cell = nbformat.v4.new_code_cell(source)
@@ -161,6 +204,43 @@ class _Kernel:
         self.last_output = "".join(o.get("text", "") for o in cell.outputs)
         self.last_outputs = cell.outputs
         return error
+
+    def namespace(self, index: int) -> dict[str, int] | None:
+        """The user's names and the identity of what each holds (IPython's history left out),
+        or ``None`` when they cannot be read."""
+        if self.run(NAMESPACE_PROBE, index) is not None:
+            return None
+        lines = [x for x in self.last_output.splitlines() if x.startswith("{")]
+        if not lines:
+            return None
+        names = json.loads(lines[-1])
+        return {k: v for k, v in names.items() if not IPYTHON_HISTORY_RE.fullmatch(k)}
+
+    def back_to_fresh(
+        self, before: dict[str, int] | None, answer: str, checkpoint: str, index: int
+    ) -> bool:
+        """After a TODO's checks, whether the kernel holds what a fresh kernel holds once it ran
+        the notebook up to the TODO, then the answer and the checkpoint: every name of
+        ``before`` (the namespace before the stub ran) still holds the same object unless those
+        two cells bind it, and no other name is new. Names that only the wrong answers bound
+        (their own imports and helpers) are removed first."""
+        bound = _bound(answer) | _bound(checkpoint)
+
+        def same(after: dict[str, int] | None) -> bool:
+            return (
+                before is not None
+                and after is not None
+                and all(after.get(k) == v for k, v in before.items() if k not in bound)
+            )
+
+        after = self.namespace(index)
+        if not same(after):
+            return False  # a name rebound or removed: only a fresh kernel is sure to be right
+        left = sorted(after.keys() - before.keys() - bound)
+        if left and self.run(f"list(map(get_ipython().user_ns.pop, {left!r}));", index):
+            return False
+        after = self.namespace(index)
+        return same(after) and after.keys() - before.keys() <= bound
 
     def follow_pointers(self, message: str, *, notebook: str, todo: int, index: int) -> None:
         """Run every call a checkpoint's message points to (``hint('04', 2)``, ``why()``), as
@@ -177,11 +257,50 @@ class _Kernel:
                 assert f"TODO {todo}" in self.last_output, self.last_output
 
 
+class _NotebookKernels:
+    """The kernel a notebook's TODO left, kept for its next TODO (at most one at a time)."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[Path, int, _Kernel] | None = None
+
+    def take(self, solution: Path, n: int, notebook: nbformat.NotebookNode) -> tuple[_Kernel, int]:
+        """A running kernel for TODO ``n`` of ``notebook`` and the index of the first cell it
+        has still to run: the kernel TODO ``n - 1`` left when the cells it ran are this
+        notebook's first cells, else a fresh kernel that runs them all."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            path, todo, kernel = kept
+            ran = [cell.source for cell in notebook.cells[: len(kernel.history)]]
+            if (path, todo) == (solution, n - 1) and ran == kernel.history:
+                kernel.client.nb = notebook
+                return kernel, len(kernel.history)
+            kernel.stop()
+        return _Kernel(notebook).start(), 0
+
+    def keep(self, solution: Path, n: int, kernel: _Kernel) -> None:
+        self.close()
+        self._kept = (solution, n, kernel)
+
+    def close(self) -> None:
+        if self._kept is not None:
+            self._kept[2].stop()
+            self._kept = None
+
+
+@pytest.fixture(scope="module")
+def notebook_kernels():
+    kernels = _NotebookKernels()
+    yield kernels
+    kernels.close()
+
+
+# a notebook's TODOs run in order on one worker (tests/conftest.py's work_unit): each goes on in
+# the kernel the last one left
 @pytest.mark.parametrize(
     ("solution", "student", "n"), TODOS, ids=[f"{s.stem}-TODO{n}" for s, _, n in TODOS]
 )
 def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
-    solution, student, n
+    solution, student, n, notebook_kernels
 ) -> None:
     solution_nb = nbformat.read(solution, as_version=4)
     student_nb = nbformat.reads(student_text(solution), as_version=4)  # pristine, never yours
@@ -191,13 +310,15 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
     notebook = fill_todos(student_nb, solution_nb, set(range(1, n)))
     stub, checkpoint = notebook.cells[todo_at].source, notebook.cells[checkpoint_at].source
     answer = solution_nb.cells[todo_at].source
-    kernel = _Kernel(notebook)
-    with kernel.client.setup_kernel():
+    prefix = [cell.source for cell in notebook.cells[:todo_at]]
+    kernel, first = notebook_kernels.take(solution, n, notebook)
+    try:
         for index, cell in enumerate(notebook.cells[:todo_at]):
-            if cell.cell_type == "code":
+            if cell.cell_type == "code" and index >= first:
                 assert kernel.run(cell.source, index) is None, (
                     f"cell {index} failed before TODO {n}"
                 )
+        before = kernel.namespace(todo_at)
 
         # the stub, run before it is written: one line naming the TODO, and a hint that works
         assert kernel.run(stub, todo_at) is None
@@ -232,6 +353,16 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
             error = kernel.run(checkpoint, checkpoint_at)
             assert error is None, f"TODO {n}, run {attempt}: {error and error['evalue'][:300]}"
             assert f"✓ TODO {n} passed" in kernel.last_output
+
+        # the next TODO goes on here if this kernel holds what a fresh one would at this point
+        last = n == max(todo_numbers(solution_nb))
+        if not last and kernel.back_to_fresh(before, answer, checkpoint, checkpoint_at):
+            kernel.history = [*prefix, answer, checkpoint]
+            notebook_kernels.keep(solution, n, kernel)
+            kernel = None
+    finally:
+        if kernel is not None:
+            kernel.stop()
 
 
 def test_the_install_cell_installs_only_the_one_wheel_and_says_when_pip_fails(

@@ -27,7 +27,7 @@ from provider import (
     tool_messages,
 )
 
-from helpers.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from helpers.cli.exits import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from helpers.models.providers import PROFILES
 
 

@@ -29,7 +29,8 @@ from provider import (
     tool_messages,
 )
 
-from helpers.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from helpers.cli import main
+from helpers.cli.exits import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from helpers.models.providers import PROFILES
 from helpers.models.replies import FIELDS_FROM
 from helpers.store.tool_outputs import ToolOutputStore

@@ -118,6 +118,44 @@ def test_no_import_cycles_between_the_helpers_modules() -> None:
             visit(module, [module])
 
 
+def test_the_rules_several_modules_share_are_defined_once() -> None:
+    """RE2's options are made by one function, in the lowest layer that fits
+    (:func:`helpers.text.patterns.re2_options`), for the modules that differ only in the memory
+    a pattern may take; a strategy's name has one rule (``STRATEGY_NAME``, in the cases layer,
+    below the strategies that import it)."""
+    import ast
+
+    from helpers.cases import case_files
+    from helpers.context import boxing, resolve_tools, strategies
+    from helpers.tooling import argument_checks
+
+    root = ROOT / "helpers"
+    made_options, named_rule = [], []
+    for path in sorted(root.rglob("*.py")):
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            called = node.func if isinstance(node, ast.Call) else None
+            if isinstance(called, ast.Attribute) and called.attr == "Options":  # re2.Options()
+                made_options.append(where)
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "STRATEGY_NAME" for t in targets):
+                    named_rule.append(where)
+    assert made_options == ["helpers/text/patterns.py"], made_options
+    assert named_rule == ["helpers/cases/case_files.py"], named_rule
+    assert strategies.STRATEGY_NAME is case_files.STRATEGY_NAME
+    memory = {
+        module.__name__: (module._RE2_OPTIONS.max_mem, module._RE2_OPTIONS.never_capture)
+        for module in (argument_checks, boxing, resolve_tools)
+    }
+    assert memory == {
+        "helpers.tooling.argument_checks": (argument_checks.RE2_MAX_MEM, True),
+        "helpers.context.boxing": (64 << 20, False),
+        "helpers.context.resolve_tools": (8 << 20, False),
+    }
+    assert not any(m._RE2_OPTIONS.log_errors for m in (argument_checks, boxing, resolve_tools))
+
+
 def test_the_layout_names_every_module() -> None:
     page = (DOCS / "library.md").read_text(encoding="utf-8")
     layout = page.split("## Layout", 1)[1].split("```")[1]

@@ -368,6 +368,30 @@ def test_arguments_are_checked_before_anything_is_unboxed(store, big_ref, monkey
     assert not too_big.ran and too_big.guards == ["refused_too_much_to_unbox"]
 
 
+@pytest.mark.parametrize("strategy", ["inline", "truncate", "box"])
+def test_no_policy_reads_the_store_for_a_call_whose_shape_does_not_fit(
+    store, strategy, monkeypatch
+) -> None:
+    """The turn checks a call's shape before any policy prepares it: truncate's preview guard
+    reads the store for every long string of a call and every cut output of its thread (three
+    thousand strings where the tool takes one took seconds of CPU), box's unboxing reads what
+    references stand for. A call that cannot run is refused first, whatever the strategy."""
+    policy = build_policy(strategy)
+    prepared: list[object] = []
+    real = type(policy).prepare_arguments
+    monkeypatch.setattr(
+        type(policy),
+        "prepare_arguments",
+        lambda self, *args, **kw: prepared.append(args) or real(self, *args, **kw),
+    )
+    tools = default_registry().merged(policy.internal_tools())
+    record = _dispatch(
+        store, "deep_check", {"text": ["x" * 300] * 3_000}, tools=tools, policy=policy
+    )
+    assert not record.ran and "must be string, got list" in record.result
+    assert prepared == []
+
+
 # -- dispatch never lets an exception out -----------------------------------------------------
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,3 +61,91 @@ def test_a_runs_ids_do_not_depend_on_the_runs_before_it(tmp_path) -> None:
         return run.record.thread_id, run.record.usage()["prompt_tokens"]
 
     assert box_run([], "a.sqlite") == box_run(["inline", "truncate"], "b.sqlite")
+
+
+# -- the parsed table kept on disk ---------------------------------------------------------------
+
+
+def test_the_parsed_table_is_read_back_only_when_intact(tmp_path) -> None:
+    """What :func:`_write_parsed` wrote is read back as it was; a file cut short, a changed
+    byte, another header or another shape (with a digest that matches it) reads as nothing, so
+    the table is parsed again; a folder that cannot be written keeps nothing and raises
+    nothing, and no temporary file is left behind."""
+    import hashlib
+    import marshal
+
+    from helpers.text.tokens import (
+        PARSED_DIGEST_BYTES,
+        PARSED_MAGIC,
+        _read_parsed,
+        _write_parsed,
+        encoding_arguments,
+    )
+
+    arguments = encoding_arguments()
+    path = tmp_path / "table.marshal"
+    _write_parsed(path, arguments)
+    assert _read_parsed(path) == arguments and path.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["table.marshal"]
+    blob = path.read_bytes()
+
+    def reads_as_nothing(data: bytes) -> bool:
+        path.write_bytes(data)
+        return _read_parsed(path) is None
+
+    assert reads_as_nothing(blob[: len(blob) // 2])
+    assert reads_as_nothing(blob[:-1] + bytes([blob[-1] ^ 1]))
+    assert reads_as_nothing(b"x" + blob[1:])
+    assert reads_as_nothing(b"")
+    path.write_bytes(blob)
+    path.chmod(0o664)  # a table its group may write: its ranks could be anyone's
+    assert _read_parsed(path) is None
+    path.chmod(0o644)
+    assert _read_parsed(path) == arguments
+    for shape in ([1, 2], {**arguments, "name": "cl100k_base"}, {"name": "o200k_base"}):
+        payload = marshal.dumps(shape)
+        digest = hashlib.blake2b(payload, digest_size=PARSED_DIGEST_BYTES).digest()
+        assert reads_as_nothing(PARSED_MAGIC + digest + payload)
+    assert _read_parsed(tmp_path / "missing.marshal") is None
+    _write_parsed(tmp_path / "no-such-folder" / "table.marshal", arguments)  # nothing raised
+    (tmp_path / "a-folder.marshal").mkdir()
+    _write_parsed(tmp_path / "a-folder.marshal", arguments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder.marshal", "table.marshal"]
+
+
+def test_a_damaged_parsed_table_is_parsed_again_and_counts_stay_exact(tmp_path) -> None:
+    """In fresh processes: the first load parses tiktoken's file and keeps the table; the next
+    reads it back; a damaged table is parsed again and replaced; the counts never change."""
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers.text.tokens import O200K_CACHE_KEY, ensure_encoding_cache, parsed_encoding_path
+
+    cache = tmp_path / "tiktoken"
+    cache.mkdir()
+    shutil.copy(ensure_encoding_cache() / O200K_CACHE_KEY, cache / O200K_CACHE_KEY)
+    code = (
+        "from helpers.text import tokens\n"
+        "text = 'Hello, world! naive cafe ' * 3 + 'naïve café 🧪'\n"
+        "counts = tokens.count_tokens(text), tokens.count_tokens('Hello, world!')\n"
+        "table = tokens.parsed_encoding_path(tokens.ensure_encoding_cache())\n"
+        "print(tokens._read_parsed(table) is not None, *counts)\n"
+    )
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache), "WORKBOOK_VAR_DIR": str(tmp_path)}
+
+    def run() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
+        return done.stdout.split()
+
+    text = "Hello, world! naive cafe " * 3 + "naïve café 🧪"
+    counts = [str(count_tokens(text)), str(count_tokens("Hello, world!"))]
+    table = parsed_encoding_path(cache)
+    assert not table.exists()
+    assert run() == ["True", *counts] and table.exists()  # kept by the first load
+    assert run() == ["True", *counts]
+    table.write_bytes(table.read_bytes()[:1000])
+    assert run() == ["True", *counts]  # parsed again, and replaced
+    assert len(table.read_bytes()) > 1_000_000

@@ -191,3 +191,95 @@ def test_token_counts_are_real_o200k() -> None:
     assert count_tokens("") == 0
     one = count_chat_tokens([{"role": "user", "content": "hello world"}])
     assert one == 3 + 1 + 2 + 3  # framing + role + content + reply priming
+
+
+def test_a_calls_arguments_are_checked_once_of_each_kind(store, monkeypatch) -> None:
+    """One call through the turn (:func:`helpers.loop.dispatch.dispatch`), of a Python tool
+    (pydantic) and of a server's tool (jsonschema). Before any policy reads the store, its
+    shape is checked (a reference counted as the string it stands for: a server's schema's
+    names and JSON types, a Python tool's pydantic check); after the policy, the values the
+    tool gets are checked in full, once (a policy may have rewritten them, even in place). The
+    tool's own run checks nothing more (it used to check again, after the turn had)."""
+    from helpers.context.strategies import build_policy
+    from helpers.loop.dispatch import dispatch
+    from helpers.tooling import argument_checks
+    from helpers.tooling import registry as registry_module
+    from helpers.tooling.argument_checks import shape_of
+    from helpers.tooling.registry import Tool, ToolContext
+
+    def echo(text: str) -> str:
+        """Echo."""
+        return f"got {len(text)}"
+
+    seen: list[object] = []  # each value pydantic checked
+    real_problems = registry_module.function_problems
+
+    def counting_problems(model, arguments, parameters):  # type: ignore[no-untyped-def]
+        seen.append(arguments.get("text"))
+        return real_problems(model, arguments, parameters)
+
+    schemas: list[object] = []  # each schema jsonschema checked against
+    real_run = argument_checks._run
+
+    def counting_run(validator, instance, steps):  # type: ignore[no-untyped-def]
+        schemas.append(validator.schema)
+        return real_run(validator, instance, steps)
+
+    monkeypatch.setattr(registry_module, "function_problems", counting_problems)
+    monkeypatch.setattr(argument_checks, "_run", counting_run)
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "minLength": 1}},
+        "required": ["text"],
+    }
+    value = "v" * 3_000
+    ref = "internal://" + store.log_tool("t-once", "call_src", "src", "{}", value).ref_id
+    ctx = ToolContext(store=store, thread_id="t-once")
+
+    def checked(tool: Tool, strategy: str, text: str) -> None:
+        seen.clear()
+        schemas.clear()
+        policy = build_policy(strategy)
+        tools = ToolRegistry([tool]).merged(policy.internal_tools())
+        raw = json.dumps({"text": text})
+        record = dispatch(f"call_{tool.name}_{strategy}", tool.name, raw, tools, policy, ctx)
+        assert record.ran and record.result == "got 3000", record.result
+
+    python_tool = tool_from_function(echo)
+    server_tool = Tool("srv_echo", "a server's tool", schema, fn=echo, server="srv")
+    checked(python_tool, "inline", value)
+    assert seen == [value, value] and schemas == []  # before the policy, and after it
+    checked(server_tool, "inline", value)
+    assert seen == [] and schemas == [shape_of(schema), schema]  # two checks, each once
+    # box: the reference's shape before anything is unboxed, then the value, once
+    checked(python_tool, "box", ref)
+    assert seen == [ref, value]
+    checked(server_tool, "box", ref)
+    assert schemas == [shape_of(schema), schema]
+
+
+def test_a_policy_that_rewrites_arguments_in_place_cannot_skip_the_check(store) -> None:
+    """A policy (an attendee's, say) that changes the arguments dict in place and hands back
+    the same object: the tool does not run on what the model never sent in that type; the call
+    is refused with the check's words."""
+    from helpers.context.policies import Prepared, ResultPolicy
+    from helpers.loop.dispatch import dispatch
+    from helpers.tooling.registry import ToolContext
+
+    ran: list[object] = []
+
+    def shout(text: str) -> str:
+        """Shout."""
+        ran.append(text)
+        return text.upper()
+
+    class InPlace(ResultPolicy):
+        def prepare_arguments(self, ctx, tool, arguments, turn=None):  # type: ignore[no-untyped-def]
+            arguments["text"] = 12345
+            return Prepared(arguments)
+
+    tools = ToolRegistry([tool_from_function(shout)])
+    ctx = ToolContext(store=store, thread_id="t-in-place")
+    record = dispatch("call_in_place", "shout", '{"text": "hi"}', tools, InPlace(), ctx)
+    assert not record.ran and ran == []
+    assert "text" in record.result and "string" in record.result, record.result

@@ -557,6 +557,7 @@ def test_a_notebook_shows_a_hostile_models_text_as_data(name, hostile_env, monke
             kernel_name="python3",
             allow_errors=True,
             resources={"metadata": {"path": str(SOLUTIONS_DIR)}},
+            shutdown_kernel="immediate",  # as nbval ends its kernels: the outputs are all in
         ).execute()
         asked = len(provider.requests)
     assert asked, f"{name} never asked the hostile model"

@@ -5,7 +5,8 @@ backticks, put it inside a sentence, invent one, pass a truncated preview as if 
 output; real servers reuse tool-call ids and want their reasoning fields back. Each guard either
 *repairs* the mistake when the intent is unambiguous (an event is noted, the tool runs on the
 right bytes) or *refuses* the call before the tool runs, with an error result that tells the
-model what to do instead.
+model what to do instead; a few only *note* what went through unrepaired (a prompt the server
+cut, a server's tool's call checked only in part).
 
 Every guard has a stable name, recorded on the tool call (:attr:`ToolCallRecord.guards`) or the
 turn (:attr:`TurnRecord.guard_events`), so a run can say which guard caught which mistake.
@@ -37,6 +38,11 @@ GUARDS: dict[str, str] = {
     "through by some servers) is run as <tool> when no tool has the whole name",
     "arguments_double_encoded": "arguments sent as a JSON string holding the JSON object "
     "(double-encoded) are read as that object",
+    "arguments_check_unfinished": "an MCP server's tool's arguments whose check against its "
+    "input schema found nothing wrong but did not get to its end (it ran out of its steps, "
+    "helpers.tooling.argument_checks.MAX_SCHEMA_STEPS, or jsonschema could not apply the schema): "
+    "the call went to the server unchecked beyond that point, as the server must validate its "
+    "inputs (MCP, Server › Tools › Security Considerations)",
     "tool_call_id_replaced": "the provider's tool-call id was missing, empty, repeated in the "
     "message or already used in the thread; the client's own id is used (every call gets one)",
     "prompt_cut_by_server": "the server reported far fewer prompt tokens than it was sent (over "

@@ -54,10 +54,12 @@ KNOWN_KEYS = {
 
 CALL_KEYS = {"tool_name", "opaque_id_result", "opaque_id_input", "allow_multiple"}
 SINK_KEYS = {"tool_name", "argument", "source"}
-#: What a strategy's name looks like (:func:`helpers.context.strategies.register_strategy`); which
-#: names exist is the strategy registry's to say, when the case runs
-#: (:func:`helpers.evaluation.runs.run_cases`).
-STRATEGY_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+#: What a strategy's name may be: lower-case ASCII letters and digits, parts joined by ``-``
+#: (``head-tail``, not ``head_tail``): it is typed on the command line and used in file names.
+#: :func:`helpers.context.strategies.register_strategy` refuses any other name, and a case's
+#: ``strategies:`` may name no other; which names exist is the strategy registry's to say, when
+#: the case runs (:func:`helpers.evaluation.runs.run_cases`).
+STRATEGY_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 class CaseError(ValueError):

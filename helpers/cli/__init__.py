@@ -3,13 +3,13 @@ outputs, models, room, completion, build-data, copy-notebooks, restore, mcp-serv
 serve-offline), and ``workbook COMMAND --help`` each one's options and examples; docs/cli.md is
 the reference.
 
-Exit codes (:data:`EXIT_CODES`): 0 answered (``ok``); 1 a failed run (``error``: the endpoint
-failed or sent no usable reply; ``max_iterations``: no final answer); 2 bad usage (unknown
-option, bad value, unusable ``.env`` profile, unknown thread); 3 an ``incomplete`` answer (cut,
-filtered, refused, empty, or only in the model's reasoning); 4 ``no_plan`` (``ask`` on the offline
-reference model with a prompt it has no plan for: its answer names the nearest case prompts);
-130 interrupted (Ctrl-C); 141 the reader of stdout went away (``workbook outputs show … |
-head``), with nothing more said. With ``--json``, ``ask`` prints exactly one JSON object on
+Exit codes (named in :mod:`helpers.cli.exits`: import them from there): 0 answered (``ok``); 1
+a failed run (``error``: the endpoint failed or sent no usable reply; ``max_iterations``: no
+final answer); 2 bad usage (unknown option, bad value, unusable ``.env`` profile, unknown
+thread); 3 an ``incomplete`` answer (cut, filtered, refused, empty, or only in the model's
+reasoning); 4 ``no_plan`` (``ask`` on the offline reference model with a prompt it has no plan
+for: its answer names the nearest case prompts); 130 interrupted (Ctrl-C); 141 the reader of
+stdout went away (``workbook outputs show … | head``), with nothing more said. With ``--json``, ``ask`` prints exactly one JSON object on
 stdout whatever happens, with a ``status``; no traceback reaches the user (``WORKBOOK_DEBUG=1``
 shows one for an internal error).
 
@@ -32,26 +32,12 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helpers.cli.exits import (
-    EXIT_CODES,
-    EXIT_FAILED,
-    EXIT_INCOMPLETE,
-    EXIT_NO_PLAN,
-    EXIT_OK,
-    EXIT_USAGE,
-    Parser,
-    print_json,
-)
+import helpers.cli.exits as exits
+from helpers.cli.exits import Parser, print_json
 from helpers.text.escaping import for_terminal
 
 __all__ = [
     "COMMANDS",
-    "EXIT_CODES",
-    "EXIT_FAILED",
-    "EXIT_INCOMPLETE",
-    "EXIT_NO_PLAN",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "Command",
     "build_parser",
     "main",
@@ -257,11 +243,6 @@ def _chosen(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
-#: The exit code after the reader of stdout went away (``| head``): 128 + SIGPIPE, as a shell
-#: reports a program that signal stopped.
-EXIT_BROKEN_PIPE = 141
-
-
 def _quiet_stdout() -> None:
     """Point stdout at the null device, so the interpreter's last flush finds no closed pipe
     (the Python documentation's recipe: library/signal.html, "Note on SIGPIPE")."""
@@ -269,14 +250,25 @@ def _quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``workbook`` console script; returns the exit code."""
+def console_main() -> int:
+    """Entry point of the ``workbook`` console script and of ``python -m helpers.cli``: :func:`main`
+    in a process that runs one command and exits, so a command may keep what it imports out of
+    the garbage collector's sight (:func:`helpers.cli.common.long_lived_imports`); returns the
+    exit code."""
+    return main(one_command_process=True)
+
+
+def main(argv: Sequence[str] | None = None, *, one_command_process: bool = False) -> int:
+    """Run one ``workbook`` command (``argv``: its words, by default the process's arguments)
+    and return its exit code. ``one_command_process``: the process ends after it
+    (:func:`console_main`); a caller that goes on (a test, a notebook) leaves it ``False``."""
     words = with_default_command(sys.argv[1:] if argv is None else argv)
     Parser.json_errors = "--json" in words
     try:
         args = build_parser(only=_chosen(words)).parse_args(words)
     except SystemExit as exc:  # --help, or bad usage (already reported)
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        return exc.code if isinstance(exc.code, int) else exits.EXIT_USAGE
+    args.one_command_process = one_command_process
     try:
         return args.handler(args)
     except KeyboardInterrupt:
@@ -284,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `workbook … | head`: the reader has gone; say nothing more
         _quiet_stdout()
-        return EXIT_BROKEN_PIPE
+        return exits.EXIT_BROKEN_PIPE
     except Exception as exc:  # a verdict, never a traceback (unless asked for)
         if os.environ.get("WORKBOOK_DEBUG"):
             traceback.print_exc()
@@ -292,9 +284,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "json", False):
             with contextlib.suppress(OSError):  # stdout itself may be what failed (a full disk)
                 print_json({"status": "error", "error": message})
-                return EXIT_FAILED
+                return exits.EXIT_FAILED
         print(
             f"workbook: {for_terminal(message)} (WORKBOOK_DEBUG=1 shows the traceback)",
             file=sys.stderr,
         )
-        return EXIT_FAILED
+        return exits.EXIT_FAILED

@@ -2,6 +2,6 @@
 
 import sys
 
-from helpers.cli import main
+from helpers.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

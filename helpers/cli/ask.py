@@ -14,6 +14,7 @@ from helpers.cli.common import (
     add_context_controls,
     add_model_controls,
     compaction,
+    long_lived_imports,
     model_options,
     open_store,
     persona_model,
@@ -27,6 +28,7 @@ from helpers.cli.common import (
 )
 from helpers.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
 from helpers.cli.output import console, output_options
+from helpers.context.modes import for_mode
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
 from helpers.text.escaping import for_json, for_rich
 from helpers.text.unicode import has_unpaired_surrogate
@@ -198,12 +200,12 @@ def _store_and_thread(
 
 def run(args: argparse.Namespace) -> int:
     """Run the turn; the exit code says how it ended (:data:`EXIT_CODES`)."""
-    from helpers.context.modes import for_mode
-    from helpers.loop.agent import Agent, RunConfig
-    from helpers.mcp.settings import McpConfigError, McpServerError, mcp_servers_from_env
-    from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
-    from helpers.models.offline import OfflineModel
-    from helpers.tooling.tools import default_registry
+    with long_lived_imports(args):
+        from helpers.loop.agent import Agent, RunConfig
+        from helpers.mcp.settings import McpConfigError, McpServerError, mcp_servers_from_env
+        from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
+        from helpers.models.offline import OfflineModel
+        from helpers.tooling.tools import default_registry
 
     try:
         config = persona_model(resolve_model(args.profile, args.model), args.persona)

@@ -14,6 +14,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: ``workbook ask`` on the offline reference model with a prompt it has no plan for: it answered,
 #: naming the nearest case prompts, but carried nothing out (status ``no_plan``).
 EXIT_NO_PLAN = 4
+#: The exit code after the reader of stdout went away (``| head``): 128 + SIGPIPE, as a shell
+#: reports a program that signal stopped.
+EXIT_BROKEN_PIPE = 141
 #: Status → exit code of ``workbook ask`` (any other status: :data:`EXIT_FAILED`).
 EXIT_CODES = {
     "ok": EXIT_OK,

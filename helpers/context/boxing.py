@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import re2
 
 from helpers.base.guards import GuardRefusal
+from helpers.text.patterns import re2_options
 
 if TYPE_CHECKING:
     from helpers.store.reading import StoredOutput
@@ -64,9 +65,7 @@ _WRAPPERS = (
     ("\u2018", "\u2019"),
     ("\u00ab", "\u00bb"),
 )
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-_RE2_OPTIONS.max_mem = 64 << 20  # room for the ids of a long thread
+_RE2_OPTIONS = re2_options(64 << 20)  # room for the ids of a long thread
 #: The language tag of a code fence (```text): checked on the fence's first line only.
 _FENCE_TAG_RE = re.compile(r"[A-Za-z0-9_+.-]*[ \t]*")
 #: A reference anywhere in a text, in any letter case and with 1-3 slashes (what a model writes

@@ -584,10 +584,11 @@ class BoxPolicy(ResultPolicy):
         A resolve tool takes the reference itself: its ``opaque_reference`` is only brought to
         the bare ``internal://<id>`` form (from a wrapped string or a resource-link object).
 
-        Before anything is read, the arguments' shape is checked against the tool's signature
-        (each reference standing for a string), and the number of references and the size of
-        what they stand for are capped (:data:`MAX_REFERENCES_PER_CALL`,
-        :data:`MAX_UNBOXED_CHARS`).
+        The turn checked the arguments' shape before this (each reference standing for a
+        string: :func:`helpers.loop.dispatch.dispatch`); here, before anything is read, the
+        number of references and the size of what they stand for are capped
+        (:data:`MAX_REFERENCES_PER_CALL`, :data:`MAX_UNBOXED_CHARS`); the turn checks the
+        arguments it gets back in full before the tool runs.
 
         Returns:
             The arguments, with ``reference_unwrapped`` among its guards once for each
@@ -597,7 +598,6 @@ class BoxPolicy(ResultPolicy):
             ReferenceRefused: a malformed, unknown, foreign or embedded reference, or too much
                 to unbox (:class:`TooMuchToUnbox`); its ``repaired``: the guards that fired
                 before it.
-            ToolArgumentError: the arguments do not fit the tool's signature.
         """
         repaired: list[str] = []
         try:
@@ -625,9 +625,7 @@ class BoxPolicy(ResultPolicy):
                 resolve_in_thread(store, ctx.thread_id, ref_id)
             return {**arguments, "opaque_reference": bare}
 
-        # the shape is checked before anything is read: a reference stands for a string
         arguments = canonicalize_references(arguments, on_guard=repaired.append)
-        tool.check_arguments(arguments, shape_only=True)
         wanted = find_references(arguments)
         if len(wanted) > MAX_REFERENCES_PER_CALL:
             raise TooMuchToUnbox(

@@ -30,6 +30,7 @@ import re2
 
 from helpers.base.guards import GuardRefusal
 from helpers.context.boxing import MalformedReference, reference_id, resolve_in_thread
+from helpers.text.patterns import re2_options
 from helpers.tooling.effects import CallEffects, Reported
 from helpers.tooling.registry import Tool, ToolContext, tool_from_function
 
@@ -58,9 +59,7 @@ GREP_CPU_TIME_LIMIT_S = 10.0
 #: Lines :func:`grep_text` tests at once, joined, before testing any of them alone.
 GREP_BLOCK_LINES = 256
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # errors are reported to the model, not logged to stderr
-_RE2_OPTIONS.max_mem = 8 << 20
+_RE2_OPTIONS = re2_options(8 << 20)  # errors are reported to the model, not logged to stderr
 
 
 class UnknownToolCallId(GuardRefusal):

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from helpers.cases.case_files import STRATEGY_NAME
 from helpers.context.anchors import ANCHORS
 from helpers.context.code_mode import CodePolicy
 from helpers.context.policies import (
@@ -145,9 +145,6 @@ class Strategy:
     options: frozenset[Option] = frozenset()
 
 
-#: What a strategy's name may be: lower-case ASCII letters and digits, parts joined by ``-``
-#: (``head-tail``, not ``head_tail``): it is typed on the command line and used in file names.
-STRATEGY_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 #: Every strategy by name, in the order ``--help`` and the comparison list them.
 STRATEGY_REGISTRY: dict[str, Strategy] = {}
 
@@ -156,7 +153,8 @@ def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
     """Add ``strategy`` to :data:`STRATEGY_REGISTRY` and return it.
 
     Raises:
-        ValueError: the name is taken (unless ``replace``), or is not :data:`STRATEGY_NAME`
+        ValueError: the name is taken (unless ``replace``), or is not
+            :data:`~helpers.cases.case_files.STRATEGY_NAME`
             (lower-case ASCII letters and digits, parts joined by ``-``); an
             unknown role, or a role of :data:`SINGLE_ROLES` another strategy holds.
     """

@@ -128,7 +128,10 @@ def run_metrics(run: CaseRun, price: Price | None = None) -> RunMetrics:
     )
 
 
-def _bare(content: str) -> str:
+def bare_reference(content: str) -> str:
+    """A tool message's content as the floor shows it: a presented reference (with its note and
+    preview, or as a resource link) as the bare ``internal://<id>``; any other content as it
+    is."""
     ref = presented_reference_id(content)
     return make_reference(ref) if ref else content
 
@@ -176,7 +179,9 @@ def floor_tokens(
             if message.get("role") == "tool":
                 if message.get("tool_call_id") in dropped:
                     continue
-                kept.append({**message, "content": _bare(str(message.get("content") or ""))})
+                kept.append(
+                    {**message, "content": bare_reference(str(message.get("content") or ""))}
+                )
             elif message.get("role") == "assistant" and message.get("tool_calls"):
                 calls = [c for c in message["tool_calls"] if not unneeded(c)]
                 dropped.update(c["id"] for c in message["tool_calls"] if unneeded(c))

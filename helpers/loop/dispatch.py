@@ -5,8 +5,12 @@
 1. parse the JSON arguments the model sent;
 2. find the tool among those offered to the model so far in this turn (a tool that tool search
    never offered nor loaded does not run, even when the model knows its name);
-3. ``policy.prepare_arguments``: the guards (:mod:`helpers.base.guards`) and unboxing (box strategy);
-4. run the tool with checked arguments;
+3. check the arguments' shape (a reference counted as the string it stands for), so no policy
+   reads the store for a call that cannot run; ``policy.prepare_arguments``: the guards
+   (:mod:`helpers.base.guards`) and unboxing (box strategy);
+4. check the arguments the tool gets in full, on the values the policy handed back (unboxed,
+   or rewritten by an attendee's policy: :meth:`~helpers.tooling.registry.Tool.check_call`), and
+   run the tool with them;
 5. log the full output to the store (when there is one);
 6. ``policy.present``: the full result, a preview, or a reference;
 
@@ -15,9 +19,12 @@ and returns the :class:`helpers.loop.records.ToolCallRecord` whose ``result`` go
 reference, bad arguments, the tool raising) becomes a JSON error tool result,
 ``{"error": "..."}``, and the turn goes on: the model reads the error and can try again.
 
-What the policy and the tool did (:class:`helpers.tooling.effects.CallEffects`: they return it)
-is recorded here, in the turn's :class:`helpers.loop.turn_state.TurnState`, with the bytes the
-call stored; the guards that repaired the call go on its record.
+What the policy, the check and the tool did (:class:`helpers.tooling.effects.CallEffects`: they
+return it) is recorded here: the guards that repaired the call, or that note what went through
+(``arguments_check_unfinished``), go on its record as each step returns them, so a refusal later
+on (the store's byte caps) keeps them as any refusal does; the rest (outputs fetched, references
+shown, tools loaded) goes into the turn's :class:`helpers.loop.turn_state.TurnState` with the
+bytes the call stored, once its result is delivered (a refused call delivered nothing).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from helpers.store.schema import ToolOutput
 from helpers.store.writing import DuplicateToolCallError
 from helpers.text.redaction import redact
 from helpers.text.unicode import has_unpaired_surrogate, valid_text
+from helpers.tooling.effects import NO_EFFECTS, CallEffects
 from helpers.tooling.registry import (
     Tool,
     ToolArgumentError,
@@ -134,7 +142,9 @@ def store_failure_message(exc: BaseException) -> str:
 class CallInProgress:
     """One tool call being dispatched (or refused before it runs): what is needed to answer it
     with an error result at any point. ``guards``: the guards (:data:`helpers.base.guards.GUARDS`)
-    that repaired it so far, in the order they fired (each step returns its own)."""
+    that repaired it (or note what went through) so far, in the order they fired (each step
+    returns its own); ``effects``: what its steps did so far (:meth:`took`), for the turn's
+    state once its result is delivered."""
 
     id: str
     name: str
@@ -143,6 +153,13 @@ class CallInProgress:
     ctx: ToolContext
     guards: list[str] = field(default_factory=list)
     server: str | None = None  # the MCP server of the tool, once the tool is known
+    effects: CallEffects = NO_EFFECTS
+
+    def took(self, effects: CallEffects) -> None:
+        """Take what one step did: its guards onto the call's record at once (a refusal from
+        then on keeps them), all of it into :attr:`effects`."""
+        self.guards += effects.guards
+        self.effects = self.effects | effects
 
     @classmethod
     def start(
@@ -241,7 +258,8 @@ def _run_call(
     """Run one tool call in phases, each of which may end it with an error result: read the
     arguments and find the tool, unbox and check them (the policy, reading ``state``), run the
     tool, keep the output (the store), present it to the model (the policy); then record in
-    ``state`` what the policy and the tool said they did."""
+    ``state`` what the policy, the check and the tool said they did (their guards go on the
+    call's record as each step returns them: :meth:`CallInProgress.took`)."""
     read = _read_call(call, tools, max_arguments_chars)
     if isinstance(read, ToolCallRecord):
         return read
@@ -249,11 +267,13 @@ def _run_call(
     name, refuse = tool.name, call.refuse
     call.server = tool.server
     try:
+        # the shape first, so no policy reads the store for a call that cannot run
         tool.check_arguments(_arguments_for_shape_check(arguments), shape_only=True)
         prepared = policy.prepare_arguments(call.ctx, tool, arguments, state.view())
-        call.guards += prepared.effects.guards
+        call.took(prepared.effects)
         real_arguments = prepared.arguments
-        tool.check_arguments(real_arguments)
+        # the full check, on the values the tool gets: a policy may have rewritten them
+        call.took(tool.check_call(real_arguments))
     except GuardRefusal as exc:
         call.guards += exc.repaired
         return refuse(f"{name} was not run: {exc}", guard=exc.guard)
@@ -268,14 +288,15 @@ def _run_call(
         return refuse(f"{name} was not run: {exc}", guard=exc.guard)
     except BaseException as exc:  # a tool's failure (SystemExit too) is the model's information
         return refuse(f"{name} failed: {type(exc).__name__}: {exc}", ran=True)
+    call.took(reported.effects)
     # what the model and the store get: valid text, no configured secret in it
     output = redact(valid_text(reported.text), call.ctx.secrets)
     row = _keep_output(call, tool, output, state)
     if isinstance(row, ToolCallRecord):
         return row
     presented = policy.present(call.ctx, tool, call.id, output, row)
-    state.record(prepared.effects | reported.effects | presented.effects)
-    call.guards += reported.effects.guards + presented.effects.guards
+    call.took(presented.effects)
+    state.record(call.effects)
     if row is not None and not output.endswith("\n"):  # the store hashed it already
         output_sha = output_trimmed = row.sha256
     else:
@@ -397,7 +418,8 @@ def _keep_output(
 
 def _arguments_for_shape_check(arguments: dict[str, Any]) -> dict[str, Any]:
     """The arguments with every whole reference counted as the string it stands for, so their
-    shape can be checked before anything is unboxed (a resource-link object is a string here)."""
+    shape can be checked before anything is unboxed (a resource-link object, or a reference in
+    quotes, is the bare reference here)."""
     try:
         return canonicalize_references(arguments)
     except GuardRefusal:

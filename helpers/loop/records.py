@@ -97,7 +97,7 @@ class ToolCallRecord:
     unboxing): sink checks compare it with an earlier call's ``output_sha256``. The ``_trimmed``
     twins hash the same texts without their final newlines, so a check can say that a copy
     differs only there. ``guards`` names
-    the guards (:data:`helpers.base.guards.GUARDS`) that repaired or refused this call.
+    the guards (:data:`helpers.base.guards.GUARDS`) that repaired, refused or noted this call.
     ``program_call_id`` is, in code mode, the ``run_program`` call whose program made this call:
     its ``result`` went to the program, not into the context. ``server`` names the MCP server
     that ran the tool (:attr:`helpers.tooling.registry.Tool.server`; ``None``: the workbook's

@@ -25,7 +25,9 @@ What a server sends is untrusted, and bounded: each request within the server's 
 message within the guard's limit; a tool's description cut to :data:`MAX_DESCRIPTION_CHARS`,
 its schema at most :data:`MAX_SCHEMA_BYTES` and valid JSON Schema of a dialect jsonschema knows
 (checked against its metaschema, at most :data:`MAX_SCHEMA_CHECK_STEPS` steps for all of a
-server's schemas: those past it join unchecked), at most ``spec.max_tools`` tools adding at
+server's schemas: those past it join unchecked), every ``$ref`` in it leading to a schema within
+it (no ``$ref`` is fetched, so a call of a tool whose schema refers elsewhere could never be
+checked: such a tool is left out), at most ``spec.max_tools`` tools adding at
 most ``spec.max_tool_bytes`` to every request (``MCP_<NAME>_MAX_TOOLS``,
 ``..._MAX_TOOL_BYTES``). A
 server that does not start, dies, hangs or answers with something that is not MCP raises
@@ -94,9 +96,10 @@ from helpers.tooling.registry import Tool, ToolRegistry
 MAX_DESCRIPTION_CHARS = 8_000
 #: A tool's input schema may be at most this many bytes of JSON; a longer one leaves it out.
 MAX_SCHEMA_BYTES = 64_000
-#: Steps all of one server's input schemas may take to be checked against their metaschemas
-#: (:func:`helpers.tooling.argument_checks.check_input_schema`): a schema of ``MAX_SCHEMA_BYTES``
-#: takes about 70,000 of the ordinary kind; a tool whose schema is not checked within them joins.
+#: Steps all of one server's input schemas may take to be checked against their metaschemas and
+#: their references resolved (:func:`helpers.tooling.argument_checks.check_input_schema`): a
+#: schema of ``MAX_SCHEMA_BYTES`` takes about 70,000 of the ordinary kind; a tool whose schema is
+#: not checked within them joins.
 MAX_SCHEMA_CHECK_STEPS = 1_000_000
 #: ``tools/list`` pages read at most (a server whose cursor never ends cannot hang the start).
 MAX_LIST_PAGES = 20
@@ -535,7 +538,8 @@ class McpServer:
         seen: dict[str, SchemaCheck],
     ) -> bool:
         """Whether tool ``name``'s input schema is valid JSON Schema of a dialect jsonschema
-        knows (the MCP spec's "JSON Schema Usage": :func:`check_input_schema`), checked within
+        knows whose every ``$ref`` resolves within it (the MCP spec's "JSON Schema Usage":
+        :func:`check_input_schema`), checked within
         the server's ``steps_left`` (a schema not checked within them joins, named in
         ``unchecked``; one already ``seen``, another tool's, is not checked again); a note says
         why one is left out."""
@@ -555,12 +559,14 @@ class McpServer:
         self, over_bytes: list[str], added_bytes: int, unchecked: list[str]
     ) -> None:
         """The notes of the tools left out for the bytes they would add to every request, and
-        of those whose input schemas were not checked against their metaschemas."""
+        of those whose input schemas were not checked to the end (their metaschemas, their
+        references)."""
         spec = self.spec
         if unchecked:
             self.notes.append(
-                f"the input schemas of {len(unchecked)} of its tools were not checked against "
-                f"their metaschemas ({', '.join(map(repr, unchecked[:5]))}"
+                f"the input schemas of {len(unchecked)} of its tools were not checked to the "
+                "end against their metaschemas and for references that lead nowhere "
+                f"({', '.join(map(repr, unchecked[:5]))}"
                 f"{', …' if len(unchecked) > 5 else ''}): the client takes at most "
                 f"{MAX_SCHEMA_CHECK_STEPS:,} steps for all of a server's schemas"
             )

@@ -53,7 +53,7 @@ from helpers.models.providers import (
     OFFLINE_CONTEXT_WINDOW_TOKENS,
     OFFLINE_HOST,
 )
-from helpers.text.tokens import count_chat_tokens, count_tokens, encoding
+from helpers.text.tokens import count_chat_tokens, count_tokens, encode, encoding
 
 OFFLINE_BASE_URL = f"http://{OFFLINE_HOST}/v1"
 
@@ -527,21 +527,20 @@ def _fit(message: dict[str, Any], limit: int | None) -> tuple[int, bool]:
     """Cut ``message`` in place to ``limit`` completion tokens, as a provider stops at the
     limit: reasoning, then content, then each tool call's name and arguments, in the order they
     are written; what does not fit is cut or dropped. Returns ``(completion tokens, cut)``."""
-    enc = encoding()
     budget = limit if limit is not None else -1
     used = 0
     cut = False
 
     def take(text: str) -> str:
         nonlocal used, cut
-        tokens = enc.encode(text, disallowed_special=())
+        tokens = encode(text)
         if budget < 0 or used + len(tokens) <= budget:
             used += len(tokens)
             return text
         head = tokens[: max(0, budget - used)]
         used += len(head)
         cut = True
-        return enc.decode(head)
+        return encoding().decode(head)
 
     for key in ("reasoning_content", "content"):
         if message.get(key):

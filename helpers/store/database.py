@@ -239,7 +239,8 @@ def open_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
     """Open the store's database at ``url``: a SQLite file is checked
     (:func:`refuse_non_sqlite_file`) and made owner-only, its folder and the file created if
     missing; the engine is made (:func:`make_engine`), a room attendee's schema created
-    (:func:`ensure_own_schema`), and the tables created or upgraded through Alembic.
+    (:func:`ensure_own_schema`), and the tables created and stamped at the current revision, or
+    upgraded through Alembic (:func:`helpers.store.migrations.migrate`).
 
     Returns:
         The engine and what the migration did (``current``, ``created`` or
@@ -255,7 +256,7 @@ def open_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
         _private_sqlite_files(db_file, create=True)
     engine = make_engine(url, busy_timeout_ms=busy_timeout_ms)
     ensure_own_schema(engine)
-    # Alembic: create the tables, or upgrade a database from an earlier version
+    # create the tables (stamped as Alembic stamps), or upgrade an earlier version with Alembic
     migrated = migrate(engine, Base.metadata)
     if db_file is not None:
         _private_sqlite_files(db_file)  # the -wal/-shm files that WAL mode has just made

@@ -39,17 +39,21 @@ A server's schema is untrusted, so what it can make the client do is bounded:
 - No ``$ref`` leaves the schema: the registry jsonschema resolves references in holds the
   schema and the metaschemas only, and fetches nothing (MCP, "JSON Schema Usage › $ref
   Resolution": implementations "MUST NOT automatically dereference ``$ref`` values that resolve
-  to a network URI"; jsonschema's default registry would fetch them). A call whose check meets
-  such a reference is refused, not passed unchecked (the same section: such schemas "SHOULD be
+  to a network URI"; jsonschema's default registry would fetch them). The MCP client leaves out
+  a tool whose schema holds a reference that does not resolve within it
+  (:func:`unresolved_reference`, when it lists the tool), and a call whose check meets such a
+  reference is refused, not passed unchecked (the same section: such schemas "SHOULD be
   rejected rather than silently treated as permissive").
 - Every step of a check counts against :data:`MAX_SCHEMA_STEPS` (MCP, "JSON Schema Usage ›
   Composition-Keyword Resource Use": implementations "SHOULD apply reasonable bounds … to
   prevent a malicious schema from acting as a Denial-of-Service vector against the
   validator"): ``anyOf`` within ``anyOf`` through ``$defs`` doubles the work at each level. A
   check that runs out says what it found by then, and a call it found nothing wrong with goes
-  to the server unchecked beyond that point; ``uniqueItems`` is checked in linear time, not
-  jsonschema's quadratic one. The MCP client checks a server's schemas against their
-  metaschemas within a budget of its own.
+  to the server unchecked beyond that point, its record naming the guard
+  ``arguments_check_unfinished`` (:meth:`helpers.tooling.registry.Tool.check_call`);
+  ``uniqueItems`` is checked in linear time, not jsonschema's quadratic one. The MCP client
+  checks a server's schemas against their metaschemas, and their references, within a budget
+  of its own.
 - The schema itself is at most :data:`helpers.mcp.client.MAX_SCHEMA_BYTES` (the client leaves
   a larger one out), and the arguments are within the turn's bounds (characters and nesting:
   :mod:`helpers.loop.dispatch`); a message quotes at most :data:`SHOWN_CHARS` of a value, and
@@ -70,6 +74,8 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from helpers.text.patterns import re2_options
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaViolation
@@ -97,10 +103,8 @@ MAX_PROBLEMS = 10
 SHOWN_CHARS = 80
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a pattern RE2 cannot compile checks nothing; nothing on stderr
-_RE2_OPTIONS.max_mem = RE2_MAX_MEM
-_RE2_OPTIONS.never_capture = True  # a pattern is searched for, its groups never read
+# a pattern RE2 cannot compile checks nothing; a pattern is searched for, its groups never read
+_RE2_OPTIONS = re2_options(RE2_MAX_MEM, never_capture=True)
 
 
 def _shown(value: Any) -> str:
@@ -556,10 +560,13 @@ def _schema_said(found: list[Any], schema: Mapping[str, Any], arguments: Any) ->
 
 def check_input_schema(schema: Mapping[str, Any], steps: int) -> SchemaCheck:
     """Check a server's ``inputSchema`` itself, within ``steps``: a problem (words that follow
-    "its input schema") when its ``$schema`` names a dialect jsonschema does not know, or its
+    "its input schema") when its ``$schema`` names a dialect jsonschema does not know, its
     dialect's metaschema refuses it (the MCP spec: schemas "MUST be valid according to their
-    declared or default dialect", "JSON Schema Usage › Schema Validation"). Not ``finished``:
-    the steps ran out first, and nothing was found."""
+    declared or default dialect", "JSON Schema Usage › Schema Validation"), or a reference in it
+    (``$ref``, ``$dynamicRef``, ``$recursiveRef``) leads nowhere within it
+    (:func:`unresolved_reference`: the client fetches none, so every call of the tool would be
+    refused; "JSON Schema Usage › $ref Resolution": such schemas "SHOULD be rejected"). Not
+    ``finished``: the steps ran out first, and nothing was found."""
     dialect = _dialect(schema)
     if dialect is None:
         named = _shown(schema.get("$schema"))
@@ -569,10 +576,90 @@ def check_input_schema(schema: Mapping[str, Any], steps: int) -> SchemaCheck:
         found, spent, finished = _run(meta, schema, steps)
     except Exception as exc:  # a schema jsonschema trips on
         return SchemaCheck([f"cannot be read as JSON Schema ({type(exc).__name__})"], 0, True)
-    if not found:
-        return SchemaCheck([], spent, finished)
-    first = found[0]
-    where = "/".join(str(p) for p in first.absolute_path) or "its top level"
-    return SchemaCheck(
-        [f"is not valid JSON Schema (at {where}: {_cut(first.message)})"], spent, True
+    if found:
+        first = found[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "its top level"
+        return SchemaCheck(
+            [f"is not valid JSON Schema (at {where}: {_cut(first.message)})"], spent, True
+        )
+    reference = unresolved_reference(schema, dialect, steps - spent)
+    spent += reference.steps
+    if reference.problems:
+        return SchemaCheck(reference.problems, spent, True)
+    return SchemaCheck([], spent, finished and reference.finished)
+
+
+#: The keywords that refer to another schema by URI, in the dialects that have them.
+_REFERRING_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def unresolved_reference(schema: Mapping[str, Any], dialect: type, steps: int) -> SchemaCheck:
+    """Check that every reference in ``schema`` (each ``$ref``, ``$dynamicRef`` or
+    ``$recursiveRef`` its dialect knows, in every subschema and in every schema one leads to)
+    resolves as a check of a call resolves it (:func:`_validator`): within the schema itself
+    (a JSON pointer, an ``$anchor``, a subschema's ``$id``) or to one of the dialects'
+    metaschemas, nothing fetched.
+
+    Args:
+        schema: a server's ``inputSchema``, valid in ``dialect`` (:func:`check_input_schema`
+            checks that first).
+        dialect: its jsonschema validator class (:func:`_dialect`).
+        steps: the most steps it may take: each subschema visited and each reference looked up
+            is one (plus one per segment of its JSON pointer).
+
+    Returns:
+        A :class:`SchemaCheck` whose one problem (words that follow "its input schema") names
+        the first reference that leads nowhere, as a call's check would on meeting it
+        (:func:`check_schema_arguments`); ``[]`` and not ``finished`` when the steps ran out
+        first (or the schema could not be walked). It raises nothing.
+    """
+    from jsonschema_specifications import REGISTRY as METASCHEMAS
+    from referencing import Registry, Specification
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import specification_with
+
+    # the specification jsonschema's validator of this dialect reads every subschema in
+    dialect_id = dialect.ID_OF(dialect.META_SCHEMA)  # type: ignore[attr-defined]
+    specification = specification_with(
+        dialect_id or "urn:unknown-dialect", default=Specification.OPAQUE
     )
+    keywords = [k for k in _REFERRING_KEYWORDS if k in dialect.VALIDATORS]  # type: ignore[attr-defined]
+    root = specification.create_resource(schema)
+    base = root.id() or ""
+    budget = _Budget(steps)
+    try:
+        registry = METASCHEMAS.combine(Registry().with_resource(base, root).crawl())
+        todo = [(schema, registry.resolver(base_uri=base))]
+        seen: set[int] = set()
+        while todo:
+            contents, resolver = todo.pop()
+            if id(contents) in seen:
+                continue
+            seen.add(id(contents))
+            budget.spend(1)
+            if not isinstance(contents, Mapping):  # true, false: nothing in it refers
+                continue
+            for ref in (r for r in map(contents.get, keywords) if isinstance(r, str)):
+                budget.spend(1 + ref.count("/"))
+                try:
+                    resolved = resolver.lookup(ref)
+                    target = resolved.contents
+                except (Unresolvable, LookupError, ValueError, TypeError, AttributeError):
+                    # referencing raises ValueError, not Unresolvable, for a pointer that runs
+                    # through a string or a list: it leads nowhere all the same
+                    target = None
+                if not isinstance(target, Mapping | bool):  # nowhere, or to a value: no schema
+                    return SchemaCheck(
+                        [
+                            f"refers to {_shown(ref)}, which is not a schema in it: the client "
+                            "fetches no schema from elsewhere, so no call of it could be checked"
+                        ],
+                        steps - max(budget.left, 0),
+                        True,
+                    )
+                todo.append((target, resolved.resolver))
+            for sub in specification.subresources_of(contents):
+                todo.append((sub, resolver.in_subresource(specification.create_resource(sub))))
+    except (_OutOfSteps, Exception):  # out of steps, or a schema not valid after all
+        return SchemaCheck([], steps - max(budget.left, 0), False)
+    return SchemaCheck([], steps - budget.left, True)

@@ -20,8 +20,9 @@ class CallEffects:
     presenting its result) did to its turn, for the loop to record.
 
     Attributes:
-        guards: the names of guards (:data:`helpers.base.guards.GUARDS`) that repaired the call,
-            in the order they fired; the loop puts them on the call's record.
+        guards: the names of guards (:data:`helpers.base.guards.GUARDS`) that repaired the call
+            or note what went through unchecked (``arguments_check_unfinished``), in the order
+            they fired; the loop puts them on the call's record.
         fetched: the ``tool_call_id`` of each output the call brought back in full
             (``fetch_tool_output``).
         shown_references: reference ids (the ``<id>`` of ``internal://<id>``) the call's result

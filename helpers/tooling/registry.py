@@ -19,10 +19,13 @@ A function whose first parameter is annotated :class:`ToolContext` receives the 
 its turn (loads a tool, fetches an output) returns a :class:`~helpers.tooling.effects.Reported`:
 its text and those effects, which the loop records.
 
-:meth:`Tool.call` checks arguments before the function runs (missing, unexpected and wrongly
-typed arguments raise :class:`ToolArgumentError` with a message for the model): a Python
+:meth:`Tool.check_arguments` checks arguments before the function runs (missing, unexpected and
+wrongly typed arguments raise :class:`ToolArgumentError` with a message for the model): a Python
 function's with pydantic, an MCP server's tool's against its JSON Schema with jsonschema
-(:mod:`helpers.tooling.argument_checks`).
+(:mod:`helpers.tooling.argument_checks`). A turn checks a call's shape before its policy reads anything,
+and in full the arguments the tool gets (:func:`helpers.loop.dispatch.dispatch`), then
+:meth:`Tool.run` runs it; :meth:`Tool.call`
+checks and runs, for a caller outside a turn.
 """
 
 from __future__ import annotations
@@ -41,8 +44,13 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from helpers.base.limits import TurnLimits
 from helpers.text.redaction import configured_secrets
-from helpers.tooling.argument_checks import arguments_model, function_problems, schema_problems
-from helpers.tooling.effects import Reported
+from helpers.tooling.argument_checks import (
+    arguments_model,
+    check_schema_arguments,
+    function_problems,
+    shape_of,
+)
+from helpers.tooling.effects import NO_EFFECTS, CallEffects, Reported
 
 if TYPE_CHECKING:
     from pydantic_core import core_schema
@@ -195,30 +203,52 @@ class Tool:
         tool, :mod:`helpers.tooling.argument_checks`). ``shape_only``: before its references
         are unboxed, a call is checked for its names and JSON types only
         (:func:`~helpers.tooling.argument_checks.shape_of`); the full check follows on the
-        unboxed values.
+        unboxed values. :meth:`check_call` is the same check, saying what it did to the call.
 
         A Python function's arguments are validated by pydantic against its parameters' types
         (strict: no coercion); a tool described by its JSON Schema alone (an MCP server's) by
         jsonschema against that schema, its patterns run on RE2, in a bounded number of steps.
         """
+        self.check_call(arguments, shape_only=shape_only)
+        return arguments
+
+    def check_call(self, arguments: Any, *, shape_only: bool = False) -> CallEffects:
+        """Check ``arguments`` as :meth:`check_arguments` does, and return what the check did
+        to the call: the guard ``arguments_check_unfinished`` (:data:`helpers.base.guards.GUARDS`)
+        when a check against a JSON Schema (an MCP server's tool's) found nothing wrong but did
+        not get to its end (it ran out of its steps,
+        :data:`~helpers.tooling.argument_checks.MAX_SCHEMA_STEPS`, or jsonschema could not apply
+        the schema): the call goes to the server, which MUST validate its inputs (MCP, "Server ›
+        Tools › Security Considerations"), unchecked beyond that point, and its record says so.
+        A Python function's check always gets to its end: no effects.
+
+        Raises:
+            ToolArgumentError: the arguments do not fit (what does not, in the model's words).
+        """
         if not isinstance(arguments, dict):
             raise ToolArgumentError(
                 f"{self.name} takes a JSON object of arguments, got {type(arguments).__name__}"
             )
+        finished = True
         if self.hints is not None:
             model = arguments_model(self.hints, self.parameters.get("required", ()))
             problems = function_problems(model, arguments, self.parameters)
         else:
-            problems = schema_problems(self.parameters, arguments, shape_only=shape_only)
+            schema = shape_of(self.parameters) if shape_only else self.parameters
+            check = check_schema_arguments(schema, arguments)
+            problems, finished = check.problems, check.finished
         if problems:
             raise ToolArgumentError(f"{self.name}: " + "; ".join(problems))
-        return arguments
+        return NO_EFFECTS if finished else CallEffects(guards=("arguments_check_unfinished",))
 
     def run(self, arguments: dict[str, Any], context: ToolContext | None = None) -> Reported:
-        """Run the tool on checked arguments: its text (a non-string result as JSON text) and
-        what the call did to its turn (:class:`~helpers.tooling.effects.CallEffects`: none,
-        unless the tool returned a :class:`~helpers.tooling.effects.Reported`)."""
-        self.check_arguments(arguments)
+        """Run the tool on arguments already checked (:meth:`check_call`: a turn checks in full
+        the arguments the tool gets, after its references are unboxed,
+        :func:`helpers.loop.dispatch.dispatch`;
+        :meth:`call` checks, then runs): its text (a non-string result as JSON text) and what
+        the call did to its turn (:class:`~helpers.tooling.effects.CallEffects`: none, unless
+        the tool returned a :class:`~helpers.tooling.effects.Reported`). It checks nothing
+        itself: unchecked arguments reach the function as they are."""
         result = self.fn(context, **arguments) if self.takes_context else self.fn(**arguments)
         if isinstance(result, Reported):
             return result
@@ -227,9 +257,13 @@ class Tool:
         return Reported(json.dumps(result, ensure_ascii=False, default=str))
 
     def call(self, arguments: dict[str, Any], context: ToolContext | None = None) -> str:
-        """The text of :meth:`run`: what a caller outside a turn needs (it records no
-        effects)."""
-        return self.run(arguments, context).text
+        """Check ``arguments`` (:meth:`check_arguments`), run the tool and return its text: what
+        a caller outside a turn needs (it records no effects).
+
+        Raises:
+            ToolArgumentError: the arguments do not fit the tool.
+        """
+        return self.run(self.check_arguments(arguments), context).text
 
 
 def tool_from_function(
