@@ -119,8 +119,9 @@ student: $(DEV_STAMP)
 COURSE_SOLUTIONS = $(shell find solutions -maxdepth 1 -regextype posix-extended \
 	-regex 'solutions/[0-9]{2}_[A-Za-z0-9_]+\.ipynb' | sort)
 
-# pytest workers: one per core (TEST_WORKERS=0 runs in this process, e.g. to use a debugger)
-TEST_WORKERS ?= auto
+# pytest workers: one per core and one more, which works while another's test waits out a
+# timeout or a hang guard (TEST_WORKERS=0 runs in this process, e.g. to use a debugger)
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 # unit tests, the checkpoint test, and nbval over every solution notebook, all offline; on every
 # core, a whole file per worker (a notebook's cells run in order in one kernel)

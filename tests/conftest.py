@@ -110,7 +110,14 @@ def work_unit(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``--dist loadfile`` by :func:`work_unit`, the slowest units first."""
+    """``--dist loadfile`` by :func:`work_unit`, the slowest units first.
+
+    Built as xdist builds its own ``LoadFileScheduling`` (a subclass of ``LoadScopeScheduling``
+    that overrides ``_split_scope``), reordering ``workqueue``, the scopes-to-tests map its
+    class docstring describes. These are xdist's internals, so pyproject.toml bounds it below 4;
+    should they change, the run gets slower, never wrong: without ``_split_scope`` a file is the
+    unit (a notebook's TODOs still run in order on one worker), without ``_assign_work_unit``
+    the order is xdist's own, and without ``workqueue`` the run stops with an AttributeError."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling

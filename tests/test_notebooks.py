@@ -151,10 +151,22 @@ POINTER_CALL_RE = re.compile(r"\b(?:hint\('\d\d', \d+\)|why\(\))")
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
-#: What the kernel's user namespace holds, printed as {name: id(value)}; it binds no name itself.
-NAMESPACE_PROBE = (
-    "print(__import__('json').dumps({k: id(v) for k, v in get_ipython().user_ns.items() "
-    "if k not in get_ipython().user_ns_hidden}))"
+#: Where the kernel keeps what its user names held before a TODO's stub ran: in IPython's dict of
+#: hidden names, so it binds no user name, and holding the objects, so none of them is freed.
+HELD = "__checkpoint_test_held__"
+_HELD_AT = f"get_ipython().user_ns_hidden[{HELD!r}]"
+#: Run in the kernel: keep what every user name holds now (IPython's own names left out).
+HOLD_PROBE = (
+    _HELD_AT + " = {k: v for k, v in get_ipython().user_ns.items() "
+    "if k not in get_ipython().user_ns_hidden}"
+)
+#: Run in the kernel: the held names that no longer hold the very same object (``is``), and
+#: the user names that are new since; printed as JSON, binding no name.
+COMPARE_PROBE = (
+    "print(__import__('json').dumps((lambda ns, held, hidden: {"
+    "'changed': [k for k in held if k not in ns or ns[k] is not held[k]], "
+    "'new': [k for k in ns if k not in held and k not in hidden]})"
+    "(get_ipython().user_ns, " + _HELD_AT + ", get_ipython().user_ns_hidden)))"
 )
 #: IPython's own history names (``_``, ``_i3``, ``_7``): they change with every cell.
 IPYTHON_HISTORY_RE = re.compile(r"_{1,3}|_i{1,3}|_i?\d+")
@@ -205,42 +217,47 @@ class _Kernel:
         self.last_outputs = cell.outputs
         return error
 
-    def namespace(self, index: int) -> dict[str, int] | None:
-        """The user's names and the identity of what each holds (IPython's history left out),
-        or ``None`` when they cannot be read."""
-        if self.run(NAMESPACE_PROBE, index) is not None:
+    def hold(self, index: int) -> bool:
+        """Keep, in the kernel, what each user name holds now; whether that worked."""
+        return self.run(HOLD_PROBE, index) is None
+
+    def differences(self, index: int) -> tuple[set[str], set[str]] | None:
+        """Since :meth:`hold`: the user names that no longer hold the very object they held
+        (rebound or removed), and the user names that are new (IPython's history names left
+        out); ``None`` when they cannot be read."""
+        if self.run(COMPARE_PROBE, index) is not None:
             return None
         lines = [x for x in self.last_output.splitlines() if x.startswith("{")]
         if not lines:
             return None
-        names = json.loads(lines[-1])
-        return {k: v for k, v in names.items() if not IPYTHON_HISTORY_RE.fullmatch(k)}
+        found = json.loads(lines[-1])
+        changed, new = (
+            {k for k in found[key] if not IPYTHON_HISTORY_RE.fullmatch(k)}
+            for key in ("changed", "new")
+        )
+        return changed, new
 
-    def back_to_fresh(
-        self, before: dict[str, int] | None, answer: str, checkpoint: str, index: int
-    ) -> bool:
-        """After a TODO's checks, whether the kernel holds what a fresh kernel holds once it ran
-        the notebook up to the TODO, then the answer and the checkpoint: every name of
-        ``before`` (the namespace before the stub ran) still holds the same object unless those
-        two cells bind it, and no other name is new. Names that only the wrong answers bound
-        (their own imports and helpers) are removed first."""
+    def back_to_fresh(self, answer: str, checkpoint: str, index: int) -> bool:
+        """After a TODO's checks, whether the kernel's user names are what a fresh kernel's are
+        once it ran the notebook up to the TODO, then the answer and the checkpoint: every name
+        :meth:`hold` saw holds the very same object (``is``) unless those two cells bind it, and
+        no other name is new. Names that only the wrong answers bound (their own imports and
+        helpers) are removed first.
+
+        What this cannot see: a change made inside an object a name still holds, or to a
+        module's state. Every checkpoint is given the answer alone (``check_log_tool(log_tool)``)
+        and calls it on inputs it generates, so an answer reaches the notebook's own objects
+        only through the globals it reads; and nbval runs each solution notebook top to bottom
+        in a fresh kernel."""
         bound = _bound(answer) | _bound(checkpoint)
-
-        def same(after: dict[str, int] | None) -> bool:
-            return (
-                before is not None
-                and after is not None
-                and all(after.get(k) == v for k, v in before.items() if k not in bound)
-            )
-
-        after = self.namespace(index)
-        if not same(after):
+        found = self.differences(index)
+        if found is None or found[0] - bound:
             return False  # a name rebound or removed: only a fresh kernel is sure to be right
-        left = sorted(after.keys() - before.keys() - bound)
+        left = sorted(found[1] - bound)
         if left and self.run(f"list(map(get_ipython().user_ns.pop, {left!r}));", index):
             return False
-        after = self.namespace(index)
-        return same(after) and after.keys() - before.keys() <= bound
+        found = self.differences(index)
+        return found is not None and not found[0] - bound and found[1] <= bound
 
     def follow_pointers(self, message: str, *, notebook: str, todo: int, index: int) -> None:
         """Run every call a checkpoint's message points to (``hint('04', 2)``, ``why()``), as
@@ -310,6 +327,8 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
     notebook = fill_todos(student_nb, solution_nb, set(range(1, n)))
     stub, checkpoint = notebook.cells[todo_at].source, notebook.cells[checkpoint_at].source
     answer = solution_nb.cells[todo_at].source
+    # the checkpoint is given the answer alone (what lets the next TODO go on in this kernel)
+    assert re.fullmatch(r"(?s).*\ncheck_(\w+)\(\1\)\s*", checkpoint), checkpoint
     prefix = [cell.source for cell in notebook.cells[:todo_at]]
     kernel, first = notebook_kernels.take(solution, n, notebook)
     try:
@@ -318,7 +337,7 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
                 assert kernel.run(cell.source, index) is None, (
                     f"cell {index} failed before TODO {n}"
                 )
-        before = kernel.namespace(todo_at)
+        held = kernel.hold(todo_at)
 
         # the stub, run before it is written: one line naming the TODO, and a hint that works
         assert kernel.run(stub, todo_at) is None
@@ -356,7 +375,7 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
 
         # the next TODO goes on here if this kernel holds what a fresh one would at this point
         last = n == max(todo_numbers(solution_nb))
-        if not last and kernel.back_to_fresh(before, answer, checkpoint, checkpoint_at):
+        if not last and held and kernel.back_to_fresh(answer, checkpoint, checkpoint_at):
             kernel.history = [*prefix, answer, checkpoint]
             notebook_kernels.keep(solution, n, kernel)
             kernel = None

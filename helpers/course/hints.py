@@ -11,8 +11,6 @@ lines, never its code::
 
 from __future__ import annotations
 
-import nbformat
-
 from helpers.course.student_notebooks import solution_notebooks, solution_parts, todo_number
 
 LEVELS = {1: "the idea", 2: "the approach", 3: "close to code"}
@@ -36,6 +34,8 @@ def hints_for(notebook: str | int, todo: int) -> dict[int, str]:
     matches = [p for p in solution_notebooks() if p.name.startswith(notebook)]
     if not notebook or not matches:
         raise LookupError(f"no notebook {notebook!r}; use its number, e.g. hint('04', 2)")
+    import nbformat  # here, not at the top: see helpers.course.student_notebooks
+
     solution = nbformat.read(matches[0], as_version=4)
     for cell in solution.cells:
         if todo_number(cell) == todo:

@@ -34,10 +34,15 @@ import os
 import re
 import sys
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from helpers.base.paths import INSTALLED, PROJECT_ROOT, WORKSPACE_MARKER, workspace_dir
+
+if TYPE_CHECKING:  # imported where a notebook is read or written: nbformat imports jsonschema,
+    # whose optional IRI checker (rfc3987_syntax) builds its parsers on import, about 0.9 s of
+    # CPU (python-jsonschema/jsonschema#1428), which a kernel that only lists notebooks or
+    # imports hint() should not pay
+    import nbformat
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
@@ -200,6 +205,8 @@ def make_student(
     Raises:
         NotebookFormatError: a TODO cell is not followed by its checkpoint.
     """
+    import nbformat
+
     student = _without_run_state(nbformat.from_dict(solution))
     cells = student.cells
     for index, cell in enumerate(cells):
@@ -225,6 +232,8 @@ def fill_todos(
     student: nbformat.NotebookNode, solution: nbformat.NotebookNode, numbers: set[int]
 ) -> nbformat.NotebookNode:
     """A copy of ``student`` whose TODO cells in ``numbers`` hold the solution's answer."""
+    import nbformat
+
     filled = nbformat.from_dict(student)
     answers = {todo_number(c): c.source for c in solution.cells if todo_number(c) is not None}
     for cell in filled.cells:
@@ -252,12 +261,16 @@ def pairs() -> list[tuple[Path, Path]]:
 
 def render(notebook: nbformat.NotebookNode) -> str:
     """A notebook as the text ``nbformat.write`` stores."""
+    import nbformat
+
     return nbformat.writes(notebook) + "\n"
 
 
 def student_text(solution_path: Path) -> str:
     """The student notebook generated from the solution notebook at ``solution_path``, as the
     text ``make student`` writes: what an attendee starts from, whatever their copy now holds."""
+    import nbformat
+
     solution = nbformat.read(solution_path, as_version=4)
     return render(make_student(solution, name=solution_path.name))
 
