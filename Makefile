@@ -119,9 +119,10 @@ student: $(DEV_STAMP)
 COURSE_SOLUTIONS = $(shell find solutions -maxdepth 1 -regextype posix-extended \
 	-regex 'solutions/[0-9]{2}_[A-Za-z0-9_]+\.ipynb' | sort)
 
-# pytest workers: one per core and one more, which works while another's test waits out a
-# timeout or a hang guard (TEST_WORKERS=0 runs in this process, e.g. to use a debugger)
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# pytest workers: auto is one per core and one more (tests/conftest.py), which works while
+# another's test waits out a timeout or a hang guard (TEST_WORKERS=0 runs in this process,
+# e.g. to use a debugger)
+TEST_WORKERS ?= auto
 
 # unit tests, the checkpoint test, and nbval over every solution notebook, all offline; on every
 # core, a whole file per worker (a notebook's cells run in order in one kernel)

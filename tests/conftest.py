@@ -109,6 +109,18 @@ def work_unit(nodeid: str) -> str:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per core, as xdist counts them, and one more, which works while
+    another's test waits out a timeout or a hang guard, or a child process starts.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the number itself (xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    from xdist.plugin import pytest_xdist_auto_num_workers as per_core
+
+    return per_core(config) + 1
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadfile`` by :func:`work_unit`, the slowest units first.
 

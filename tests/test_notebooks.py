@@ -257,6 +257,8 @@ class _Kernel:
         if left and self.run(f"list(map(get_ipython().user_ns.pop, {left!r}));", index):
             return False
         found = self.differences(index)
+        if self.run(f"get_ipython().user_ns_hidden.pop({HELD!r}, None);", index) is not None:
+            return False  # the held objects would outlive what a fresh kernel holds
         return found is not None and not found[0] - bound and found[1] <= bound
 
     def follow_pointers(self, message: str, *, notebook: str, todo: int, index: int) -> None:
@@ -328,7 +330,11 @@ def test_checkpoint_stops_stub_and_wrong_answers_then_passes_and_reruns(
     stub, checkpoint = notebook.cells[todo_at].source, notebook.cells[checkpoint_at].source
     answer = solution_nb.cells[todo_at].source
     # the checkpoint is given the answer alone (what lets the next TODO go on in this kernel)
-    assert re.fullmatch(r"(?s).*\ncheck_(\w+)\(\1\)\s*", checkpoint), checkpoint
+    given = re.fullmatch(
+        rf"# Hard-stop checkpoint: TODO {n}\nfrom helpers import check_(\w+)\n\ncheck_\1\(\1\)\s*",
+        checkpoint,
+    )
+    assert given and given[1] in _bound(answer), checkpoint
     prefix = [cell.source for cell in notebook.cells[:todo_at]]
     kernel, first = notebook_kernels.take(solution, n, notebook)
     try:
