@@ -124,8 +124,9 @@ COURSE_SOLUTIONS = $(shell find solutions -maxdepth 1 -regextype posix-extended 
 # e.g. to use a debugger)
 TEST_WORKERS ?= auto
 
-# unit tests, the checkpoint test, and nbval over every solution notebook, all offline; on every
-# core, a whole file per worker (a notebook's cells run in order in one kernel)
+# unit tests, the checkpoint test, and nbval over every solution notebook, all offline; on
+# TEST_WORKERS workers, each given a whole unit at a time (a test file, or for the checkpoint test
+# a notebook: a notebook's cells run in order in one kernel)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
 	WORKBOOK_PROFILE=offline WORKBOOK_REFERENCE_CHOICES_ONLY=1 $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -464,11 +465,6 @@ def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_u
 #: The most the server process may grow to under any flood below, in bytes of peak resident
 #: memory (VmHWM): a fresh server is about 120 MB; the floods once took it to 1 GB and more.
 FLOOD_PEAK_BYTES = 300 * 2**20
-#: A query that keeps run_sql busy for a second or so (calls queue behind it).
-SLOW_SQL = (
-    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) "
-    "SELECT count(*) FROM c"
-)
 
 
 def _flood(raw: RawClient, lines: list[bytes]) -> None:
@@ -486,12 +482,37 @@ def _flood(raw: RawClient, lines: list[bytes]) -> None:
     return writer
 
 
-def _flood_answers(raw: RawClient, lines: list[bytes]) -> dict[Any, dict[str, Any]]:
-    """Write ``lines`` at once (:func:`_flood`) and read one answer for each, by id."""
+class StoreLock:
+    """The store's write lock, taken by the test (``BEGIN IMMEDIATE`` on its SQLite file) and
+    held until :meth:`release`: the server's first call waits for it (its busy timeout, 120 s,
+    only a hang guard), so that call and every call queued behind it stay in flight however
+    fast or busy the machine is. What a slow call does to a server, without a clock."""
+
+    def __init__(self, db_url: str):
+        self.connection: sqlite3.Connection | None = sqlite3.connect(
+            db_url.removeprefix("sqlite:///"), isolation_level=None
+        )
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        """Let the lock go (again: nothing)."""
+        if self.connection is not None:
+            self.connection.execute("ROLLBACK")
+            self.connection.close()
+            self.connection = None
+
+
+def _flood_answers(
+    raw: RawClient, lines: list[bytes], lock: StoreLock | None = None, answered_held: int = 0
+) -> dict[Any, dict[str, Any]]:
+    """Write ``lines`` at once (:func:`_flood`) and read one answer for each, by id; with a
+    ``lock``, the first ``answered_held`` answers are read while it is held, then it is let go."""
     writer = _flood(raw, lines)
     answers: dict[Any, dict[str, Any]] = {}
     assert raw.server.stdout is not None
     while len(answers) < len(lines):
+        if lock is not None and len(answers) == answered_held:
+            lock.release()
         message = json.loads(raw.server.stdout.readline())
         answers[message["id"]] = message
     writer.join(timeout=HANG_GUARD_S)
@@ -500,8 +521,10 @@ def _flood_answers(raw: RawClient, lines: list[bytes]) -> dict[Any, dict[str, An
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db_url):
-    """1,000 small tools/call written at once: each is answered (its result, or at once that
-    the server has its most in flight), and the server's memory stays bounded."""
+    """1,000 small tools/call written at once while the first waits for the store: the first
+    :data:`MAX_REQUESTS_IN_FLIGHT` are held in flight and then answered with their results,
+    each of the others is answered at once that the server has its most in flight, and the
+    server's memory stays bounded."""
     from helpers.mcp.stdio_transport import MAX_REQUESTS_IN_FLIGHT, SERVER_BUSY
 
     raw = RawClient(db_url)
@@ -513,15 +536,17 @@ def test_a_thousand_requests_at_once_are_each_answered_and_held_within_bounds(db
             .encode()
             for n in range(1_000)
         ]  # fmt: skip
-        answers = _flood_answers(raw, lines)
-        busy = [a for a in answers.values() if a.get("error", {}).get("code") == SERVER_BUSY]
-        done = [a for a in answers.values() if "result" in a]
-        assert len(busy) + len(done) == 1_000 and done, (len(busy), len(done))
-        assert (
-            f"{MAX_REQUESTS_IN_FLIGHT} requests in flight" in busy[0]["error"]["message"]
-            if busy
-            else True
-        )
+        lock = StoreLock(db_url)
+        try:
+            answers = _flood_answers(raw, lines, lock, answered_held=1_000 - MAX_REQUESTS_IN_FLIGHT)
+        finally:
+            lock.release()
+        busy = {i for i, a in answers.items() if a.get("error", {}).get("code") == SERVER_BUSY}
+        done = {i for i, a in answers.items() if "result" in a}
+        assert done == set(range(100, 100 + MAX_REQUESTS_IN_FLIGHT)), sorted(done)[:20]
+        assert busy == set(range(100 + MAX_REQUESTS_IN_FLIGHT, 1_100)), len(busy)
+        refusal = answers[1_099]["error"]["message"]
+        assert f"{MAX_REQUESTS_IN_FLIGHT} requests in flight" in refusal, refusal
         peak = peak_bytes(raw.server.pid)
         assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
         assert raw.initialize("2025-11-25")["result"]  # and it goes on
@@ -794,10 +819,11 @@ NESTED = b'{"a":' * 16 + b"0" + b"}" * 16
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_requests_of_the_most_values_are_held_within_bounds(db_url):
-    """Two calls written at once, each of nearly the most values and keys as nested one-key
-    objects (the shape that costs most per value counted): the first is served, the second
-    refused at once and unparsed (the values in flight together), and the server stays within
-    its bound (940,000 such objects in one line took it past 500 MiB)."""
+    """Two calls written at once while the first waits for the store, each of nearly the most
+    values and keys as nested one-key objects (the shape that costs most per value counted):
+    the second is refused at once and unparsed (the values in flight together), the first is
+    served, and the server stays within its bound (940,000 such objects in one line took it
+    past 500 MiB)."""
     from helpers.mcp.stdio_transport import MAX_REQUEST_VALUES, SERVER_BUSY
 
     many = b",".join([NESTED] * ((MAX_REQUEST_VALUES - 100) // 33))
@@ -809,9 +835,13 @@ def test_requests_of_the_most_values_are_held_within_bounds(db_url):
             b'"yt_transcribe", "arguments": {"video_id": "1"}, "x": [%s]}}' % (400 + n, many)
             for n in range(2)
         ]
-        answers = _flood_answers(raw, lines)
+        lock = StoreLock(db_url)
+        try:
+            answers = _flood_answers(raw, lines, lock, answered_held=1)
+        finally:
+            lock.release()
         assert "result" in answers[400], answers[400]
-        assert answers[401]["error"]["code"] == SERVER_BUSY
+        assert answers[401]["error"]["code"] == SERVER_BUSY, answers[401]
         assert "JSON values of requests in flight" in answers[401]["error"]["message"]
         peak = peak_bytes(raw.server.pid)
         assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
@@ -821,26 +851,32 @@ def test_requests_of_the_most_values_are_held_within_bounds(db_url):
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_requests_of_nearly_the_most_bytes_written_at_once_are_held_within_bounds(db_url):
-    """7 calls of 6 MiB each written behind a slow one (calls run one at a time, so they wait
-    in flight: 850 MB held when the cap counted requests only): each is answered, those past
-    the bytes in flight at once, and the server stays within its bound."""
-    from helpers.mcp.stdio_transport import SERVER_BUSY
+    """8 calls of 6 MiB each written at once while the first waits for the store (calls run
+    one at a time, so the others would wait in flight behind it: 850 MB held when the cap
+    counted requests only): the 7 past the bytes in flight are answered at once that they are,
+    the first is served, and the server stays within its bound."""
+    from helpers.mcp.stdio_transport import MAX_BYTES_IN_FLIGHT, SERVER_BUSY
 
     raw = RawClient(db_url)
     try:
         raw.initialize("2025-11-25")
-        slow = {"name": "run_sql", "arguments": {"query": SLOW_SQL}}
         big = {"name": "get_page", "arguments": {"url": "x" * (6 << 20)}}
         lines = [
-            json.dumps({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call",
-                        "params": big if n else slow}).encode()
+            json.dumps({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call", "params": big})
+            .encode()
             for n in range(8)
         ]  # fmt: skip
         del big
-        answers = _flood_answers(raw, lines)
-        busy = [a for a in answers.values() if a.get("error", {}).get("code") == SERVER_BUSY]
-        assert busy and all("bytes of requests in flight" in a["error"]["message"] for a in busy)
-        assert all("result" in a for a in answers.values() if a not in busy)
+        assert 2 * len(lines[0]) > MAX_BYTES_IN_FLIGHT >= len(lines[0])  # one in flight at most
+        lock = StoreLock(db_url)
+        try:
+            answers = _flood_answers(raw, lines, lock, answered_held=7)
+        finally:
+            lock.release()
+        busy = {i for i, a in answers.items() if a.get("error", {}).get("code") == SERVER_BUSY}
+        assert busy == set(range(201, 208)), sorted(busy)
+        assert all("bytes of requests in flight" in answers[i]["error"]["message"] for i in busy)
+        assert "result" in answers[200], answers[200]
         peak = peak_bytes(raw.server.pid)
         assert peak < FLOOD_PEAK_BYTES, f"{peak:,} bytes"
     finally:
