@@ -24,7 +24,7 @@ from helpers.base.paths import (
     store_db_path,
     var_dir,
 )
-from helpers.models.llm import load_env
+from helpers.models.settings import load_env
 from helpers.store.database import SQLITE_SIDE_FILE_SUFFIXES
 from helpers.store.tool_outputs import ToolOutputStore
 from helpers.text import redaction

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
+from helpers.models.llm import ConfigError, make_client, resolve_model
+from helpers.models.settings import load_env
 
 ENV = {
     "OPENAI_API_KEY": "sk-test-openai",

@@ -407,6 +407,25 @@ class RawClient:
         self.server.wait(timeout=HANG_GUARD_S)
 
 
+def test_the_server_serves_without_the_openai_client(db_url) -> None:
+    """``workbook mcp-server`` runs tools and no model, so it does not import the ``openai``
+    package (0.5 s of CPU at every start: the settings live apart from the client)."""
+    probe = (
+        "import sys\n"
+        "from helpers.cli import main\n"
+        f"code = main(['mcp-server', '--db', {db_url!r}])\n"
+        "print(code, 'mcp' in sys.modules, 'openai' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
+    assert done.stdout.split() == ["0", "True", "False"], done.stdout + done.stderr
+
+
 def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_url):
     """``resource_link`` came with MCP 2025-06-18: a 2024-11-05 client gets the link's JSON
     text, and reads it."""

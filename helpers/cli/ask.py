@@ -203,8 +203,9 @@ def run(args: argparse.Namespace) -> int:
     with long_lived_imports(args):
         from helpers.loop.agent import Agent, RunConfig
         from helpers.mcp.settings import McpConfigError, McpServerError, mcp_servers_from_env
-        from helpers.models.llm import ConfigError, load_env, make_client, resolve_model
+        from helpers.models.llm import ConfigError, make_client, resolve_model
         from helpers.models.offline import OfflineModel
+        from helpers.models.settings import load_env
         from helpers.tooling.tools import default_registry
 
     try:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from helpers.cli.common import non_negative, open_store, store_options
+from helpers.cli.common import long_lived_imports, non_negative, open_store, store_options
 from helpers.cli.exits import EXIT_OK, usage_error
 from helpers.text.escaping import for_terminal
 
@@ -41,10 +41,11 @@ def add_command(sub: Any, name: str, help: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client closes stdin."""
-    import anyio
+    with long_lived_imports(args):  # the SDK, SQLAlchemy, the tools: kept until the process ends
+        import anyio
 
-    from helpers.mcp.server import WorkbookMcpServer
-    from helpers.models.llm import load_env
+        from helpers.mcp.server import WorkbookMcpServer
+        from helpers.models.settings import load_env
 
     load_env()  # WORKBOOK_DB_URL and WORKBOOK_VAR_DIR from .env, as every command reads them
     try:

@@ -147,7 +147,7 @@ def setting(name: str, key: str) -> str:
 
 def mcp_servers_from_env(env: Mapping[str, str]) -> list[McpServerSpec]:
     """The servers ``MCP_SERVERS`` names, each from its block of ``env`` (the environment and
-    ``.env``: :func:`helpers.models.llm.load_env`), in the order named; ``[]`` when it names
+    ``.env``: :func:`helpers.models.settings.load_env`), in the order named; ``[]`` when it names
     none.
 
     Raises:

@@ -45,9 +45,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 import openai
-from dotenv import load_dotenv
 
-from helpers.base.paths import workspace_dir
 from helpers.models.offline import OFFLINE_MODEL_NAME, OfflineModel, offline_client
 from helpers.models.personas import PERSONAS, UnknownPersonaError, persona_for_model
 from helpers.models.providers import (
@@ -60,7 +58,8 @@ from helpers.models.providers import (
     remember_profile,
 )
 from helpers.models.replies import error_message, error_rule, is_context_overflow
-from helpers.text.redaction import endpoint_shown, warn_if_env_file_shared
+from helpers.models.settings import load_env
+from helpers.text.redaction import endpoint_shown
 
 PROVIDERS = ("openai", "openrouter", "azure", "local", "offline")
 #: The ``api-version`` an Azure OpenAI profile sends unless ``<NAME>_API_VERSION`` says
@@ -128,34 +127,6 @@ class ModelConfig:
             return f"offline reference model ({self.model}; no network, no key){why}"
         where = endpoint_shown(self.base_url)
         return f"{self.model} via {self.provider} ({where}), profile {self.profile}{why}"
-
-
-class Settings(dict[str, str]):
-    """The settings :func:`load_env` read (name → value), and where each came from:
-    :attr:`from_file` names the ``.env`` file of each that came from one (the rest came from
-    the shell)."""
-
-    def __init__(self, values: Mapping[str, str], from_file: Mapping[str, Path]):
-        super().__init__(values)
-        self.from_file = dict(from_file)
-
-
-def load_env(env_file: str | Path | None = None) -> Settings:
-    """Load ``.env`` (in :func:`helpers.base.paths.workspace_dir` by default) into the environment,
-    without overriding what is already set there, and return the settings, each with where it
-    came from (:class:`Settings`). Empty values count as unset.
-
-    Warns (:class:`helpers.text.redaction.EnvFileWarning`, once per file and process) when the file
-    can be read by other users; the fix is ``chmod 600 .env``.
-    """
-    path = Path(env_file) if env_file else workspace_dir() / ".env"
-    from_file: dict[str, Path] = {}
-    if path.is_file():
-        warn_if_env_file_shared(path)
-        before = {k for k, v in os.environ.items() if v != ""}
-        load_dotenv(path, override=False)
-        from_file = {k: path for k, v in os.environ.items() if v != "" and k not in before}
-    return Settings({k: v for k, v in os.environ.items() if v != ""}, from_file)
 
 
 def _number(env: Mapping[str, str], key: str, *, positive: bool = False) -> float | None:
