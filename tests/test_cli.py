@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -207,8 +208,9 @@ def test_prune_gives_the_disk_back_and_says_how_much(tmp_path) -> None:
 
     path = tmp_path / "big.sqlite"
     store = ToolOutputStore(f"sqlite:///{path}")
-    for i in range(8):  # 8 outputs of 1,000,000 characters: about 8 MB in the file and its log
-        store.log_tool("big", f"call_{i}", "yt_transcribe", {}, str(i) * 1_000_000)
+    for i in range(8):  # 8 outputs of 1,000,000 characters, no chunk alike: about 8 MB on disk
+        output = random.Random(i).randbytes(500_000).hex()
+        store.log_tool("big", f"call_{i}", "yt_transcribe", {}, output)
     store.log_tool("kept", "call_k", "yt_transcribe", {}, "kept")
     store.close()
 

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from hang import HANG_GUARD_S
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.store.quotas import StoreQuotaExceeded
 from helpers.store.tool_outputs import ToolOutputStore
@@ -100,7 +102,10 @@ def test_the_same_store_on_postgresql() -> None:
     assert pg.get(thread, "c1", with_content=True).content == value
     with pytest.raises(DuplicateToolCallError):
         pg.log_tool(thread, "c1", "x", {}, "again")
+    twin = pg.log_tool(thread + "-twin", "c1", "x", {}, value)  # the same chunks, held once
     assert pg.prune(thread_id=thread) == 1
+    assert pg.read_all(twin.id) == value and pg.read_range(twin.id, 50_000, 5) == "xxxxx"
+    assert pg.prune(thread_id=thread + "-twin") == 1
     long_thread = thread + "-" + "é" * 5_000  # ids of any length
     pg.log_tool(long_thread, "c1", "x", {}, "v", provider_call_id="0" * 300)
     pg.append_message(long_thread, {"role": "user", "content": "hi\u0000there"})
@@ -191,6 +196,114 @@ def test_long_values_are_chunked_and_sliced_across_boundaries(store: ToolOutputS
     assert store.prune(thread_id="t") == 1
     with sqlite3.connect(store.url.removeprefix("sqlite:///")) as db:
         assert db.execute("SELECT count(*) FROM tool_output_chunks").fetchone()[0] == 0
+
+
+def _chunk_contents(store: ToolOutputStore) -> int:
+    with sqlite3.connect(store.url.removeprefix("sqlite:///")) as db:
+        return db.execute("SELECT count(*) FROM chunk_contents").fetchone()[0]
+
+
+def _distinct_chunks(outputs) -> int:
+    from helpers.store.schema import CHUNK_CHARS
+
+    return len(
+        {
+            text[i : i + CHUNK_CHARS]
+            for text in outputs
+            if len(text) > CHUNK_CHARS
+            for i in range(0, len(text), CHUNK_CHARS)
+        }
+    )
+
+
+#: Long outputs that share chunks: a page, the same page again, a page that ends otherwise.
+_PAGE = "".join(chr(0x4E00 + (i * 7919) % 20_000) for i in range(3 * 16_384 + 100))
+_PAGES = (_PAGE, _PAGE[:-50] + "x" * 50, "é" * 40_000, "short")
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    picks=st.lists(st.tuples(st.sampled_from(_PAGES), st.sampled_from("abc")), max_size=6),
+    pruned=st.sets(st.sampled_from("abc")),
+)
+def test_each_distinct_chunk_is_stored_once_and_pruning_keeps_what_another_output_holds(
+    tmp_path_factory, picks, pruned
+) -> None:
+    """Outputs logged in threads a, b, c, many of them alike: each reads back whole and in
+    slices, the store holds each distinct chunk once, and after pruning some threads the rest
+    still read back and the store holds exactly the chunks they hold."""
+    store = ToolOutputStore(f"sqlite:///{tmp_path_factory.mktemp('s') / 'store.sqlite'}")
+    try:
+        rows = [
+            (thread, store.log_tool(thread, f"c{n}", "get_page", {}, text).id, text)
+            for n, (text, thread) in enumerate(picks)
+        ]
+        assert _chunk_contents(store) == _distinct_chunks(text for _, _, text in rows)
+        for thread in pruned:
+            store.prune(thread_id=thread)
+        kept = [(row_id, text) for thread, row_id, text in rows if thread not in pruned]
+        for row_id, text in kept:
+            assert store.read_all(row_id) == text
+            assert store.read_range(row_id, 16_380, 10) == text[16_380:16_390]
+        assert _chunk_contents(store) == _distinct_chunks(text for _, text in kept)
+    finally:
+        store.close()
+
+
+def test_a_store_at_0004_has_its_chunks_kept_once_by_the_upgrade_and_back_by_the_downgrade(
+    tmp_path,
+) -> None:
+    """Revision 0005 on a store written by 0004 (each chunk's characters in its own row): every
+    output reads back the same, each distinct chunk is held once; the downgrade puts each
+    chunk's characters back in its row."""
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    from helpers.store.migrations import alembic_config
+    from helpers.store.schema import CHUNK_CHARS
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "0004")
+    outputs = [_PAGE, _PAGE, _PAGES[1], _PAGES[2]]
+    with sqlite3.connect(tmp_path / "old.sqlite") as db:
+        for n, text in enumerate(outputs, start=1):
+            pieces = [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
+            db.execute(
+                "INSERT INTO tool_outputs (id, ref_id, thread_id, thread_key, tool_call_id, "
+                "tool_name, tool_args, content, n_chunks, n_chars, n_bytes, sha256, kind, "
+                "created_at) VALUES (?, ?, 't', ?, ?, 'get_page', '{}', '', ?, ?, ?, ?, "
+                "'tool_output', '2026-11-01 10:00:00')",
+                (n, f"ref{n:013d}", "k" * 64, f"c{n}", len(pieces), len(text),
+                 len(text.encode()), hashlib.sha256(text.encode()).hexdigest()),
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO tool_output_chunks (output_id, seq, content) VALUES (?, ?, ?)",
+                [(n, seq, piece) for seq, piece in enumerate(pieces)],
+            )
+    store = ToolOutputStore(url)
+    assert store.migrated == "upgraded from 0004"
+    assert [store.read_all(n) for n in range(1, 5)] == outputs
+    assert store.read_range(2, CHUNK_CHARS - 3, 6) == _PAGE[CHUNK_CHARS - 3 : CHUNK_CHARS + 3]
+    assert _chunk_contents(store) == _distinct_chunks(outputs)
+    store.close()
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0004")
+    engine.dispose()
+    with sqlite3.connect(tmp_path / "old.sqlite") as db:
+        back = [
+            "".join(
+                piece
+                for (piece,) in db.execute(
+                    "SELECT content FROM tool_output_chunks WHERE output_id = ? ORDER BY seq",
+                    (n,),
+                )
+            )
+            for n in range(1, 5)
+        ]
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    assert back == outputs and "chunk_contents" not in tables
 
 
 def _first_release_store(path, thread: str):

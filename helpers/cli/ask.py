@@ -30,6 +30,7 @@ from helpers.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
 from helpers.cli.output import console, output_options
 from helpers.context.modes import for_mode
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
+from helpers.models.settings import load_env
 from helpers.text.escaping import for_json, for_rich
 from helpers.text.unicode import has_unpaired_surrogate
 
@@ -205,7 +206,6 @@ def run(args: argparse.Namespace) -> int:
         from helpers.mcp.settings import McpConfigError, McpServerError, mcp_servers_from_env
         from helpers.models.llm import ConfigError, make_client, resolve_model
         from helpers.models.offline import OfflineModel
-        from helpers.models.settings import load_env
         from helpers.tooling.tools import default_registry
 
     try:

@@ -27,6 +27,7 @@ from helpers.store.database import StoreDatabase, sqlite_file
 from helpers.store.schema import (
     CHUNK_CHARS,
     CheckpointResult,
+    ChunkContent,
     Thread,
     ThreadMessage,
     ToolOutput,
@@ -154,7 +155,8 @@ class StoreReading(StoreDatabase):
         if not row.n_chunks:
             return row.content
         pieces = session.scalars(
-            select(ToolOutputChunk.content)
+            select(ChunkContent.content)
+            .join(ToolOutputChunk, ToolOutputChunk.content_hash == ChunkContent.hash)
             .where(ToolOutputChunk.output_id == row.id)
             .order_by(ToolOutputChunk.seq)
         ).all()
@@ -195,7 +197,8 @@ class StoreReading(StoreDatabase):
             if n_chunks:
                 first, last = start // CHUNK_CHARS, (end - 1) // CHUNK_CHARS
                 pieces = session.scalars(
-                    select(ToolOutputChunk.content)
+                    select(ChunkContent.content)
+                    .join(ToolOutputChunk, ToolOutputChunk.content_hash == ChunkContent.hash)
                     .where(
                         ToolOutputChunk.output_id == row_id,
                         ToolOutputChunk.seq.between(first, last),

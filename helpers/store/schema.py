@@ -10,7 +10,12 @@ Tables:
 - ``tool_output_chunks``: an output longer than ``CHUNK_CHARS`` characters, ``CHUNK_CHARS``
   characters a row, so a slice reads only the one or two chunks it touches (SQLite's ``substr``
   on one 50 MB value reads all 50 MB; chunks keep a slice's cost independent of the value's
-  size).
+  size). A chunk row names its characters by their SHA-256 (``content_hash``,
+  :func:`helpers.base.ids.content_sha256`);
+- ``chunk_contents``: each distinct chunk's characters, once, under that hash: agents fetch the
+  same page again and again (``workbook compare`` fetches the same pages under every strategy),
+  and each copy costs the disk nothing but its chunk rows. A store shares them with itself
+  alone: in a room each attendee's store is a PostgreSQL schema of her own.
 - ``threads`` and ``thread_messages``: the conversation of each thread, message by message, so a
   later process can continue it (``workbook ask --thread ID``).
 - ``checkpoint_results``: each run of a hard-stop checkpoint.
@@ -75,18 +80,31 @@ class ToolOutput(Base):
     #: UTF-8 bytes of the output (``None`` for a row from before revision 0003 that the
     #: migration could not read)
     n_bytes: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    sha256: Mapped[str] = mapped_column(String(64))
+    sha256: Mapped[str] = mapped_column(String(64), index=True)  # an output stored again
     kind: Mapped[str] = mapped_column(String(32), default=KIND_TOOL_OUTPUT, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class ToolOutputChunk(Base):
-    """A piece of a long output: ``CHUNK_CHARS`` characters (the last one may be shorter)."""
+    """A piece of a long output: ``CHUNK_CHARS`` characters (the last one may be shorter), held
+    in :class:`ChunkContent` under ``content_hash``."""
 
     __tablename__ = "tool_output_chunks"
 
     output_id: Mapped[int] = mapped_column(ForeignKey("tool_outputs.id"), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    content_hash: Mapped[str] = mapped_column(
+        String(64), ForeignKey("chunk_contents.hash"), index=True
+    )
+
+
+class ChunkContent(Base):
+    """One distinct chunk's characters, stored once however many outputs hold them; rows no
+    chunk names any more go when the outputs are pruned."""
+
+    __tablename__ = "chunk_contents"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     content: Mapped[str] = mapped_column(Text)
 
 

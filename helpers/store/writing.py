@@ -21,6 +21,7 @@ from helpers.store.schema import (
     KIND_TOOL_OUTPUT,
     MAX_TOOL_CALL_ID_CHARS,
     CheckpointResult,
+    ChunkContent,
     Thread,
     ThreadMessage,
     ToolOutput,
@@ -43,6 +44,63 @@ def _chunks(text: str) -> list[str]:
     if len(text) <= CHUNK_CHARS:
         return []
     return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
+
+
+def _add_chunks(session: Any, row: ToolOutput, chunks: list[str]) -> None:
+    """``row``'s chunk rows, in order, in the caller's transaction, their characters held
+    once: an output's the store holds already (:func:`_held_hashes`), or those it lacks
+    added (:func:`_add_contents`)."""
+    session.flush()  # assigns row.id; on SQLite its write takes the lock first
+    hashes = _held_hashes(session, row) or _add_contents(session, chunks)
+    session.execute(
+        insert(ToolOutputChunk),
+        [{"output_id": row.id, "seq": i, "content_hash": h} for i, h in enumerate(hashes)],
+    )
+
+
+def _held_hashes(session: Any, row: ToolOutput) -> list[str]:
+    """The chunk hashes of an output the store already holds with the same characters as
+    ``row`` (the same SHA-256 and length), in order; ``[]`` when it holds none. An agent
+    fetches the same page again and again: its chunks are then neither hashed nor sent."""
+    same = session.scalar(
+        select(ToolOutput.id)
+        .where(
+            ToolOutput.sha256 == row.sha256,
+            ToolOutput.n_chars == row.n_chars,
+            ToolOutput.n_chunks == row.n_chunks,
+            ToolOutput.id != row.id,
+        )
+        .limit(1)
+    )
+    if same is None:
+        return []
+    return list(
+        session.scalars(
+            select(ToolOutputChunk.content_hash)
+            .where(ToolOutputChunk.output_id == same)
+            .order_by(ToolOutputChunk.seq)
+        )
+    )
+
+
+def _add_contents(session: Any, chunks: list[str]) -> list[str]:
+    """The hashes of ``chunks``, in order, each chunk the store does not hold yet added under
+    its hash, in the caller's transaction: only the missing ones are sent, and one that another
+    writer adds at the same moment (PostgreSQL) is left as it is (``ON CONFLICT DO NOTHING``,
+    each dialect's own ``insert``)."""
+    hashes = [ids.content_sha256(c) for c in chunks]
+    contents = dict(zip(hashes, chunks, strict=True))
+    held = set(
+        session.scalars(select(ChunkContent.hash).where(ChunkContent.hash.in_(list(contents))))
+    )
+    missing = [{"hash": h, "content": c} for h, c in contents.items() if h not in held]
+    if missing:
+        if session.get_bind().dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        session.execute(dialect_insert(ChunkContent).on_conflict_do_nothing(), missing)
+    return hashes
 
 
 class StoreWriting(StoreReading, StoreQuotas):
@@ -118,14 +176,7 @@ class StoreWriting(StoreReading, StoreQuotas):
                     self._check_quota(session, thread_id, adding, max_thread_bytes)
                 session.add(row)
                 if chunks:
-                    session.flush()  # assigns row.id
-                    session.execute(
-                        insert(ToolOutputChunk),
-                        [
-                            {"output_id": row.id, "seq": i, "content": c}
-                            for i, c in enumerate(chunks)
-                        ],
-                    )
+                    _add_chunks(session, row, chunks)
         except IntegrityError as exc:
             if self.get(thread_id, tool_call_id) is not None:
                 raise DuplicateToolCallError(
@@ -188,11 +239,23 @@ class StoreWriting(StoreReading, StoreQuotas):
         with self._sessions.begin() as session:
             session.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
             result = session.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
+            held = select(ToolOutputChunk.content_hash).where(
+                ToolOutputChunk.content_hash == ChunkContent.hash
+            )
+            session.execute(delete(ChunkContent).where(~held.exists()))  # contents none holds
             if thread_id is not None and older_than is None:  # the whole thread is forgotten
                 key = thread_key(thread_id)
                 session.execute(delete(ThreadMessage).where(ThreadMessage.thread_key == key))
                 session.execute(delete(Thread).where(Thread.thread_key == key))
             return int(result.rowcount or 0)
+
+    def clear_outputs(self) -> None:
+        """Delete every tool output of every thread, its chunks and their contents (threads and
+        their messages stay): a course check's store, fresh for each input it tries."""
+        with self._sessions.begin() as session:
+            session.execute(delete(ToolOutputChunk))
+            session.execute(delete(ToolOutput))
+            session.execute(delete(ChunkContent))
 
     def reclaim_disk(self) -> None:
         """Give the space of deleted rows back to the file system (measure it with

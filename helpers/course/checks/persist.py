@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hypothesis import strategies as st
-from sqlalchemy import delete, event, insert, select
+from sqlalchemy import event, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from helpers.base import ids
@@ -34,7 +34,7 @@ from helpers.course.checkpoint import (
     short,
 )
 from helpers.course.checks.inputs import arguments, nonce, outputs, scratch_store, texts
-from helpers.store.schema import ToolOutput, ToolOutputChunk
+from helpers.store.schema import ToolOutput
 from helpers.store.tool_outputs import ToolOutputStore
 
 #: Local time zones a checkpoint runs in: a naive local time is 14 hours off in the second.
@@ -93,9 +93,7 @@ class _LogToolChecks:
         by an earlier input (code that looks a tool_call_id up in every thread would trip over
         an earlier input's row, where no one could see it)."""
         for store in (self.store, self.other):
-            with store.engine.begin() as db:
-                db.execute(delete(ToolOutputChunk))
-                db.execute(delete(ToolOutput))
+            store.clear_outputs()
         self.given_times.clear()
 
     def logged(self, case: LogCase, thread: str | None = None) -> tuple[str, Any, Any]:
@@ -428,9 +426,8 @@ def prune_cases(
 
 def _fill(store: ToolOutputStore, case: PruneCase) -> None:
     now = datetime.now(UTC)
+    store.clear_outputs()
     with store.engine.begin() as db:
-        db.execute(delete(ToolOutputChunk))
-        db.execute(delete(ToolOutput))
         db.execute(
             insert(ToolOutput),
             [

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-from sqlalchemy import delete
 
 from helpers.context import preview as reference
 from helpers.context.resolve_tools import fetch_tool_output as library_fetch
@@ -28,7 +27,6 @@ from helpers.course.checks.inputs import (
     texts,
 )
 from helpers.course.checks.inputs import outputs as all_outputs  # `outputs` is a parameter here
-from helpers.store.schema import ToolOutput, ToolOutputChunk
 from helpers.store.tool_outputs import ToolOutputStore
 from helpers.tooling.registry import ToolContext
 
@@ -194,9 +192,7 @@ class _FetchChecks:
         self.store = store
 
     def fetched(self, case: FetchCase, decoy: bool = True) -> tuple[str, Any]:
-        with self.store.engine.begin() as db:  # the store holds this input's rows, no others
-            db.execute(delete(ToolOutputChunk))
-            db.execute(delete(ToolOutput))
+        self.store.clear_outputs()  # the store holds this input's rows, no others
         thread, other = f"thread_{nonce()}", f"thread_{nonce()}"
         if decoy:  # another thread holds the asked id too: a lookup by id alone finds it first
             self.store.log_tool(other, case.asked, case.tool_name, {}, case.other_output)

@@ -3,7 +3,8 @@
 The history is linear: ``0001`` is the first release's schema (one ``tool_outputs`` table),
 ``0002`` brings it to the schema of the first Alembic release (chunked values, provider call
 ids, thread keys, threads and their messages), ``0003`` adds each output's size in bytes,
-``0004`` the checkpoint results. :func:`migrate` runs on every store open:
+``0004`` the checkpoint results, ``0005`` keeps each distinct chunk's characters once.
+:func:`migrate` runs on every store open:
 
 - a database with no tables is created at the current schema (``create_all``) and stamped head,
   as Alembic stamps it (its version table, :data:`ALEMBIC_VERSION`, made and the head written),
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # Alembic is imported only to upgrade a database (it costs 0.
     from alembic.script import ScriptDirectory
 
 #: The revision of the current schema (the last file in ``versions/``).
-HEAD = "0004"
+HEAD = "0005"
 #: The revision a database from before migrations is taken to be at.
 FIRST_RELEASE = "0001"
 FOLDER = Path(__file__).parent

@@ -22,7 +22,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    from helpers.store.schema import MAX_TOOL_CALL_ID_CHARS, Base, thread_key
+    from helpers.store.schema import MAX_TOOL_CALL_ID_CHARS, thread_key
 
     bind = op.get_bind()
     inspector = sa.inspect(bind)
@@ -59,8 +59,40 @@ def upgrade() -> None:
         op.alter_column("tool_outputs", "tool_call_id", type_=sa.String(MAX_TOOL_CALL_ID_CHARS))
         op.execute("ALTER TABLE tool_outputs DROP CONSTRAINT IF EXISTS uq_thread_call")
         op.execute("DROP INDEX IF EXISTS ix_tool_outputs_thread_id")
-    for name in ("tool_output_chunks", "threads", "thread_messages"):
-        Base.metadata.tables[name].create(bind, checkfirst=True)
+    for table in _tables_as_at_0002().values():
+        table.create(bind, checkfirst=True)
+
+
+def _tables_as_at_0002() -> dict[str, sa.Table]:
+    """The tables this revision adds, as they were at it (a revision never reads the current
+    schema, which later revisions change: ``0005`` moved the chunks' characters out)."""
+    metadata = sa.MetaData()
+    sa.Table("tool_outputs", metadata, sa.Column("id", sa.Integer, primary_key=True))  # for the FK
+    return {
+        "tool_output_chunks": sa.Table(
+            "tool_output_chunks",
+            metadata,
+            sa.Column("output_id", sa.Integer, sa.ForeignKey("tool_outputs.id"), primary_key=True),
+            sa.Column("seq", sa.Integer, primary_key=True),
+            sa.Column("content", sa.Text, nullable=False),
+        ),
+        "threads": sa.Table(
+            "threads",
+            metadata,
+            sa.Column("thread_key", sa.String(64), primary_key=True),
+            sa.Column("thread_id", sa.Text, nullable=False),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        ),
+        "thread_messages": sa.Table(
+            "thread_messages",
+            metadata,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("thread_key", sa.String(64), nullable=False, index=True),
+            sa.Column("role", sa.String(16), nullable=False),
+            sa.Column("body", sa.Text, nullable=False),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        ),
+    }
 
 
 def downgrade() -> None:
