@@ -306,6 +306,26 @@ def test_a_store_at_0004_has_its_chunks_kept_once_by_the_upgrade_and_back_by_the
     assert back == outputs and "chunk_contents" not in tables
 
 
+def test_a_store_made_at_the_current_schema_goes_down_to_0004_and_up_again(tmp_path) -> None:
+    """Revision 0005's downgrade on a store made new (``create_all``, the constraint names the
+    model gives) and its upgrade again: the long output reads back the same after both."""
+    from alembic import command
+
+    from helpers.store.migrations import alembic_config
+
+    store = ToolOutputStore(f"sqlite:///{tmp_path / 'new.sqlite'}")
+    row = store.log_tool("t", "c1", "get_page", {}, _PAGE)
+    with store.engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0004")
+    with sqlite3.connect(tmp_path / "new.sqlite") as db:
+        pieces = db.execute("SELECT content FROM tool_output_chunks ORDER BY seq").fetchall()
+    assert "".join(p for (p,) in pieces) == _PAGE
+    store.close()
+    again = ToolOutputStore(f"sqlite:///{tmp_path / 'new.sqlite'}")
+    assert again.migrated == "upgraded from 0004" and again.read_all(row.id) == _PAGE
+    again.close()
+
+
 def _first_release_store(path, thread: str):
     """A SQLite file with the first release's table and one row (``c0`` in ``thread``)."""
     with sqlite3.connect(path) as db:
@@ -338,8 +358,8 @@ def test_a_database_from_the_earlier_schema_is_migrated(tmp_path) -> None:
     assert ToolOutputStore(f"sqlite:///{path}").count("t") == 2  # a second open is a no-op
 
 
-def _schema(url: str) -> dict[str, tuple[set[str], set[str]]]:
-    """Columns and index names of every table (Alembic's own table left out)."""
+def _schema(url: str) -> dict[str, tuple[set[str], set[str], set[str | None]]]:
+    """Columns, index names and foreign-key names of every table (Alembic's own left out)."""
     from sqlalchemy import create_engine, inspect
 
     engine = create_engine(url)
@@ -349,6 +369,7 @@ def _schema(url: str) -> dict[str, tuple[set[str], set[str]]]:
             table: (
                 {c["name"] for c in inspector.get_columns(table)},
                 {i["name"] for i in inspector.get_indexes(table)},
+                {f["name"] for f in inspector.get_foreign_keys(table)},
             )
             for table in inspector.get_table_names()
             if table != "alembic_version"
@@ -376,9 +397,10 @@ def test_the_migrations_build_the_schema_the_code_declares(tmp_path) -> None:
     declared = _schema(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
     walked = _schema(f"sqlite:///{tmp_path / 'walked.sqlite'}")
     assert set(walked) == set(declared)
-    for table, (columns, indexes) in declared.items():
+    for table, (columns, indexes, foreign_keys) in declared.items():
         assert walked[table][0] == columns, table
         assert indexes <= walked[table][1] | {"uq_thread_key_call"}, table
+        assert walked[table][2] == foreign_keys, table  # a downgrade drops them by name
     again = ToolOutputStore(f"sqlite:///{tmp_path / 'walked.sqlite'}")
     assert again.migrated == "current"
     row = again.log_tool("t", "c1", "x", {}, "v" * 50_000)

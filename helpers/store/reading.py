@@ -36,6 +36,16 @@ from helpers.store.schema import (
 )
 
 
+def _check_whole(row_id: int, found: int, expected: int) -> None:
+    """Raise ``RuntimeError`` when fewer chunk contents were found than the chunks asked for (a
+    content row deleted by hand: the store is damaged), rather than return a shortened output."""
+    if found != expected:
+        raise RuntimeError(
+            f"output {row_id}: {expected - found} of its chunks' characters are missing from "
+            "chunk_contents (the store is damaged)"
+        )
+
+
 @dataclass(frozen=True)
 class StoredOutput:
     """A row of ``tool_outputs`` as plain data. ``content`` is ``None`` when not loaded."""
@@ -160,6 +170,7 @@ class StoreReading(StoreDatabase):
             .where(ToolOutputChunk.output_id == row.id)
             .order_by(ToolOutputChunk.seq)
         ).all()
+        _check_whole(row.id, len(pieces), row.n_chunks)
         return "".join(pieces)
 
     def read_all(self, row_id: int) -> str:
@@ -205,6 +216,7 @@ class StoreReading(StoreDatabase):
                     )
                     .order_by(ToolOutputChunk.seq)
                 ).all()
+                _check_whole(row_id, len(pieces), last - first + 1)
                 offset = start - first * CHUNK_CHARS
                 return "".join(pieces)[offset : offset + (end - start)]
             value = session.scalar(

@@ -4,7 +4,7 @@ Tables:
 
 - ``tool_outputs``: a row per tool call, keyed by ``(thread, tool_call_id)`` and also by
   ``ref_id``, the unguessable id that an opaque reference ``internal://<ref_id>`` names. The full
-  output lives in ``content``; ``n_chars`` (characters, not bytes) and ``sha256`` (of the UTF-8
+  output lives in ``content`` (or, when longer, in chunks); ``n_chars`` (characters, not bytes) and ``sha256`` (of the UTF-8
   bytes) describe it without loading it. ``provider_call_id`` keeps the id the provider gave the
   call (providers reuse ids; the client's own ``tool_call_id`` is the key).
 - ``tool_output_chunks``: an output longer than ``CHUNK_CHARS`` characters, ``CHUNK_CHARS``
@@ -94,13 +94,17 @@ class ToolOutputChunk(Base):
     output_id: Mapped[int] = mapped_column(ForeignKey("tool_outputs.id"), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
     content_hash: Mapped[str] = mapped_column(
-        String(64), ForeignKey("chunk_contents.hash"), index=True
+        String(64),
+        ForeignKey("chunk_contents.hash", name="fk_tool_output_chunks_content_hash"),
+        index=True,
     )
 
 
 class ChunkContent(Base):
-    """One distinct chunk's characters, stored once however many outputs hold them; rows no
-    chunk names any more go when the outputs are pruned."""
+    """One distinct chunk's characters, stored once however many outputs hold them; the
+    store's own deletes (:meth:`~helpers.store.writing.StoreWriting.prune`,
+    :meth:`~helpers.store.writing.StoreWriting.clear_outputs`) take the rows no chunk names
+    any more with them."""
 
     __tablename__ = "chunk_contents"
 

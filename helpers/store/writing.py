@@ -46,6 +46,23 @@ def _chunks(text: str) -> list[str]:
     return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
 
 
+#: Hashes asked for in one ``IN (…)`` (a database caps the parameters of one statement).
+_HASHES_PER_QUERY = 1_000
+
+
+def _insert_unless_held(dialect: str) -> Any:
+    """An ``INSERT`` of chunk contents that leaves one another writer added at the same moment
+    as it is: ``ON CONFLICT DO NOTHING`` on PostgreSQL and SQLite (each dialect's own), a plain
+    ``INSERT`` elsewhere."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        return insert(ChunkContent)
+    return dialect_insert(ChunkContent).on_conflict_do_nothing()
+
+
 def _add_chunks(session: Any, row: ToolOutput, chunks: list[str]) -> None:
     """``row``'s chunk rows, in order, in the caller's transaction, their characters held
     once: an output's the store holds already (:func:`_held_hashes`), or those it lacks
@@ -74,32 +91,31 @@ def _held_hashes(session: Any, row: ToolOutput) -> list[str]:
     )
     if same is None:
         return []
-    return list(
+    hashes = list(
         session.scalars(
             select(ToolOutputChunk.content_hash)
             .where(ToolOutputChunk.output_id == same)
             .order_by(ToolOutputChunk.seq)
         )
     )
+    return hashes if len(hashes) == row.n_chunks else []  # a damaged row: hashed anew
 
 
 def _add_contents(session: Any, chunks: list[str]) -> list[str]:
     """The hashes of ``chunks``, in order, each chunk the store does not hold yet added under
     its hash, in the caller's transaction: only the missing ones are sent, and one that another
-    writer adds at the same moment (PostgreSQL) is left as it is (``ON CONFLICT DO NOTHING``,
-    each dialect's own ``insert``)."""
+    writer adds at the same moment (PostgreSQL) is left as it is (:func:`_insert_unless_held`),
+    in the order of their hashes, so two writers never wait for each other's rows."""
     hashes = [ids.content_sha256(c) for c in chunks]
-    contents = dict(zip(hashes, chunks, strict=True))
-    held = set(
-        session.scalars(select(ChunkContent.hash).where(ChunkContent.hash.in_(list(contents))))
-    )
+    contents = dict(sorted(zip(hashes, chunks, strict=True)))  # one order: no deadlock
+    wanted = list(contents)
+    held: set[str] = set()
+    for start in range(0, len(wanted), _HASHES_PER_QUERY):
+        some = wanted[start : start + _HASHES_PER_QUERY]
+        held.update(session.scalars(select(ChunkContent.hash).where(ChunkContent.hash.in_(some))))
     missing = [{"hash": h, "content": c} for h, c in contents.items() if h not in held]
     if missing:
-        if session.get_bind().dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        session.execute(dialect_insert(ChunkContent).on_conflict_do_nothing(), missing)
+        session.execute(_insert_unless_held(session.get_bind().dialect.name), missing)
     return hashes
 
 

@@ -4,7 +4,8 @@ again and again, and each copy cost the disk its whole size. Outputs are indexed
 SHA-256, so an output stored again takes the chunk hashes of the one before.
 
 Existing chunks are hashed once, output by output; the downgrade puts each chunk's characters
-back in its row.
+back in its row. The space the old column held is given back to the file system by
+``workbook outputs prune`` (SQLite's ``VACUUM``) or PostgreSQL's ``VACUUM FULL``.
 
 Revision ID: 0005
 Revises: 0004
@@ -58,13 +59,15 @@ def _set(bind: sa.Connection, output_id: int, seq: int, **values: str) -> None:
 
 def upgrade() -> None:
     bind = op.get_bind()
-    if sa.inspect(bind).has_table("chunk_contents"):
-        return
-    op.create_table(
-        "chunk_contents",
-        sa.Column("hash", sa.String(64), primary_key=True),
-        sa.Column("content", sa.Text, nullable=False),
-    )
+    inspector = sa.inspect(bind)
+    if "content_hash" in {c["name"] for c in inspector.get_columns("tool_output_chunks")}:
+        return  # made at this schema already (a notebook's own create_all)
+    if not inspector.has_table("chunk_contents"):
+        op.create_table(
+            "chunk_contents",
+            sa.Column("hash", sa.String(64), primary_key=True),
+            sa.Column("content", sa.Text, nullable=False),
+        )
     op.add_column("tool_output_chunks", sa.Column("content_hash", sa.String(64), nullable=True))
     held: set[str] = set()
     for output_id, seq, content in _each_chunk(bind, _chunks.c.content):
