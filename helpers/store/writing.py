@@ -105,7 +105,7 @@ def _add_contents(session: Any, chunks: list[str]) -> list[str]:
     """The hashes of ``chunks``, in order, each chunk the store does not hold yet added under
     its hash, in the caller's transaction: only the missing ones are sent, and one that another
     writer adds at the same moment (PostgreSQL) is left as it is (:func:`_insert_unless_held`),
-    in the order of their hashes, so two writers never wait for each other's rows."""
+    in the order of their hashes, so two writers cannot deadlock on each other's rows."""
     hashes = [ids.content_sha256(c) for c in chunks]
     contents = dict(sorted(zip(hashes, chunks, strict=True)))  # one order: no deadlock
     wanted = list(contents)
