@@ -14,6 +14,10 @@ UV_VERSION := 0.13.9
 UV     := $(BIN)/uv
 UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
 LOCK     := requirements.lock
+# the workbook's own modules compiled to bytecode, as uv compiles the packages it installs: a
+# command then loads them instead of compiling each one at every start (with
+# PYTHONDONTWRITEBYTECODE set, Python never writes them itself). Only changed files are redone.
+BYTECODE := $(BIN)/python -m compileall -q -j 0 helpers
 DEV_LOCK := requirements-dev.lock
 # `make lock` moves every pin to the newest release in pyproject.toml's ranges;
 # `make lock LOCK_UPGRADE=` only follows a change to pyproject.toml and keeps the other pins;
@@ -57,6 +61,7 @@ $(STAMP): $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_STAMP)
 	@echo "installing the $$(grep -c '==' $(LOCK)) packages pinned in $(LOCK) (JupyterLab, openai, SQLAlchemy, the MCP SDK, ...) into $(VENV) with uv"
 	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(LOCK)
 	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
+	$(BYTECODE)
 	install -D -m 644 jupyter/overrides.json $(LAB_OVERRIDES)
 	touch $@
 
@@ -64,6 +69,7 @@ $(DEV_STAMP): $(DEV_LOCK) $(LOCK) pyproject.toml jupyter/overrides.json | $(UV_S
 	@echo "installing the $$(grep -c '==' $(DEV_LOCK)) packages pinned in $(DEV_LOCK) (the workbook's, and pytest, ruff, Playwright, ...) into $(VENV) with uv"
 	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BIN)/python $(DEV_LOCK)
 	$(UV) pip install --quiet --no-deps --python $(BIN)/python -e .
+	$(BYTECODE)
 	install -D -m 644 jupyter/overrides.json $(LAB_OVERRIDES)
 	touch $(STAMP) $@
 
@@ -189,12 +195,14 @@ guide: $(DEV_STAMP) data
 # has its server programs), with a real room of 30 attendees on a JupyterHub and that PostgreSQL
 # (as root: deploy/README.md's figures)
 bench: $(DEV_STAMP) data
+	$(BYTECODE)
 	WORKBOOK_PROFILE=offline tests/with_postgres.sh $(BIN)/python -m devtools.bench \
 		--out build/bench.json --readme
 
 # only where people wait (a few minutes): the commands' CPU, workbook compare's, box's tokens
 # over the floor, each against its goal; writes docs/comparison.md's speed block
 bench-speed: $(DEV_STAMP) data
+	$(BYTECODE)
 	WORKBOOK_PROFILE=offline $(BIN)/python -m devtools.bench --speed-only --readme
 
 clean:

@@ -35,6 +35,13 @@ MAX_STORED_BYTES_PER_THREAD = 256_000_000
 #: for max_iterations only spends time and tokens.
 MAX_IDENTICAL_REPLIES = 3
 
+#: Compaction's defaults (:func:`helpers.context.compaction.compact`; ``workbook ask
+#: --compact``): the prompt tokens (o200k_base) over which a turn's earlier history is
+#: summarised, and the most recent tool calls kept whole. They live here, apart from the
+#: compaction code, so that ``workbook ask --help`` shows them without importing it.
+DEFAULT_THRESHOLD_TOKENS = 10_000
+DEFAULT_KEEP_LAST_CALLS = 6
+
 
 @dataclass(frozen=True)
 class TurnLimits:

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from helpers.base.limits import DEFAULT_THRESHOLD_TOKENS
 from helpers.base.paths import CASES_DIR
 from helpers.cases.case_files import Case, CaseError, load_cases
-from helpers.context.compaction import DEFAULT_THRESHOLD_TOKENS
 from helpers.context.modes import MODES
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind

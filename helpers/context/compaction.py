@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers.base.limits import DEFAULT_KEEP_LAST_CALLS, DEFAULT_THRESHOLD_TOKENS
 from helpers.context.boxing import make_reference, presented_reference_id
 from helpers.context.resolve_tools import fetch_tools, resolve_tools
 from helpers.text.escaping import for_markdown
@@ -39,8 +40,6 @@ from helpers.text.tokens import count_chat_tokens
 from helpers.tooling import tools
 from helpers.tooling.registry import ToolRegistry
 
-DEFAULT_KEEP_LAST_CALLS = 6
-DEFAULT_THRESHOLD_TOKENS = 10_000
 SUMMARY_HEADER = "[Earlier in this session:]"
 #: The role of the summary message. Never ``system``: the summary quotes what models and tools
 #: wrote (arguments, errors, requests), and text a model chose must not gain the authority of

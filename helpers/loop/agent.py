@@ -43,11 +43,14 @@ from typing import Any
 import openai
 from sqlalchemy.exc import SQLAlchemyError
 
-from helpers.base.limits import DEFAULT_MAX_ITERATIONS, TurnLimits
+from helpers.base.limits import (
+    DEFAULT_KEEP_LAST_CALLS,
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_THRESHOLD_TOKENS,
+    TurnLimits,
+)
 from helpers.context.boxing import presented_reference_id
 from helpers.context.compaction import (
-    DEFAULT_KEEP_LAST_CALLS,
-    DEFAULT_THRESHOLD_TOKENS,
     SUMMARY_COMPLETION_LIMIT_TOKENS,
     CompactionRules,
     categorizer,
