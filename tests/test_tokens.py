@@ -7,7 +7,14 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.text.tokens import REMEMBER_FROM_CHARS, _Counts, count_tokens, encoding
+from helpers.text.tokens import (
+    REMEMBER_FROM_CHARS,
+    REMEMBERED_SHORT_COUNTS,
+    _count_short,
+    _Counts,
+    count_tokens,
+    encoding,
+)
 
 
 def _fresh(text: str) -> int:
@@ -27,6 +34,17 @@ def test_a_remembered_count_is_the_fresh_count(text: str, trim: int) -> None:
     assert count_tokens(text) == count_tokens(text) == _fresh(text)
     shorter = text[: len(text) - trim] + "<|endoftext|>"
     assert count_tokens(shorter) == _fresh(shorter)
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(st.text(st.characters(exclude_categories=()), max_size=REMEMBER_FROM_CHARS - 1))
+def test_a_short_texts_remembered_count_is_its_fresh_count(text: str) -> None:
+    """Short texts (empty, lone surrogates, special-token text included), asked twice and
+    beside a text one character longer: each its own count, the memory within its bound."""
+    assert count_tokens(text) == count_tokens(text) == _fresh(text)
+    longer = text + "<|endoftext|>"[: max(0, REMEMBER_FROM_CHARS - 1 - len(text))]
+    assert count_tokens(longer) == _fresh(longer)
+    assert _count_short.cache_info().currsize <= REMEMBERED_SHORT_COUNTS
 
 
 def test_the_memory_is_bounded_and_least_recently_used_goes_first() -> None:

@@ -57,12 +57,12 @@ _TAIL_CHARS = 60
 
 
 @lru_cache(maxsize=1)
-def _corpus() -> str:
-    """The large documents (built on first use), UnicodeData.txt first."""
+def _corpus() -> bytes:
+    """The large documents (built on first use), UnicodeData.txt first, in UTF-8."""
     first_url = {}  # one URL per document (UnicodeData.txt is served at two)
     for url, (file_name, _build) in DOCUMENTS.items():
         first_url.setdefault(file_name, url)
-    return "".join(serve_document(url) or "" for url in first_url.values())
+    return "".join(serve_document(url) or "" for url in first_url.values()).encode()
 
 
 def document(size_bytes: int) -> str:
@@ -76,8 +76,7 @@ def document(size_bytes: int) -> str:
             f"size_bytes must be between 1 and {MAX_DOCUMENT_BYTES:,}, got {size_bytes}"
         )
     corpus = _corpus()
-    text = corpus * (size_bytes // len(corpus.encode()) + 1)
-    data = text.encode("utf-8")[:size_bytes]
+    data = (corpus * (size_bytes // len(corpus) + 1))[:size_bytes]
     cut = data.rfind(b"\n")
     return (data[: cut + 1] if cut > 0 else data).decode("utf-8", "ignore")
 
