@@ -16,8 +16,10 @@ UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
 LOCK     := requirements.lock
 # the workbook's own modules compiled to bytecode, as uv compiles the packages it installs: a
 # command then loads them instead of compiling each one at every start (with
-# PYTHONDONTWRITEBYTECODE set, Python never writes them itself). Only changed files are redone.
-BYTECODE := $(BIN)/python -m compileall -q -j 0 helpers
+# PYTHONDONTWRITEBYTECODE set, Python never writes them itself). Only changed files are redone;
+# a folder it cannot write (a read-only checkout, one compiled by another user) only costs speed.
+BYTECODE := $(BIN)/python -m compileall -q -j 0 helpers >/dev/null \
+	|| echo "note: some of helpers/ could not be compiled to bytecode (commands start slower)"
 DEV_LOCK := requirements-dev.lock
 # `make lock` moves every pin to the newest release in pyproject.toml's ranges;
 # `make lock LOCK_UPGRADE=` only follows a change to pyproject.toml and keeps the other pins;
@@ -207,3 +209,4 @@ bench-speed: $(DEV_STAMP) data
 
 clean:
 	rm -rf $(VENV) var build .pytest_cache .ruff_cache
+	find helpers -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -36,15 +36,31 @@ def test_a_remembered_count_is_the_fresh_count(text: str, trim: int) -> None:
     assert count_tokens(shorter) == _fresh(shorter)
 
 
+#: Texts of any length from empty to past :data:`REMEMBER_FROM_CHARS` (a short piece repeated
+#: and cut), so both sides of the boundary between the two memories are drawn.
+_ANY_LENGTH = st.text(st.characters(exclude_categories=()), max_size=40).flatmap(
+    lambda piece: st.integers(0, REMEMBER_FROM_CHARS + 20).map(
+        lambda n: (piece * (n // len(piece) + 1))[:n] if piece else ""
+    )
+)
+
+
 @settings(max_examples=100, derandomize=True, deadline=None)
-@given(st.text(st.characters(exclude_categories=()), max_size=REMEMBER_FROM_CHARS - 1))
-def test_a_short_texts_remembered_count_is_its_fresh_count(text: str) -> None:
-    """Short texts (empty, lone surrogates, special-token text included), asked twice and
-    beside a text one character longer: each its own count, the memory within its bound."""
+@given(_ANY_LENGTH)
+def test_a_remembered_count_of_any_length_is_its_fresh_count(text: str) -> None:
+    """Texts short and long (empty, lone surrogates, special-token text included), asked twice,
+    and the same text with more after it: each its own count, whichever memory holds it."""
     assert count_tokens(text) == count_tokens(text) == _fresh(text)
-    longer = text + "<|endoftext|>"[: max(0, REMEMBER_FROM_CHARS - 1 - len(text))]
+    longer = text + "<|endoftext|>"
     assert count_tokens(longer) == _fresh(longer)
-    assert _count_short.cache_info().currsize <= REMEMBERED_SHORT_COUNTS
+    assert count_tokens(text) == _fresh(text)
+
+
+def test_the_short_memory_is_bounded() -> None:
+    for i in range(REMEMBERED_SHORT_COUNTS + 10):
+        count_tokens(f"short text number {i}")
+    assert _count_short.cache_info().currsize == REMEMBERED_SHORT_COUNTS
+    assert count_tokens("short text number 0") == _fresh("short text number 0")
 
 
 def test_the_memory_is_bounded_and_least_recently_used_goes_first() -> None:

@@ -10,6 +10,10 @@ is stored half-way.
 
 The defaults leave room for every task of the workbook (the largest stores one 10 MB result and
 routes it to two tools) and stop the attacks measured in ``tests/test_limits.py``.
+
+Compaction's defaults live here too (:data:`DEFAULT_THRESHOLD_TOKENS`, :data:`DEFAULT_KEEP_LAST_CALLS`):
+not caps, but the size at which a turn's history is summarised, kept apart from the compaction
+code so that the command line's options can show them without importing it.
 """
 
 from __future__ import annotations

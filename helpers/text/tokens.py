@@ -59,9 +59,11 @@ REMEMBER_FROM_CHARS = 1_024
 #: How many counts of long texts are remembered, least recently used first out (a key is 16
 #: bytes).
 REMEMBERED_COUNTS = 8_192
-#: How many counts of short texts are remembered, least recently used first out (a key is the
-#: text: under 1,024 characters, so at most 16 MiB of keys whatever the characters).
-REMEMBERED_SHORT_COUNTS = 4_096
+#: How many counts of short texts are remembered, least recently used first out. A key is the
+#: text itself, kept alive while remembered: under 1,024 characters, at most about 8 KiB each
+#: once tiktoken has encoded it (a str of 1,023 astral characters takes 4 KiB, and tiktoken
+#: caches its UTF-8 bytes in it), so at most about 16 MiB whatever the characters.
+REMEMBERED_SHORT_COUNTS = 2_048
 
 
 def ensure_encoding_cache() -> Path:
@@ -241,7 +243,9 @@ _COUNTS = _Counts(REMEMBERED_COUNTS)
 @lru_cache(maxsize=REMEMBERED_SHORT_COUNTS)
 def _count_short(text: str) -> int:
     """:func:`count_tokens` of a text under :data:`REMEMBER_FROM_CHARS` characters, remembered
-    by the text itself (a dictionary lookup is about twenty times cheaper than encoding)."""
+    by the text itself (a dictionary lookup is about twenty times cheaper than encoding; unlike
+    long texts, short ones are kept in memory: roles, ids, tool names and arguments recur at
+    every model call of a turn)."""
     return len(encode(text))
 
 
