@@ -109,16 +109,26 @@ def test_human_output_names_the_model_and_marks_boxed_results() -> None:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "help_named"),
     [
-        ("ask",),
-        ("ask", "x", "--strategy", "nope"),
-        ("ask", "x", "--limit", "-1"),
-        ("ask", "x", "--profile", "nosuch"),
+        (("ask",), None),  # no prompt: the handler says so
+        (("ask", "x", "--strategy", "nope"), "workbook ask"),
+        (("ask", "x", "--limit", "-1"), "workbook ask"),
+        (("ask", "x", "--profile", "nosuch"), None),  # the profile's problem, said by the handler
+        (("ask", "x", "--compact-at", "0"), "workbook ask"),
+        (("ask", "x", "--nope"), "workbook ask"),
+        (("outputs", "show"), "workbook outputs show"),
+        (("nope",), "workbook"),
     ],
 )
-def test_bad_usage_exits_2(args) -> None:
-    assert workbook(*args).returncode == 2
+def test_bad_usage_exits_2_with_one_line_naming_the_help_to_read(args, help_named) -> None:
+    """docs/threat-model.md: bad usage is exit 2 with one line (argparse's own error prints its
+    whole usage block first); a line the parser wrote names the ``--help`` that explains."""
+    done = workbook(*args)
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    if help_named is not None:
+        assert done.stderr.endswith(f"(see {help_named} --help)\n"), done.stderr
 
 
 def test_a_failed_run_exits_1() -> None:
@@ -776,6 +786,29 @@ def test_a_case_prompt_exits_0_and_nothing_near_exits_4_with_no_suggestion(tmp_p
     data = json.loads(poem.stdout)
     assert data["status"] == "no_plan" and data["suggestions"] == []
     assert "None of the prompts I know is near yours." in data["answer"]
+
+
+def test_compact_takes_no_value_and_compact_at_sets_the_threshold(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """``ask --compact "PROMPT"`` runs that prompt (never reads it as a token count), and
+    ``--compact-at TOKENS`` folds a thread's earlier tool calls once its context (about 17,500
+    tokens after three turns of three calls) passes TOKENS, keeping the last 6 whole."""
+    from helpers.cli import main
+
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    first = ask_json(CASE1, "--compact", "--db", db, "--strategy", "truncate")
+    assert first["status"] == "ok" and first["compactions"] == []  # nothing earlier to fold
+    monkeypatch.setenv("WORKBOOK_PROFILE", "offline")
+    for _ in range(2):  # two more turns of history, in this process (a second each saved)
+        assert main(["ask", "-c", CASE1, "-s", "truncate", "--json", "--db", db]) == 0
+    capsys.readouterr()
+    kept = ask_json(CASE1, "--compact-at", "100000", "-c", "-s", "truncate", "--db", db)
+    assert kept["compactions"] == []
+    folded = ask_json(CASE1, "--compact-at", "2000", "-c", "-s", "truncate", "--db", db)
+    event = folded["compactions"][0]
+    assert event["before_model_call"] == 0 and event["folded_calls"] == 6  # 12 earlier, 6 kept
+    assert event["tokens_after"] < event["tokens_before"]
 
 
 def test_continuing_a_thread_offline_carries_out_only_a_case_prompt(tmp_path) -> None:

@@ -481,8 +481,11 @@ def test_an_injected_page_cannot_make_explore_mode_write(store) -> None:
     "argv",
     [
         [b"ask", b"caf\xff", b"--json"],
+        [b"ask", b"caf\xff"],
+        [b"ask", b"hi", b"--strategy", b"\x1b[2J"],
         [b"ask", b"hi", b"--thread", b"a\xffb", b"--new-thread", b"--json"],
-        [b"ask", b"hi", b"--compact", b"-5", b"--json"],
+        [b"ask", b"hi", b"--compact-at", b"-5", b"--json"],
+        [b"ask", b"hi", b"--compact-at", b"-5"],
         [b"serve-offline", b"--port", b"99999"],
     ],
 )
@@ -495,7 +498,9 @@ def test_bad_command_lines_exit_2_with_one_line(argv) -> None:
         timeout=HANG_GUARD_S,
     )
     assert done.returncode == 2, done.stderr
-    assert b"Traceback" not in done.stderr
+    assert b"Traceback" not in done.stderr and b"\x1b" not in done.stderr
     if b"--json" in argv:
         data = json.loads(done.stdout.decode("utf-8"))
         assert data["status"] == "usage_error"
+    else:
+        assert len(done.stderr.splitlines()) == 1, done.stderr

@@ -188,6 +188,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "WORKBOOK_VAR_DIR (run-time folder), MCP_SERVERS (MCP servers whose tools ask offers), "
         "NO_COLOR.",
     )
+    if only in COMMANDS:
+        parser.help_prog = f"workbook {only}"
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, command in COMMANDS.items():

@@ -79,7 +79,11 @@ positive = whole_number(1)
 
 
 def add_context_controls(parser: argparse.ArgumentParser) -> None:
-    """--mode and --compact, shared by ask and cases."""
+    """--mode, --compact and --compact-at, shared by ask and cases.
+
+    ``--compact`` takes no value, so ``workbook ask --compact "PROMPT"`` is the prompt
+    compacted, never the prompt read as a token count; ``--compact-at TOKENS`` sets the
+    threshold and turns compaction on."""
     parser.add_argument(
         "--mode",
         choices=tuple(MODES),
@@ -87,11 +91,15 @@ def add_context_controls(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--compact",
-        nargs="?",
+        action="store_true",
+        help="compact earlier tool calls once the context passes "
+        f"{DEFAULT_THRESHOLD_TOKENS:,} tokens (o200k_base)",
+    )
+    parser.add_argument(
+        "--compact-at",
         type=positive,
-        const=DEFAULT_THRESHOLD_TOKENS,
         metavar="TOKENS",
-        help="compact earlier tool calls past this many context tokens (default %(const)s)",
+        help="compact past this many context tokens instead (implies --compact)",
     )
 
 
@@ -137,9 +145,12 @@ def persona_model(config: ModelConfig, persona: str | None) -> ModelConfig:
 
 
 def compaction(args: argparse.Namespace) -> CompactionSettings | None:
+    """The turn's compaction (``--compact``, ``--compact-at``), or None when neither is given."""
     from helpers.loop.agent import CompactionSettings
 
-    return None if args.compact is None else CompactionSettings(args.compact)
+    if args.compact_at is not None:
+        return CompactionSettings(args.compact_at)
+    return CompactionSettings() if args.compact else None
 
 
 # -- options shared by several commands: each declared once, here -------------------------------

@@ -27,15 +27,25 @@ EXIT_CODES = {
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error under ``--json`` is one JSON object on stdout too."""
+    """argparse, but a usage error is one line: on stderr, naming the command's ``--help``
+    (argparse's own prints the whole usage block first), or under ``--json`` one JSON object
+    on stdout. docs/threat-model.md promises both."""
 
     json_errors = False
+    #: Whose ``--help`` the line points to (default: this parser's ``prog``); the top-level
+    #: parser, which reports a command's unrecognized arguments, names that command's.
+    help_prog: str | None = None
 
     def error(self, message: str) -> NoReturn:
         if Parser.json_errors:
             print_json({"status": "usage_error", "error": f"{self.prog}: {message}"})
-            sys.exit(EXIT_USAGE)
-        super().error(message)
+        else:
+            print(
+                f"{self.prog}: error: {for_terminal(message)} "
+                f"(see {self.help_prog or self.prog} --help)",
+                file=sys.stderr,
+            )
+        sys.exit(EXIT_USAGE)
 
 
 def print_json(data: Any) -> None:

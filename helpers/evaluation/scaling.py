@@ -58,27 +58,37 @@ _TAIL_CHARS = 60
 
 @lru_cache(maxsize=1)
 def _corpus() -> bytes:
-    """The large documents (built on first use), UnicodeData.txt first, in UTF-8."""
+    """The large documents (built on first use), UnicodeData.txt first, in UTF-8, each ending
+    in a line break (the language reference has none of its own): so no line of one runs into
+    the next one's, nor the last into the first where the corpus repeats."""
     first_url = {}  # one URL per document (UnicodeData.txt is served at two)
     for url, (file_name, _build) in DOCUMENTS.items():
         first_url.setdefault(file_name, url)
-    return "".join(serve_document(url) or "" for url in first_url.values()).encode()
+    texts = (serve_document(url) or "" for url in first_url.values())
+    return "".join(text if text.endswith("\n") else text + "\n" for text in texts if text).encode()
 
 
 def document(size_bytes: int) -> str:
-    """About ``size_bytes`` bytes of real text, cut back to whole lines (at least one line).
+    """The whole lines of real text that fit in ``size_bytes`` bytes of UTF-8: the corpus
+    (:func:`_corpus`, 8.2 MB) from its start, repeated as needed, cut back to the last line
+    break. Never part of a line: below the first line's length (25 bytes) it is that line.
 
     Raises:
+        TypeError: ``size_bytes`` is not an int (``True`` is not a size).
         ValueError: ``size_bytes`` is not between 1 and :data:`MAX_DOCUMENT_BYTES`.
     """
+    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int):
+        raise TypeError(f"size_bytes must be an int, got {type(size_bytes).__name__}")
     if not 1 <= size_bytes <= MAX_DOCUMENT_BYTES:
         raise ValueError(
             f"size_bytes must be between 1 and {MAX_DOCUMENT_BYTES:,}, got {size_bytes}"
         )
     corpus = _corpus()
     data = (corpus * (size_bytes // len(corpus) + 1))[:size_bytes]
-    cut = data.rfind(b"\n")
-    return (data[: cut + 1] if cut > 0 else data).decode("utf-8", "ignore")
+    end = data.rfind(b"\n") + 1
+    if end == 0:  # not even the first line fits: that line, whole
+        data, end = corpus, corpus.index(b"\n") + 1
+    return data[:end].decode("utf-8")
 
 
 def get_document(size_bytes: int) -> str:

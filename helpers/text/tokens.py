@@ -224,7 +224,8 @@ class _Counts:
         self.lock = threading.Lock()
 
     def count(self, text: str) -> int:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        # str.encode, not text.encode: a str subclass cannot choose the bytes its count is kept under
+        key = hashlib.blake2b(str.encode(text, "utf-8", "surrogatepass"), digest_size=16).digest()
         with self.lock:
             if key in self.counts:
                 self.counts.move_to_end(key)
