@@ -25,7 +25,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import subprocess
 import symtable
+import sys
 from pathlib import Path
 
 import nbformat
@@ -44,6 +46,7 @@ from helpers.course.student_notebooks import (
     NOTEBOOKS_DIR,
     POINTER,
     checkpoint_number,
+    code_cell_sources,
     fill_todos,
     pairs,
     student_text,
@@ -135,6 +138,39 @@ def test_every_todo_has_three_levels_of_hints(solution, student, n) -> None:
     assert sorted(hints) == [1, 2, 3] and all(len(h) > 40 for h in hints.values())
     cell = next(c for c in nbformat.read(solution, as_version=4).cells if todo_number(c) == n)
     assert len([line for line in cell.source.splitlines() if HINT_RE.match(line.strip())]) == 3
+
+
+@pytest.mark.parametrize("path", [p for pair in PAIRS for p in pair], ids=lambda p: p.name)
+def test_code_cell_sources_are_what_nbformat_reads(path) -> None:
+    """What hint() reads without nbformat is what nbformat reads, for every notebook."""
+    read = nbformat.read(path, as_version=4)
+    assert code_cell_sources(path) == [c.source for c in read.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize(
+    "text", ["not json", "[]", '{"cells": 3}', '{"cells": [{"cell_type": "code", "source": 7}]}']
+)
+def test_a_file_that_is_no_notebook_is_a_value_error_naming_it(tmp_path, text) -> None:
+    path = tmp_path / "odd.ipynb"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^odd\.ipynb: "):
+        code_cell_sources(path)
+
+
+def test_a_hint_in_a_fresh_kernel_never_imports_jsonschema() -> None:
+    """hint() is what an attendee asks for on a busy hub: nbformat's import of jsonschema (its
+    IRI grammars) costs a second or more of CPU, so hints are read as JSON."""
+    code = (
+        "import sys\n"
+        "from helpers.course.hints import hint\n"
+        "hint('04', 2, level=3)\n"
+        "print(sorted(m for m in ('nbformat', 'jsonschema') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]" and "close to code" in done.stdout
 
 
 def _error(cell: nbformat.NotebookNode) -> dict | None:

@@ -11,7 +11,12 @@ lines, never its code::
 
 from __future__ import annotations
 
-from helpers.course.student_notebooks import solution_notebooks, solution_parts, todo_number
+from helpers.course.student_notebooks import (
+    code_cell_sources,
+    solution_notebooks,
+    solution_parts,
+    todo_in_code,
+)
 
 LEVELS = {1: "the idea", 2: "the approach", 3: "close to code"}
 
@@ -34,12 +39,9 @@ def hints_for(notebook: str | int, todo: int) -> dict[int, str]:
     matches = [p for p in solution_notebooks() if p.name.startswith(notebook)]
     if not notebook or not matches:
         raise LookupError(f"no notebook {notebook!r}; use its number, e.g. hint('04', 2)")
-    import nbformat  # here, not at the top: see helpers.course.student_notebooks
-
-    solution = nbformat.read(matches[0], as_version=4)
-    for cell in solution.cells:
-        if todo_number(cell) == todo:
-            return solution_parts(cell.source, label=f"TODO {todo}")[1]
+    for source in code_cell_sources(matches[0]):  # never nbformat: hint() runs in a kernel
+        if todo_in_code(source) == todo:
+            return solution_parts(source, label=f"TODO {todo}")[1]
     raise LookupError(f"notebook {matches[0].stem} has no TODO {todo}")
 
 

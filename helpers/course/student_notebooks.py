@@ -30,6 +30,7 @@ from what it would write. :func:`restore` puts one student notebook back as it w
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -39,9 +40,9 @@ from typing import TYPE_CHECKING
 from helpers.base.paths import INSTALLED, PROJECT_ROOT, WORKSPACE_MARKER, workspace_dir
 
 if TYPE_CHECKING:  # imported where a notebook is read or written: nbformat imports jsonschema,
-    # whose optional IRI checker (rfc3987_syntax) builds its parsers on import, about 0.9 s of
-    # CPU (python-jsonschema/jsonschema#1428), which a kernel that only lists notebooks or
-    # imports hint() should not pay
+    # whose optional IRI checker (rfc3987_syntax) builds its parsers on import, 1.3 s of CPU
+    # on a quiet machine (python-jsonschema/jsonschema#1428), which a kernel that lists the
+    # notebooks or asks for a hint (code_cell_sources) should not pay
     import nbformat
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
@@ -63,10 +64,43 @@ class NotebookFormatError(ValueError):
 
 def todo_number(cell: nbformat.NotebookNode) -> int | None:
     """N if ``cell`` is the code cell of TODO N (it holds solution markers), else ``None``."""
-    if cell.cell_type != "code" or BEGIN not in cell.source:
-        return None
-    match = TODO_RE.search(cell.source)
+    return todo_in_code(cell.source) if cell.cell_type == "code" else None
+
+
+def todo_in_code(source: str) -> int | None:
+    """N if a code cell's ``source`` is TODO N's (it holds solution markers), else ``None``."""
+    match = TODO_RE.search(source) if BEGIN in source else None
     return int(match[1]) if match else None
+
+
+def code_cell_sources(path: Path) -> list[str]:
+    """The source of each code cell of the notebook at ``path``, in order, read as the JSON it
+    is: in nbformat 4 a cell's ``source`` is a string or a list of strings, joined as they are
+    (nbformat's docs, "The Notebook file format"). For a kernel that asks for a hint: reading
+    it through nbformat would import jsonschema (see the note on ``nbformat`` above), 1.3 s of
+    CPU on a quiet machine.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not a notebook (not JSON, no list of cells, a source of another type).
+    """
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not a notebook (not JSON: {exc})") from None
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError(f"{path.name}: not a notebook (no list of cells)")
+    sources = []
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            if isinstance(source, list) and all(isinstance(line, str) for line in source):
+                source = "".join(source)
+            if not isinstance(source, str):
+                raise ValueError(f"{path.name}: a code cell's source is neither text nor lines")
+            sources.append(source)
+    return sources
 
 
 def checkpoint_number(cell: nbformat.NotebookNode) -> int | None:
