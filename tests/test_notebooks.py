@@ -25,9 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import subprocess
 import symtable
-import sys
 from pathlib import Path
 
 import nbformat
@@ -155,22 +153,6 @@ def test_a_file_that_is_no_notebook_is_a_value_error_naming_it(tmp_path, text) -
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=r"^odd\.ipynb: "):
         code_cell_sources(path)
-
-
-def test_a_hint_in_a_fresh_kernel_never_imports_jsonschema() -> None:
-    """hint() is what an attendee asks for on a busy hub: nbformat's import of jsonschema (its
-    IRI grammars) costs a second or more of CPU, so hints are read as JSON."""
-    code = (
-        "import sys\n"
-        "from helpers.course.hints import hint\n"
-        "hint('04', 2, level=3)\n"
-        "print(sorted(m for m in ('nbformat', 'jsonschema') if m in sys.modules))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "[]" and "close to code" in done.stdout
 
 
 def _error(cell: nbformat.NotebookNode) -> dict | None:
