@@ -123,6 +123,26 @@ def test_a_kernel_that_imports_the_notebooks_names_and_asks_for_hints_skips_json
     assert "close to code" in done.stdout
 
 
+def test_copy_notebooks_writes_the_student_notebooks_without_the_iri_grammars(tmp_path) -> None:
+    """``workbook copy-notebooks`` runs nbformat without jsonschema's IRI checker (1.1 s of
+    CPU to import, and no notebook check uses it), and writes exactly the student notebooks."""
+    from helpers.course.student_notebooks import pairs, student_text
+
+    probe = (
+        "import sys\n"
+        "from helpers.cli import main\n"
+        f"assert main(['copy-notebooks', {str(tmp_path / 'w')!r}]) == 0\n"
+        "print(sorted(m for m in ('jsonschema', 'rfc3987_syntax') if sys.modules.get(m)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
+    assert done.stdout.splitlines()[-1] == "['jsonschema']", done.stdout + done.stderr
+    for solution, student in pairs():
+        written = (tmp_path / "w" / student.name).read_text(encoding="utf-8")
+        assert written == student_text(solution)
+
+
 def test_restore_puts_a_notebook_back_and_keeps_yours(tmp_path) -> None:
     solution = next(SOLUTIONS_DIR.glob("03_*.ipynb"))
     pristine = student_text(solution)
