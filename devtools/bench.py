@@ -301,6 +301,16 @@ CASE0_PROMPT = (
     "Generate a transcript of the YouTube video with video_id='999' and then pass it to Deep "
     "Check for analysis."
 )
+#: Twenty short code-mode programs, one tool call each, as a checkpoint of notebook 08 runs
+#: them: the programs' workers (forked from the fork server, or spawned) are counted.
+TWENTY_PROGRAMS = (
+    "from helpers.tooling.program_sandbox import run_program\n"
+    "class Host:\n"
+    "    def tool_names(self): return ['echo']\n"
+    "    def __call__(self, name, arguments): return True, arguments\n"
+    "for _ in range(20):\n"
+    "    assert run_program('return await tools.echo({n: 1})', Host()).ok\n"
+)
 #: Commands whose CPU the bench measures, each with its goal in CPU seconds (None: shown, no goal).
 CLI_COMMANDS: dict[str, tuple[list[str], float | None]] = {
     "workbook --help": (["-m", "helpers.cli", "--help"], 0.3),
@@ -309,6 +319,7 @@ CLI_COMMANDS: dict[str, tuple[list[str], float | None]] = {
         ["-m", "helpers.cli", "ask", "-p", "offline", "--db", "sqlite://", CASE0_PROMPT],
         0.8,
     ),
+    "code mode: 20 short programs": (["-c", TWENTY_PROGRAMS], None),
     "bound: import openai": (["-c", "import openai"], None),
     "bound: import sqlalchemy": (["-c", "import sqlalchemy"], None),
     "bound: the interpreter alone": (["-c", "pass"], None),
@@ -349,8 +360,8 @@ def bench_compare() -> dict[str, float]:
     """One full ``workbook compare`` (every case, strategy, design step, persona and scaling
     size) in a child process with its own run-time folder, the reference data already built in
     it (:data:`BUILT_DATA`, as after ``make lab``), as ``/usr/bin/time`` would report it:
-    ``user_s``, ``sys_s``, ``cpu_s`` (their sum; the program workers of code mode are its
-    children, counted in it), ``wall_s``, and ``max_rss_mb`` (the largest resident set of any
+    ``user_s``, ``sys_s``, ``cpu_s`` (their sum; code mode's program workers are children of
+    its fork server, which it waits for at exit, so they are counted in it), ``wall_s``, and ``max_rss_mb`` (the largest resident set of any
     child so far, in MB of 2^20 bytes)."""
     from helpers.base.paths import var_dir
     from helpers.tooling.reference_data import build_reference_data

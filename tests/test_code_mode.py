@@ -235,8 +235,8 @@ def test_a_program_starved_of_cpu_is_not_stopped_for_the_wait(monkeypatch) -> No
 
     def starved(worker) -> None:
         start_clocks(worker)
-        os.kill(worker.process.pid, signal.SIGSTOP)
-        threading.Timer(3.0, os.kill, (worker.process.pid, signal.SIGCONT)).start()
+        os.kill(worker.pid, signal.SIGSTOP)
+        threading.Timer(3.0, os.kill, (worker.pid, signal.SIGCONT)).start()
 
     monkeypatch.setattr(program_sandbox._ProgramWorker, "start_clocks", starved)
     result = run_program(BUSY_PROGRAM, RecordingHost(), limits)
@@ -256,7 +256,7 @@ def test_the_hang_guard_counts_only_time_without_cpu(monkeypatch) -> None:
 
     def frozen(worker) -> None:
         start_clocks(worker)
-        os.kill(worker.process.pid, signal.SIGSTOP)
+        os.kill(worker.pid, signal.SIGSTOP)
 
     monkeypatch.setattr(program_sandbox._ProgramWorker, "start_clocks", frozen)
     stuck = run_program(BUSY_PROGRAM, RecordingHost(), ProgramLimits(hang_guard_s=1.0))
@@ -285,7 +285,7 @@ from helpers.tooling import program_sandbox, sql_sandbox, worker_pipes
 started, ready = worker_pipes.WorkerProcess.__init__, threading.Event()
 def tell(self, *args, **kwargs):
     started(self, *args, **kwargs)
-    print(self.process.pid, flush=True)
+    print(self.pid, flush=True)
     ready.set()
 worker_pipes.WorkerProcess.__init__ = tell
 class Host:

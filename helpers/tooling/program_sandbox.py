@@ -6,7 +6,9 @@ V8 isolate (mini-racer, the maintained embedding of V8 for Python: bpcreech/PyMi
 OpenAI's programmatic tool calling runs each program "in a fresh isolated V8 runtime"
 (developers.openai.com, "Programmatic tool calling"). A process, not a thread of the caller's:
 V8 ends the whole process when a heap outgrows its limit ("Fatal JavaScript out of memory"),
-and that process must never be a notebook's kernel.
+and that process must never be a notebook's kernel. Where the kernel has pidfds the worker is
+forked from a fork server that has imported what it needs (:mod:`helpers.tooling.fork_server`):
+more than half the CPU time of a short program was Python's start and imports.
 
 The program's only reach is ``tools``: one async function per tool it may call, each of which
 sends the call to the caller (:class:`ProgramHost`) and resolves to the tool's output text (a
@@ -367,8 +369,9 @@ class _ProgramWorker(WorkerProcess):
             what="the program's worker process",
             start_timeout_s=PROGRAM_WORKER_START_TIMEOUT_S,
             env={"PATH": os.environ.get("PATH", "")},
+            warm="_program_worker_imports",
         )
-        self.watch = WorkWatch(self.process.pid)
+        self.watch = WorkWatch(self.pid)
 
     @property
     def cpu_used_s(self) -> float:
@@ -386,7 +389,7 @@ class _ProgramWorker(WorkerProcess):
         program, and (unless one of its tool calls is running) its idle time and the hang
         guard (which every moment of the worker's CPU pushes back)."""
         limits = self.limits
-        rss = rss_bytes(self.process.pid)
+        rss = rss_bytes(self.pid)
         self.peak_rss = max(self.peak_rss, rss)
         if rss > limits.max_rss_bytes:
             return _over_memory(rss, limits)
@@ -565,6 +568,14 @@ def _checked_message(payload: bytes) -> dict[str, Any] | str:
 
 
 # -- the worker's side --------------------------------------------------------------------------
+
+
+def _program_worker_imports() -> None:
+    """What a worker imports before V8 starts, run once in its fork server
+    (:mod:`helpers.tooling.fork_server`): no V8 yet, whose threads would not survive a fork."""
+    import resource  # noqa: F401
+
+    import py_mini_racer  # noqa: F401
 
 
 def _program_worker_main() -> None:

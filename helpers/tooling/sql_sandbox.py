@@ -342,7 +342,7 @@ class _SqlWorker(WorkerProcess):
             EOFError: the worker ended before it replied.
         """
         write_frame(self.to_worker, json.dumps(job).encode("ascii"))  # lone surrogates escaped
-        watch = WorkWatch(self.process.pid)
+        watch = WorkWatch(self.pid)
         watch.start()
         guard = time.monotonic() + SQL_HANG_GUARD_S
         with selectors.DefaultSelector() as selector:

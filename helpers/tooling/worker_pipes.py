@@ -25,12 +25,16 @@ import json
 import math
 import os
 import selectors
+import signal
 import struct
 import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from helpers.tooling.fork_server import ForkServer
 
 #: Every message between a caller and its worker: its length, then its payload.
 FRAME_HEADER = struct.Struct(">Q")
@@ -225,12 +229,15 @@ WORKER_EXIT_WAIT_S = 30.0
 
 
 class WorkerProcess:
-    """One worker process (``python -I`` running ``entry``, a function of a ``helpers`` module)
-    and its two pipes: messages go in on its stdin, come out on its stdout, its stderr is
-    dropped.
+    """One worker process running ``entry``, a function of a ``helpers`` module, and its two
+    pipes: messages go in on its stdin, come out on its stdout, its stderr is dropped. It is
+    spawned (``python -I``), or, given ``warm``, forked from this process's fork server for
+    the module (:mod:`helpers.tooling.fork_server`, which has run ``module.warm()``: the
+    worker's imports), where the kernel has pidfds and the server answers.
 
     Attributes:
-        process: the :class:`subprocess.Popen`.
+        pid: its process id.
+        process: the :class:`subprocess.Popen` of a spawned worker; ``None`` for a forked one.
         to_worker, from_worker: the pipes' file descriptors.
     """
 
@@ -242,6 +249,7 @@ class WorkerProcess:
         what: str,
         start_timeout_s: float,
         env: dict[str, str] | None = None,
+        warm: str | None = None,
     ) -> None:
         """Start ``module.entry()`` in a new process and wait until it says it is ready
         (:data:`WORKER_READY`).
@@ -252,38 +260,28 @@ class WorkerProcess:
             what: the worker in words, for the error (``"the run_sql worker process"``).
             start_timeout_s: seconds it may take to be ready.
             env: its environment (default: this process's).
+            warm: a function of ``module`` that imports what ``entry`` will: with it, the
+                worker is forked from a fork server that ran it (``None``: spawned).
 
         Raises:
             OSError: it did not start, or was not ready in time (it is killed).
         """
-        from helpers.base.paths import PACKAGE_PARENT
+        from helpers.tooling.fork_server import fork_server
 
         lifeline, self._lifeline = os.pipe()  # neither inherited by any other child
-        code = (
-            f"import sys; sys.path.insert(0, {str(PACKAGE_PARENT)!r}); "
-            f"from helpers.tooling.worker_pipes import die_with_caller; "
-            f"die_with_caller({lifeline}); "
-            f"from {module} import {entry}; {entry}()"
-        )
+        self.process: subprocess.Popen[bytes] | None = None
+        self._pidfd = -1
+        self._status: int | None = None
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-c", code],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                bufsize=0,
-                env=env,
-                pass_fds=(lifeline,),
-            )
+            server = fork_server(module, warm, entry, env) if warm else None
+            if server is None or not self._fork(server, lifeline, start_timeout_s):
+                self._spawn(module, entry, env, lifeline)
         except OSError:
             os.close(self._lifeline)
             raise
         finally:
             os.close(lifeline)
         _LIFELINES.add(self._lifeline)
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.to_worker = self.process.stdin.fileno()
-        self.from_worker = self.process.stdout.fileno()
         try:
             deadline = time.monotonic() + start_timeout_s
             if read_frame(self.from_worker, deadline, max_bytes=64) != WORKER_READY:
@@ -292,22 +290,90 @@ class WorkerProcess:
             self.kill()
             raise OSError(f"{what} did not start: {exc}") from exc
 
+    def _spawn(self, module: str, entry: str, env: dict[str, str] | None, lifeline: int) -> None:
+        from helpers.base.paths import PACKAGE_PARENT
+
+        code = (
+            f"import sys; sys.path.insert(0, {str(PACKAGE_PARENT)!r}); "
+            f"from helpers.tooling.worker_pipes import die_with_caller; "
+            f"die_with_caller({lifeline}); "
+            f"from {module} import {entry}; {entry}()"
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+            env=env,
+            pass_fds=(lifeline,),
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.pid = self.process.pid
+        self.to_worker = self.process.stdin.fileno()
+        self.from_worker = self.process.stdout.fileno()
+
+    def _fork(self, server: ForkServer, lifeline: int, timeout_s: float) -> bool:
+        """Fork the worker from ``server``; ``False`` (nothing left open) if it cannot, and the
+        server is forgotten (the next worker starts a new one)."""
+        from helpers.tooling.fork_server import forget_server
+
+        stdin, self.to_worker = os.pipe()
+        self.from_worker, stdout = os.pipe()
+        try:
+            self.pid = server.fork([stdin, stdout, lifeline], timeout_s)
+            self._pidfd = os.pidfd_open(self.pid)  # not reaped until asked: still the child
+        except OSError:
+            for fd in (self.to_worker, self.from_worker):
+                os.close(fd)
+            forget_server(server)
+            return False
+        finally:
+            os.close(stdin)
+            os.close(stdout)
+        self._server = server
+        return True
+
     def exit_status(self) -> int | None:
         """The worker's exit status (negative: the signal that ended it), waiting up to
-        :data:`WORKER_EXIT_WAIT_S` seconds; ``None`` if it is still running."""
-        try:
-            return self.process.wait(timeout=WORKER_EXIT_WAIT_S)
-        except subprocess.TimeoutExpired:
-            return None
+        :data:`WORKER_EXIT_WAIT_S` seconds; ``None`` if it is still running (or, forked, its
+        fork server has gone and its status with it)."""
+        if self.process is not None:
+            try:
+                return self.process.wait(timeout=WORKER_EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                return None
+        return self._forked_status(WORKER_EXIT_WAIT_S)
+
+    def _forked_status(self, wait_s: float | None) -> int | None:
+        """A forked worker's exit status once its pidfd says it has ended (reaped by its
+        server), waiting up to ``wait_s`` seconds (``None``: until it ends)."""
+        from helpers.tooling.fork_server import readable
+
+        ended = self._pidfd >= 0 and readable(self._pidfd, wait_s)
+        if self._status is None and ended:
+            with contextlib.suppress(OSError):
+                raw = self._server.wait_status(self.pid)
+                self._status = None if raw is None else os.waitstatus_to_exitcode(raw)
+        return self._status
 
     def kill(self) -> None:
         """Kill the worker (SIGKILL) and wait for it, so that it leaves no zombie."""
-        with contextlib.suppress(OSError):
-            self.process.kill()
-        self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout):
+        if self.process is not None:
             with contextlib.suppress(OSError):
-                pipe.close()  # type: ignore[union-attr]
+                self.process.kill()
+            self.process.wait()
+            for pipe in (self.process.stdin, self.process.stdout):
+                with contextlib.suppress(OSError):
+                    pipe.close()  # type: ignore[union-attr]
+        elif self._pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            self._forked_status(None)
+            for fd in (self._pidfd, self.to_worker, self.from_worker):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._pidfd = -1
         _LIFELINES.discard(self._lifeline)
         with contextlib.suppress(OSError):
             os.close(self._lifeline)
