@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -62,7 +63,7 @@ def test_each_program_is_a_child_of_the_fork_server_reaped_once_it_ends(workers)
         assert result.ok and result.text == '{"n":1}', result
         server = _server()
         assert _children_of(server.process.pid) == ""  # reaped: no zombie, no worker left
-    assert [parent for _, parent in workers] == [server.process.pid] * 3
+    assert [parent for _, parent in workers] == [server.process.pid] * 3 != [os.getpid()] * 3
     assert len({pid for pid, _ in workers}) == 3  # a process of its own for each program
 
 
@@ -74,21 +75,44 @@ def test_a_programs_globals_never_reach_the_next_program() -> None:
 
 def test_a_fork_server_killed_or_gone_idle_is_replaced(monkeypatch, workers) -> None:
     assert run_program("return 1", EchoHost()).ok
-    killed = _server().process.pid
-    os.kill(killed, signal.SIGKILL)
+    killed = _server().process
+    killed.kill()
+    killed.wait(timeout=HANG_GUARD_S)
     assert run_program("return 2", EchoHost()).text == "2"
-    assert workers[-1][1] != killed
+    assert workers[-1][1] == _server().process.pid not in (killed.pid, os.getpid())
     fork_server._close_servers()
     monkeypatch.setattr(fork_server, "FORK_SERVER_IDLE_S", 0.2)
     assert run_program("return 3", EchoHost()).text == "3"
-    idle = _server()
-    idle.process.wait(timeout=HANG_GUARD_S)  # it leaves on its own, its child reaped
+    idle = _server().process
+    idle.wait(timeout=HANG_GUARD_S)  # it leaves on its own, its child reaped
     assert run_program("return 4", EchoHost()).text == "4"
-    assert workers[-1][1] not in (killed, idle.process.pid)
+    assert workers[-1][1] == _server().process.pid not in (killed.pid, idle.pid, os.getpid())
 
 
-def test_without_pidfds_the_worker_is_spawned(monkeypatch, workers) -> None:
-    monkeypatch.setattr(fork_server, "_PIDFDS", False)
+def test_a_server_gone_in_the_middle_of_a_program_leaves_it_its_result(workers) -> None:
+    """The worker holds its caller's lifeline, not the server's: a server killed while a
+    program waits on a tool call leaves that program to finish, and the next gets a new one."""
+
+    class KillingHost(EchoHost):
+        def __call__(self, name: str, arguments_json: str) -> tuple[bool, str]:
+            os.kill(_server().process.pid, signal.SIGKILL)
+            return True, arguments_json
+
+    assert run_program("return 0", EchoHost()).ok
+    first = _server().process
+    result = run_program("return await tools.echo({n: 2})", KillingHost())
+    assert result.ok and result.text == '{"n":2}', result
+    first.wait(timeout=HANG_GUARD_S)
+    assert run_program("return 3", EchoHost()).text == "3"
+    assert workers[-1][1] not in (first.pid, os.getpid())
+
+
+@pytest.mark.parametrize("way", ["no pidfds", "WORKBOOK_CODE_MODE_FORK=0"])
+def test_without_pidfds_or_when_told_the_worker_is_spawned(monkeypatch, workers, way) -> None:
+    if way == "no pidfds":
+        monkeypatch.setattr(fork_server, "_PIDFDS", False)
+    else:
+        monkeypatch.setenv("WORKBOOK_CODE_MODE_FORK", "0")
     assert run_program("return 5", EchoHost()).text == "5"
     assert workers[-1][1] == os.getpid()
 
@@ -176,6 +200,67 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _links(pid: int) -> set[str]:
+    """What the descriptors of process ``pid`` are (``pipe:[…]``, ``socket:[…]``, a path)."""
+    folder = f"/proc/{pid}/fd"
+    return {os.readlink(f"{folder}/{fd}") for fd in os.listdir(folder)}
+
+
+def test_a_worker_holds_none_of_the_servers_descriptors_and_its_own_limits(workers) -> None:
+    """Read from /proc while the program's tool call runs: the worker holds neither the
+    server's socket nor its lifeline, and its CPU and data limits are its own (set after the
+    fork)."""
+    from helpers.tooling.program_sandbox import PROGRAM_WORKER_DATA_BYTES
+
+    seen: dict[str, object] = {}
+
+    class LookingHost(EchoHost):
+        def __call__(self, name: str, arguments_json: str) -> tuple[bool, str]:
+            worker = workers[-1][0]
+            seen["worker"] = _links(worker)
+            seen["server"] = _links(_server().process.pid) - {"/dev/null"}
+            with open(f"/proc/{worker}/limits", encoding="ascii") as limits:
+                seen["limits"] = limits.read()
+            return True, arguments_json
+
+    assert run_program("return await tools.echo({n: 3})", LookingHost()).ok
+    assert seen["server"] and not seen["server"] & seen["worker"], seen  # type: ignore[operator]
+    lines = {line[:26].strip(): line[26:].split() for line in str(seen["limits"]).splitlines()}
+    assert lines["Max data size"][0] == str(PROGRAM_WORKER_DATA_BYTES)
+    assert lines["Max cpu time"][0] != "unlimited"
+
+
+def test_a_reply_nobody_waited_for_is_set_aside_and_its_child_killed_and_reaped() -> None:
+    """A fork request whose caller stopped waiting (interrupted, or past its time) gets its
+    reply later: the next request recognises it by its number, kills that child (by the
+    pidfd it carries), reaps it, and gets its own reply, never the other's."""
+    from helpers.tooling import program_sandbox
+
+    env = {"PATH": os.environ.get("PATH", "")}
+    server = fork_server.fork_server(
+        program_sandbox.__name__, "_program_worker_imports", "_program_worker_main", env
+    )
+    assert server is not None
+    pipes = [os.pipe() for _ in range(6)]
+    first = [pipes[0][0], pipes[1][1], pipes[2][0]]
+    socket.send_fds(server.control, [fork_server._REQUEST.pack(b"F", 10**9, 0)], first)
+    pid, pidfd = server.fork([pipes[3][0], pipes[4][1], pipes[5][0]], HANG_GUARD_S)
+    try:
+        assert fork_server._pid_of(pidfd) == pid and _parent_of(pid) == server.process.pid
+        (unheld,) = server._unheld
+        assert unheld != pid
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        assert worker_pipes.readable(pidfd, HANG_GUARD_S)
+        status = server.wait_status(pid)  # the unheld child is killed and reaped first
+        assert status is not None and os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+        assert server._unheld == [] and _children_of(server.process.pid) == ""
+    finally:
+        os.close(pidfd)
+        for ends in pipes:
+            for fd in ends:
+                os.close(fd)
 
 
 def test_limits_hold_in_a_forked_worker() -> None:

@@ -62,6 +62,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from helpers.tooling.fork_server import fork_server
 from helpers.tooling.worker_pipes import (
     WORKER_READY,
     FrameTooLarge,
@@ -362,14 +363,15 @@ class _ProgramWorker(WorkerProcess):
         """
         self.limits = limits
         self.peak_rss = 0
+        env = {"PATH": os.environ.get("PATH", "")}
         self._hang_deadline = 0.0
         super().__init__(
             "helpers.tooling.program_sandbox",
             "_program_worker_main",
             what="the program's worker process",
             start_timeout_s=PROGRAM_WORKER_START_TIMEOUT_S,
-            env={"PATH": os.environ.get("PATH", "")},
-            warm="_program_worker_imports",
+            env=env,
+            forker=fork_server(__name__, "_program_worker_imports", "_program_worker_main", env),
         )
         self.watch = WorkWatch(self.pid)
 
@@ -389,6 +391,8 @@ class _ProgramWorker(WorkerProcess):
         program, and (unless one of its tool calls is running) its idle time and the hang
         guard (which every moment of the worker's CPU pushes back)."""
         limits = self.limits
+        if self.ended():  # its pipe says how it ended; its pid may be another's already
+            return None
         rss = rss_bytes(self.pid)
         self.peak_rss = max(self.peak_rss, rss)
         if rss > limits.max_rss_bytes:

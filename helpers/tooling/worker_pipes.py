@@ -24,6 +24,7 @@ import contextlib
 import json
 import math
 import os
+import select
 import selectors
 import signal
 import struct
@@ -31,10 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from helpers.tooling.fork_server import ForkServer
+from typing import Any, Protocol
 
 #: Every message between a caller and its worker: its length, then its payload.
 FRAME_HEADER = struct.Struct(">Q")
@@ -228,12 +226,33 @@ def set_limit(kind: int, soft: int) -> None:
 WORKER_EXIT_WAIT_S = 30.0
 
 
+def readable(fd: int, timeout_s: float | None) -> bool:
+    """Whether ``fd`` becomes readable (or its other end closes, or, a pidfd, its process
+    ends) within ``timeout_s`` seconds (``None``: waits until it does). ``poll``, not
+    ``select``: a descriptor numbered past 1,023 is fine."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(None if timeout_s is None else max(timeout_s, 0.0) * 1000))
+
+
+class Forker(Protocol):
+    """What starts a worker by fork (:class:`helpers.tooling.fork_server.ForkServer`)."""
+
+    def fork(self, fds: list[int], timeout_s: float) -> tuple[int, int]:
+        """A new worker with ``fds`` (stdin, stdout, lifeline): its pid and a pidfd of it.
+        Raises OSError when it cannot."""
+        ...
+
+    def wait_status(self, pid: int) -> int | None:
+        """The ended worker ``pid``'s wait status (``None``: it runs). Raises OSError."""
+        ...
+
+
 class WorkerProcess:
     """One worker process running ``entry``, a function of a ``helpers`` module, and its two
-    pipes: messages go in on its stdin, come out on its stdout, its stderr is dropped. It is
-    spawned (``python -I``), or, given ``warm``, forked from this process's fork server for
-    the module (:mod:`helpers.tooling.fork_server`, which has run ``module.warm()``: the
-    worker's imports), where the kernel has pidfds and the server answers.
+    pipes: messages go in on its stdin, come out on its stdout, its stderr is dropped. Forked
+    by ``forker`` (a fork server, :mod:`helpers.tooling.fork_server`) when one is given and
+    can, else spawned (``python -I``).
 
     Attributes:
         pid: its process id.
@@ -249,7 +268,7 @@ class WorkerProcess:
         what: str,
         start_timeout_s: float,
         env: dict[str, str] | None = None,
-        warm: str | None = None,
+        forker: Forker | None = None,
     ) -> None:
         """Start ``module.entry()`` in a new process and wait until it says it is ready
         (:data:`WORKER_READY`).
@@ -260,21 +279,18 @@ class WorkerProcess:
             what: the worker in words, for the error (``"the run_sql worker process"``).
             start_timeout_s: seconds it may take to be ready.
             env: its environment (default: this process's).
-            warm: a function of ``module`` that imports what ``entry`` will: with it, the
-                worker is forked from a fork server that ran it (``None``: spawned).
+            forker: forks it (running ``module.entry()`` in its child); ``None``, or a forker
+                that cannot: the worker is spawned.
 
         Raises:
             OSError: it did not start, or was not ready in time (it is killed).
         """
-        from helpers.tooling.fork_server import fork_server
-
         lifeline, self._lifeline = os.pipe()  # neither inherited by any other child
         self.process: subprocess.Popen[bytes] | None = None
         self._pidfd = -1
         self._status: int | None = None
         try:
-            server = fork_server(module, warm, entry, env) if warm else None
-            if server is None or not self._fork(server, lifeline, start_timeout_s):
+            if forker is None or not self._fork(forker, lifeline, start_timeout_s):
                 self._spawn(module, entry, env, lifeline)
         except OSError:
             os.close(self._lifeline)
@@ -313,26 +329,27 @@ class WorkerProcess:
         self.to_worker = self.process.stdin.fileno()
         self.from_worker = self.process.stdout.fileno()
 
-    def _fork(self, server: ForkServer, lifeline: int, timeout_s: float) -> bool:
-        """Fork the worker from ``server``; ``False`` (nothing left open) if it cannot, and the
-        server is forgotten (the next worker starts a new one)."""
-        from helpers.tooling.fork_server import forget_server
-
+    def _fork(self, forker: Forker, lifeline: int, timeout_s: float) -> bool:
+        """Fork the worker; ``False`` (nothing of it left open) when ``forker`` cannot."""
         stdin, self.to_worker = os.pipe()
         self.from_worker, stdout = os.pipe()
         try:
-            self.pid = server.fork([stdin, stdout, lifeline], timeout_s)
-            self._pidfd = os.pidfd_open(self.pid)  # not reaped until asked: still the child
+            self.pid, self._pidfd = forker.fork([stdin, stdout, lifeline], timeout_s)
         except OSError:
-            for fd in (self.to_worker, self.from_worker):
-                os.close(fd)
-            forget_server(server)
+            os.close(self.to_worker)
+            os.close(self.from_worker)
             return False
         finally:
             os.close(stdin)
             os.close(stdout)
-        self._server = server
+        self._forker = forker
         return True
+
+    def ended(self) -> bool:
+        """Whether a forked worker's process has ended (its pidfd says so; a spawned one's is
+        not asked here, so as not to reap it): past then, its pid may be another process's
+        once its fork server has gone, and nothing read of ``/proc`` by it is the worker's."""
+        return self._pidfd >= 0 and readable(self._pidfd, 0)
 
     def exit_status(self) -> int | None:
         """The worker's exit status (negative: the signal that ended it), waiting up to
@@ -348,12 +365,10 @@ class WorkerProcess:
     def _forked_status(self, wait_s: float | None) -> int | None:
         """A forked worker's exit status once its pidfd says it has ended (reaped by its
         server), waiting up to ``wait_s`` seconds (``None``: until it ends)."""
-        from helpers.tooling.fork_server import readable
-
         ended = self._pidfd >= 0 and readable(self._pidfd, wait_s)
         if self._status is None and ended:
             with contextlib.suppress(OSError):
-                raw = self._server.wait_status(self.pid)
+                raw = self._forker.wait_status(self.pid)
                 self._status = None if raw is None else os.waitstatus_to_exitcode(raw)
         return self._status
 
@@ -367,9 +382,15 @@ class WorkerProcess:
                 with contextlib.suppress(OSError):
                     pipe.close()  # type: ignore[union-attr]
         elif self._pidfd >= 0:
-            with contextlib.suppress(OSError):
+            try:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            self._forked_status(None)
+            except ProcessLookupError:
+                pass  # it has ended
+            except OSError:  # refused (a seccomp rule): by its pid, not reaped while it runs
+                if not self.ended():
+                    with contextlib.suppress(OSError):
+                        os.kill(self.pid, signal.SIGKILL)
+            self._forked_status(WORKER_EXIT_WAIT_S)
             for fd in (self._pidfd, self.to_worker, self.from_worker):
                 with contextlib.suppress(OSError):
                     os.close(fd)
