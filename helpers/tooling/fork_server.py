@@ -13,7 +13,10 @@ are the pipes its caller made, it holds a lifeline of its own
 closed in it. What it shares with its siblings is the server's memory layout: address-space
 randomisation is chosen when a program is executed, not when it forks (the Android zygote's known
 trade), so an address one program's worker learned holds in the next one's.
-``WORKBOOK_CODE_MODE_FORK=0`` spawns every worker instead, a fresh layout each.
+``WORKBOOK_CODE_MODE_FORK=0`` spawns every worker instead, a fresh layout each. A child also
+gets what the caller had when the server started (its folder, limits, priority, and the
+``helpers`` code as it was then) until the server leaves: a kernel whose code changed gets the
+new code once the server has been idle for :data:`FORK_SERVER_IDLE_S`.
 
 How the caller keeps hold of a child it did not fork:
 
