@@ -17,7 +17,7 @@ from hang import HANG_GUARD_S
 from helpers.tooling import fork_server, worker_pipes
 from helpers.tooling.program_sandbox import ProgramLimits, run_program
 
-pytestmark = pytest.mark.skipif(not fork_server._PIDFDS, reason="needs pidfds and /proc")
+pytestmark = pytest.mark.skipif(not fork_server.pidfds_work(), reason="needs pidfds and /proc")
 
 
 class EchoHost:
@@ -110,7 +110,7 @@ def test_a_server_gone_in_the_middle_of_a_program_leaves_it_its_result(workers) 
 @pytest.mark.parametrize("way", ["no pidfds", "WORKBOOK_CODE_MODE_FORK=0"])
 def test_without_pidfds_or_when_told_the_worker_is_spawned(monkeypatch, workers, way) -> None:
     if way == "no pidfds":
-        monkeypatch.setattr(fork_server, "_PIDFDS", False)
+        monkeypatch.setattr(fork_server, "pidfds_work", lambda: False)
     else:
         monkeypatch.setenv("WORKBOOK_CODE_MODE_FORK", "0")
     assert run_program("return 5", EchoHost()).text == "5"

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import itertools
 import os
@@ -383,9 +384,9 @@ class ForkServer:
 def _pid_of(pidfd: int) -> int:
     """The pid a pidfd stands for (``/proc/self/fdinfo``'s ``Pid:`` line), or -1."""
     try:
-        with open(f"/proc/self/fdinfo/{pidfd}", encoding="ascii") as info:
+        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:
             for line in info:
-                if line.startswith("Pid:"):
+                if line.startswith(b"Pid:"):
                     return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
@@ -396,9 +397,10 @@ _SERVERS: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], ForkServer] = 
 _SERVERS_LOCK = threading.Lock()
 
 
-def _pidfds_work() -> bool:
+@functools.cache
+def pidfds_work() -> bool:
     """Whether this kernel gives pidfds that can be opened, signalled and read in
-    ``/proc/self/fdinfo`` (``pidfd_open``, Linux 5.3)."""
+    ``/proc/self/fdinfo`` (``pidfd_open``, Linux 5.3); asked once, on first use."""
     if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")):
         return False
     try:
@@ -414,9 +416,6 @@ def _pidfds_work() -> bool:
         os.close(pidfd)
 
 
-_PIDFDS = _pidfds_work()
-
-
 def fork_server(
     module: str, warm: str, entry: str, env: dict[str, str] | None
 ) -> ForkServer | None:
@@ -424,7 +423,7 @@ def fork_server(
     ``module.warm()``, started on first use (again once one has left or been retired);
     ``None`` where workers are spawned: no pidfds, ``WORKBOOK_CODE_MODE_FORK=0``, or a server
     that cannot start."""
-    if not _PIDFDS or os.environ.get("WORKBOOK_CODE_MODE_FORK", "").strip() == "0":
+    if not pidfds_work() or os.environ.get("WORKBOOK_CODE_MODE_FORK", "").strip() == "0":
         return None
     key = (module, warm, entry, tuple(sorted((env or {}).items())))
     with _SERVERS_LOCK:
