@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from hang import HANG_GUARD_S
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CASE1 = "Generate a transcript of the YouTube video with video_id='123' and then pass it to Deep Check for analysis."
 CLI = (sys.executable, "-m", "helpers.cli")
@@ -888,3 +890,28 @@ def test_only_a_process_that_runs_one_command_freezes_what_it_imported(tmp_path)
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.split()[-3:] == ["0", "True", "True"], done.stderr  # after the answer
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.from_regex(r"\A[0-9]{1,25}[smhdw]\Z") | st.text(max_size=30))
+def test_an_age_is_a_timedelta_up_to_a_century_or_a_usage_error(text: str) -> None:
+    """``outputs prune --older-than``: any text is an age within MAX_AGE or the one usage
+    error argparse turns into exit 2, never an OverflowError (99999999999d once was a
+    traceback)."""
+    import argparse
+    from datetime import timedelta
+
+    from helpers.cli.outputs import MAX_AGE, parse_age
+
+    try:
+        age = parse_age(text)
+    except argparse.ArgumentTypeError:
+        return
+    assert timedelta(0) <= age <= MAX_AGE
+
+
+def test_a_huge_prune_age_is_a_one_line_usage_error(tmp_path) -> None:
+    done = workbook(
+        "outputs", "prune", "--db", f"sqlite:///{tmp_path / 's'}", "--older-than", "99999999999d"
+    )
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr

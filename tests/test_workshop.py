@@ -155,8 +155,22 @@ def test_restore_puts_a_notebook_back_and_keeps_yours(tmp_path) -> None:
     path.unlink()
     assert restore("03", notebooks_dir=tmp_path) == (path, None)  # deleted: made again
     assert path.read_text(encoding="utf-8") == pristine
-    with pytest.raises(FileNotFoundError, match="no notebook starts with"):
+    with pytest.raises(LookupError, match="no notebook starts with"):
         restore("42", notebooks_dir=tmp_path)
+    assert restore(3, notebooks_dir=tmp_path) == (path, None)  # a number, as hint() takes it
+
+
+def test_a_prefix_of_several_notebooks_is_refused_naming_them(monkeypatch) -> None:
+    """``workbook restore`` and ``hint()`` take the one notebook a prefix names, never the
+    first of several."""
+    from helpers.course import student_notebooks
+    from helpers.course.hints import hints_for
+
+    two = [SOLUTIONS_DIR / "04_a.ipynb", SOLUTIONS_DIR / "04_b.ipynb"]
+    monkeypatch.setattr(student_notebooks, "solution_notebooks", lambda: two)
+    for ask in (lambda: restore("04"), lambda: hints_for(4, 1)):
+        with pytest.raises(LookupError, match=r"'04' starts 2 notebooks \(04_a, 04_b\)"):
+            ask()
 
 
 def test_copy_notebooks_and_restore_never_write_through_a_symlink(tmp_path, monkeypatch) -> None:

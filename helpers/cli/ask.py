@@ -164,7 +164,8 @@ def show_event(out: Console, event: TurnEvent) -> None:
             )
         case CompactionEvent():
             out.print(
-                f"[bold magenta]⟲ compacted {event.folded_calls} earlier tool calls: "
+                f"[bold magenta]⟲ compacted {event.folded_calls} earlier tool "
+                f"call{'' if event.folded_calls == 1 else 's'}: "
                 f"{event.tokens_before:,} → {event.tokens_after:,} context tokens[/]"
             )
         case ToolCallRecord():

@@ -82,7 +82,7 @@ def _where(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run and validate the cases; exit 1 if any failed."""
-    cases = load_cases_or_fail(args.pattern)
+    cases = load_cases_or_fail(args.pattern, args)
     if cases is None:
         return EXIT_USAGE
     cases, skipped = runnable_cases(

@@ -8,13 +8,13 @@ import argparse
 import contextlib
 import gc
 import math
-import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from helpers.base.limits import DEFAULT_THRESHOLD_TOKENS
 from helpers.base.paths import CASES_DIR
 from helpers.cases.case_files import Case, CaseError, load_cases
+from helpers.cli.exits import usage_error
 from helpers.context.modes import MODES
 from helpers.context.preview import DEFAULT_PREVIEW_LIMIT_CHARS
 from helpers.context.read_back import ResultKind
@@ -28,7 +28,6 @@ from helpers.context.strategies import (
 )
 from helpers.models.personas import PERSONAS, get_persona
 from helpers.models.providers import DEFAULT_MAX_RETRIES
-from helpers.text.escaping import for_terminal
 from helpers.text.redaction import mask_url_password
 
 # a turn's imports (the SDK, SQLAlchemy, rich's progress bar) wait for the function that needs
@@ -360,10 +359,13 @@ def progress_bar(out: Console, disable: bool) -> Progress:
     )
 
 
-def load_cases_or_fail(patterns: str | Sequence[str]) -> list[Case] | None:
+def load_cases_or_fail(
+    patterns: str | Sequence[str], args: argparse.Namespace
+) -> list[Case] | None:
     """The cases of every file or glob in ``patterns`` (a shell's expansion of
     ``data/cases/*.md`` is a list of files; a quoted pattern is expanded here), in the order
-    given, each file once; ``None``, said on stderr, when a case file is bad or a pattern matches
+    given, each file once; ``None``, said as a usage error (:func:`helpers.cli.exits.usage_error`:
+    one line, or one JSON object under ``--json``), when a case file is bad or a pattern matches
     no file (each one named: an unmatched pattern is a typo, never silently skipped)."""
     cases: list[Case] = []
     seen: set[str] = set()
@@ -371,10 +373,10 @@ def load_cases_or_fail(patterns: str | Sequence[str]) -> list[Case] | None:
         try:
             found = load_cases(pattern)
         except CaseError as exc:
-            print(f"workbook: {for_terminal(str(exc))}", file=sys.stderr)
+            usage_error(args, str(exc))
             return None
         if not found:
-            print(f"workbook: no case files match {for_terminal(repr(pattern))}", file=sys.stderr)
+            usage_error(args, f"no case files match {pattern!r} (a path is from this folder)")
             return None
         for case in found:
             if str(case.path) not in seen:

@@ -105,19 +105,14 @@ def add_command(sub: Any, name: str, help: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison and write its report."""
-    cases = load_cases_or_fail(args.cases)
+    cases = load_cases_or_fail(args.cases, args)
     if cases is None:
         return EXIT_USAGE
     try:
         config = resolve_model(args.profile, args.model)
     except ConfigError as exc:
         return usage_error(args, str(exc))
-    out = console(args.color)
-    out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
     personas = [PERSONAS[name] for name in MISTAKE_PERSONAS] if args.personas else []
-    if personas and not config.offline:
-        out.print("[dim]personas are offline only: no persona rows for a real model[/]")
-        personas = []
     try:
         price_model = load_prices().get(args.price_model).model
     except ValueError as exc:
@@ -135,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
             store = open_store(args.db or f"sqlite:///{Path(scratch) / 'compare.sqlite'}")
         except ValueError as exc:
             return usage_error(args, str(exc))
+        out = console(args.color)  # the command line is usable: what runs is said from here
+        out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
+        if personas and not config.offline:
+            out.print("[dim]personas are offline only: no persona rows for a real model[/]")
+            personas = []
         try:
             metrics = _measure(args, out, cases, config, strategies, personas, price_model, store)
         finally:

@@ -122,7 +122,7 @@ def restore(args: argparse.Namespace) -> int:
     without_iri_grammars()
     try:
         path, backup = restore_notebook(args.notebook)
-    except FileNotFoundError as exc:
+    except LookupError as exc:
         return usage_error(args, str(exc))
     print(f"restored {path}")
     if backup is not None:

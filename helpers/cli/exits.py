@@ -37,20 +37,29 @@ class Parser(argparse.ArgumentParser):
     help_prog: str | None = None
 
     def error(self, message: str) -> NoReturn:
+        command = self.help_prog or self.prog
+        said = f"{command}: error: {message} (see {command} --help)"
         if Parser.json_errors:
-            print_json({"status": "usage_error", "error": f"{self.prog}: {message}"})
+            print_json({"status": "usage_error", "error": said})
         else:
-            print(
-                f"{self.prog}: error: {for_terminal(message)} "
-                f"(see {self.help_prog or self.prog} --help)",
-                file=sys.stderr,
-            )
+            print(for_terminal(said), file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
 def print_json(data: Any) -> None:
     """One JSON object on one line of stdout, ASCII only (:func:`helpers.text.escaping.for_json`)."""
     print(for_json(data), flush=True)
+
+
+def run_error(args: argparse.Namespace, message: str) -> int:
+    """Report a run that failed (a thing asked for that is not there): one JSON object on
+    stdout with ``--json`` (``status`` ``error``), else a line on stderr (through
+    :func:`helpers.text.escaping.for_terminal`); returns :data:`EXIT_FAILED`."""
+    if getattr(args, "json", False):
+        print_json({"status": "error", "error": message})
+    else:
+        print(f"workbook: {for_terminal(message)}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def usage_error(args: argparse.Namespace, message: str) -> int:

@@ -30,7 +30,7 @@ from helpers.cli.common import (
     open_store,
     store_options,
 )
-from helpers.cli.exits import usage_error
+from helpers.cli.exits import run_error, usage_error
 from helpers.cli.output import console, output_options, rows_table
 from helpers.context.boxing import make_reference, reference_id
 from helpers.store.reading import StoredOutput
@@ -45,8 +45,13 @@ SHOW_MAX_CHARS = 100_000
 RAW_PIECE_CHARS = 65_536
 
 
+#: The oldest age ``--older-than`` takes: a century (an older cutoff is before any row, and
+#: past about 2,700 millennia Python's dates end).
+MAX_AGE = timedelta(days=36_500)
+
+
 def parse_age(text: str) -> timedelta:
-    """``7d``, ``12h``, ``30m``, ``90s`` or ``2w`` as a ``timedelta``.
+    """``7d``, ``12h``, ``30m``, ``90s`` or ``2w`` as a ``timedelta``, at most :data:`MAX_AGE`.
 
     Raises:
         argparse.ArgumentTypeError: anything else.
@@ -56,7 +61,14 @@ def parse_age(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             f"an age is a number and a unit (s, m, h, d, w), e.g. 7d or 12h; got {text!r}"
         )
-    return timedelta(**{_AGE_UNITS[match[2]]: int(match[1])})
+    digits, unit = match[1], _AGE_UNITS[match[2]]
+    try:
+        age = timedelta(**{unit: int(digits)}) if len(digits) <= 12 else MAX_AGE * 2
+    except OverflowError:
+        age = MAX_AGE * 2
+    if age > MAX_AGE:
+        raise argparse.ArgumentTypeError(f"an age is at most {MAX_AGE.days:,}d; got {text!r}")
+    return age
 
 
 def add_command(sub: Any, name: str, help: str) -> None:
@@ -194,12 +206,10 @@ def _find(args: argparse.Namespace, store: ToolOutputStore) -> StoredOutput | st
 
 def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
     if args.start < 0 or (args.length is not None and args.length < 0):
-        print("workbook: --start and --length are counts of characters, >= 0", file=sys.stderr)
-        return 2
+        return usage_error(args, "--start and --length are counts of characters, >= 0")
     row = _find(args, store)
     if isinstance(row, str):
-        print(f"workbook: {for_terminal(row)}", file=sys.stderr)
-        return 1
+        return run_error(args, row)
     # --raw is for a file or a pipe: the whole output unless --length says otherwise
     length = (
         args.length if args.length is not None else (row.n_chars if args.raw else SHOW_MAX_CHARS)
@@ -243,8 +253,7 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
 
 def _prune(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int:
     if args.older_than is None and args.thread is None:
-        print("workbook: outputs prune needs --older-than AGE and/or --thread T", file=sys.stderr)
-        return 2
+        return usage_error(args, "outputs prune needs --older-than AGE and/or --thread T")
     before = store.disk_bytes()
     count = store.prune(older_than=args.older_than, thread_id=args.thread, dry_run=not args.yes)
     freed = None

@@ -13,19 +13,13 @@ from __future__ import annotations
 
 from helpers.course.student_notebooks import (
     code_cell_sources,
-    solution_notebooks,
+    notebook_key,
+    solution_named,
     solution_parts,
     todo_in_code,
 )
 
 LEVELS = {1: "the idea", 2: "the approach", 3: "close to code"}
-
-
-def notebook_key(notebook: str | int) -> str:
-    """``notebook`` as the start of a notebook's file name: a number (``9``, ``"9"``) as its
-    two digits (``"09"``), a name as it is."""
-    text = str(notebook).strip()
-    return text.zfill(2) if text.isdigit() and len(text) < 2 else text
 
 
 def hints_for(notebook: str | int, todo: int) -> dict[int, str]:
@@ -35,14 +29,14 @@ def hints_for(notebook: str | int, todo: int) -> dict[int, str]:
     Raises:
         LookupError: no such notebook or TODO.
     """
-    notebook = notebook_key(notebook)
-    matches = [p for p in solution_notebooks() if p.name.startswith(notebook)]
-    if not notebook or not matches:
-        raise LookupError(f"no notebook {notebook!r}; use its number, e.g. hint('04', 2)")
-    for source in code_cell_sources(matches[0]):  # never nbformat: hint() runs in a kernel
+    try:
+        path = solution_named(notebook)
+    except LookupError as exc:
+        raise LookupError(f"{exc}; use its number, e.g. hint('04', 2)") from None
+    for source in code_cell_sources(path):  # never nbformat: hint() runs in a kernel
         if todo_in_code(source) == todo:
             return solution_parts(source, label=f"TODO {todo}")[1]
-    raise LookupError(f"notebook {matches[0].stem} has no TODO {todo}")
+    raise LookupError(f"notebook {path.stem} has no TODO {todo}")
 
 
 def hint(notebook: str | int, todo: int, level: int = 1) -> None:

@@ -288,6 +288,30 @@ def solution_notebooks(folder: Path = SOLUTIONS_DIR) -> list[Path]:
     return [p for p in sorted(folder.glob("*.ipynb")) if COURSE_NOTEBOOK_RE.match(p.name)]
 
 
+def notebook_key(notebook: str | int) -> str:
+    """``notebook`` as the start of a notebook's file name: a number (``9``, ``"9"``) as its
+    two digits (``"09"``), a name as it is."""
+    text = str(notebook).strip()
+    return text.zfill(2) if text.isdigit() and len(text) < 2 else text
+
+
+def solution_named(notebook: str | int) -> Path:
+    """The one solution notebook whose name starts with ``notebook`` (:func:`notebook_key`:
+    ``4``, ``"04"`` or ``"04_opaque"``).
+
+    Raises:
+        LookupError: none does, or several do (``"0"``: each is named, never the first taken).
+    """
+    key = notebook_key(notebook)
+    matches = [p for p in solution_notebooks() if p.name.startswith(key)] if key else []
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(p.stem for p in matches or solution_notebooks())
+    if matches:
+        raise LookupError(f"{key!r} starts {len(matches)} notebooks ({names}); give its number")
+    raise LookupError(f"no notebook starts with {key!r}; the notebooks: {names}")
+
+
 def pairs() -> list[tuple[Path, Path]]:
     """(solution, student) paths of every solution notebook."""
     return [(p, NOTEBOOKS_DIR / p.name) for p in solution_notebooks()]
@@ -402,17 +426,14 @@ def restore(prefix: str, notebooks_dir: Path | None = None) -> tuple[Path, Path 
         (the notebook's path, the backup's path or ``None``).
 
     Raises:
-        FileNotFoundError: no solution notebook starts with ``prefix``.
+        LookupError: no solution notebook, or more than one, starts with ``prefix``
+            (:func:`solution_named`).
     """
     from datetime import datetime
 
     from helpers.base.paths import var_dir
 
-    matches = [p for p in solution_notebooks() if p.name.startswith(prefix)]
-    if not prefix or not matches:
-        known = ", ".join(p.stem for p in solution_notebooks())
-        raise FileNotFoundError(f"no notebook starts with {prefix!r}; the notebooks: {known}")
-    solution_path = matches[0]
+    solution_path = solution_named(prefix)
     student_path = (notebooks_dir or attendee_notebooks_dir()) / solution_path.name
     text = student_text(solution_path)
     backup = None
