@@ -120,6 +120,7 @@ def test_human_output_names_the_model_and_marks_boxed_results() -> None:
         (("ask", "x", "--compact-at", "0"), "workbook ask"),
         (("ask", "x", "--nope"), "workbook ask"),
         (("outputs", "show"), "workbook outputs show"),
+        (("outputs", "prune", "--older-than", "-7d"), "workbook outputs prune"),
         (("nope",), "workbook"),
     ],
 )
@@ -915,3 +916,14 @@ def test_a_huge_prune_age_is_a_one_line_usage_error(tmp_path) -> None:
         "outputs", "prune", "--db", f"sqlite:///{tmp_path / 's'}", "--older-than", "99999999999d"
     )
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_thread_with_no_outputs_lists_as_empty_with_or_without_json(tmp_path) -> None:
+    """An empty listing is no failure, whatever the output's form (it exited 1, and 0 under
+    --json)."""
+    db = f"sqlite:///{tmp_path / 's.sqlite'}"
+    human = workbook("outputs", "list", "--db", db, "--thread", "nosuch")
+    as_json = workbook("outputs", "list", "--db", db, "--thread", "nosuch", "--json")
+    assert human.returncode == as_json.returncode == 0, human.stderr + as_json.stderr
+    assert "no outputs in thread 'nosuch'" in human.stdout
+    assert json.loads(as_json.stdout) == {"thread_id": "nosuch", "outputs": []}

@@ -37,6 +37,8 @@ class Parser(argparse.ArgumentParser):
     help_prog: str | None = None
 
     def error(self, message: str) -> NoReturn:
+        if message.endswith("expected one argument"):  # argparse took the value for an option
+            message += " (a value that starts with '-' is written --option=VALUE)"
         command = self.help_prog or self.prog
         said = f"{command}: error: {message} (see {command} --help)"
         if Parser.json_errors:

@@ -161,9 +161,9 @@ def _list(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
     if args.json:
         print(for_json({"thread_id": args.thread, "outputs": [_size(r) for r in found]}))
         return 0
-    if not found:
+    if not found:  # an empty listing, as under --json: not a failure
         out.print(f"no outputs in thread '{for_rich(args.thread)}'")
-        return 1
+        return 0
     rows = []
     for row in found:
         size = _size(row)
