@@ -22,7 +22,6 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.orm import Session, sessionmaker
 
 from helpers.base.paths import make_owner_only, private_dir, private_file, store_db_path
 from helpers.store.migrations import migrate
@@ -265,9 +264,10 @@ def open_engine(url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> 
 
 class StoreDatabase:
     """The open database each job of the store works through (the writing, reading and quota
-    classes of :class:`~helpers.store.tool_outputs.ToolOutputStore` stand on it): its URL, its
-    engine and the factory of its sessions, set when the store opens (:func:`open_engine`)."""
+    classes of :class:`~helpers.store.tool_outputs.ToolOutputStore` stand on it): its URL and
+    its engine, set when the store opens (:func:`open_engine`). The jobs speak SQLAlchemy Core
+    through the engine's connections (``engine.connect()`` to read, ``engine.begin()`` to write
+    one transaction) on the tables :mod:`helpers.store.schema` maps; no ORM session."""
 
     url: str
     engine: Engine
-    _sessions: sessionmaker[Session]

@@ -4,9 +4,9 @@ thread's quota, made in the write's own transaction so writers at once cannot pa
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
 
-from sqlalchemy import LargeBinary, cast, func, select
+from sqlalchemy import Connection, LargeBinary, Select, bindparam, cast, func, select
 
 from helpers.store.database import StoreDatabase
 from helpers.store.schema import ToolOutput, thread_key
@@ -21,7 +21,7 @@ class StoreQuotas(StoreDatabase):
     """The store's quotas: a thread's bytes held, and the check a write makes against its quota
     (:meth:`~helpers.store.writing.StoreWriting.log_tool`'s ``max_thread_bytes``)."""
 
-    def _check_quota(self, session: Any, thread_id: str, adding: int, quota: int) -> None:
+    def _check_quota(self, connection: Connection, thread_id: str, adding: int, quota: int) -> None:
         """Raise :class:`StoreQuotaExceeded` if ``adding`` more bytes would pass the thread's
         ``quota`` (UTF-8 bytes of arguments and outputs), in the write's own transaction.
 
@@ -32,7 +32,6 @@ class StoreQuotas(StoreDatabase):
         store's ``tool_outputs`` table against other writers until it commits (``SHARE ROW
         EXCLUSIVE``; readers go on). Not an advisory lock: its key is open to every role of the
         database, so another attendee of a room could hold it."""
-        connection = session.connection()
         if connection.dialect.name == "sqlite":
             if not connection.connection.dbapi_connection.in_transaction:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
@@ -40,7 +39,7 @@ class StoreQuotas(StoreDatabase):
             table = connection.dialect.identifier_preparer.format_table(ToolOutput.__table__)
             connection.exec_driver_sql(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
 
-        held = self._bytes_held(session, thread_id)
+        held = self._bytes_held(connection, thread_id)
         if held + adding > quota:
             raise StoreQuotaExceeded(
                 f"the thread holds {held:,} bytes of tool calls and outputs; {adding:,} more "
@@ -49,21 +48,25 @@ class StoreQuotas(StoreDatabase):
             )
 
     @staticmethod
-    def _bytes_held(session: Any, thread_id: str) -> int:
-        if session.get_bind().dialect.name == "sqlite":  # length() of a BLOB counts bytes
-            args_bytes = func.length(cast(ToolOutput.tool_args, LargeBinary))
-        else:  # PostgreSQL (and SQL's standard name)
-            args_bytes = func.octet_length(ToolOutput.tool_args)
-        output_bytes = func.coalesce(ToolOutput.n_bytes, ToolOutput.n_chars)
-        total = session.scalar(
-            select(func.coalesce(func.sum(output_bytes + func.coalesce(args_bytes, 0)), 0)).where(
-                ToolOutput.thread_key == thread_key(thread_id)
-            )
-        )
-        return int(total or 0)
+    def _bytes_held(connection: Connection, thread_id: str) -> int:
+        query = _bytes_held_query(connection.dialect.name)
+        return int(connection.scalar(query, {"key": thread_key(thread_id)}) or 0)
 
     def thread_bytes(self, thread_id: str) -> int:
         """UTF-8 bytes the thread holds: its calls' arguments and their outputs (the rows'
         ``n_bytes``; rows from before that column count their characters)."""
-        with self._sessions() as session:
-            return self._bytes_held(session, thread_id)
+        with self.engine.connect() as connection:
+            return self._bytes_held(connection, thread_id)
+
+
+@cache
+def _bytes_held_query(dialect: str) -> Select[tuple[int]]:
+    """The sum of a thread's bytes (its ``key`` a bound parameter) in ``dialect``'s SQL, built
+    once: every logged call runs it, and building the expression cost more than running it."""
+    if dialect == "sqlite":  # length() of a BLOB counts bytes
+        args_bytes = func.length(cast(ToolOutput.tool_args, LargeBinary))
+    else:  # PostgreSQL (and SQL's standard name)
+        args_bytes = func.octet_length(ToolOutput.tool_args)
+    output_bytes = func.coalesce(ToolOutput.n_bytes, ToolOutput.n_chars)
+    total = func.coalesce(func.sum(output_bytes + func.coalesce(args_bytes, 0)), 0)
+    return select(total).where(ToolOutput.thread_key == bindparam("key"))

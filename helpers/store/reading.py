@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from helpers.store.checkpoint_rows import as_utc, checkpoint_summary
 from helpers.store.database import StoreDatabase, sqlite_file
@@ -73,8 +73,9 @@ class StoredOutput:
             return self.tool_args
 
     @classmethod
-    def from_row(cls, row: ToolOutput, content: str | None) -> StoredOutput:
-        """The plain data of ``row``, with ``content`` (``None``: not loaded)."""
+    def from_row(cls, row: Any, content: str | None) -> StoredOutput:
+        """The plain data of ``row`` (a row of :data:`OUTPUT_COLUMNS`, or anything with those
+        attributes), with ``content`` (``None``: not loaded)."""
         return cls(
             id=row.id,
             ref_id=row.ref_id,
@@ -92,9 +93,18 @@ class StoredOutput:
         )
 
 
+#: The columns of ``tool_outputs`` a :class:`StoredOutput` is made of: all but ``content``,
+#: which is read only when asked for (:meth:`StoreReading._content`).
+OUTPUT_COLUMNS = tuple(c for c in ToolOutput.__table__.c if c.name != "content")
+
+
 class StoreReading(StoreDatabase):
     """The store's reading: rows by thread, call id or reference, values whole or in ranges,
-    threads and their messages, checkpoint progress, the bytes on disk."""
+    threads and their messages, checkpoint progress, the bytes on disk.
+
+    Every read is one SQLAlchemy Core connection (``engine.connect()``) and rows of the
+    mapped tables' columns: no ORM session, whose unit of work a read has no use for and which
+    cost three times the statement itself on each of a turn's reads."""
 
     # -- looking up -----------------------------------------------------------------------------
 
@@ -102,50 +112,54 @@ class StoreReading(StoreDatabase):
         self, thread_id: str, tool_call_id: str, *, with_content: bool = False
     ) -> StoredOutput | None:
         """The row of ``tool_call_id`` in ``thread_id``, or ``None``."""
-        stmt = select(ToolOutput).where(
-            ToolOutput.thread_key == thread_key(thread_id), ToolOutput.tool_call_id == tool_call_id
+        return self._one(
+            with_content,
+            ToolOutput.thread_key == thread_key(thread_id),
+            ToolOutput.tool_call_id == tool_call_id,
         )
-        return self._one(stmt, with_content)
 
     def list_by_call_id(
         self, tool_call_id: str, *, with_content: bool = False
     ) -> list[StoredOutput]:
         """Every row with ``tool_call_id``, in any thread (ids are unique per thread only)."""
-        with self._sessions() as session:
-            rows = session.scalars(
-                select(ToolOutput).where(ToolOutput.tool_call_id == tool_call_id)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(*OUTPUT_COLUMNS).where(ToolOutput.tool_call_id == tool_call_id)
             ).all()
             return [
-                StoredOutput.from_row(r, self._content(session, r) if with_content else None)
+                StoredOutput.from_row(r, self._content(connection, r) if with_content else None)
                 for r in rows
             ]
 
     def get_by_ref(self, ref_id: str, *, with_content: bool = False) -> StoredOutput | None:
         """The row an opaque reference ``internal://<ref_id>`` names, or ``None``."""
-        return self._one(select(ToolOutput).where(ToolOutput.ref_id == ref_id), with_content)
+        return self._one(with_content, ToolOutput.ref_id == ref_id)
 
-    def _one(self, stmt: Any, with_content: bool) -> StoredOutput | None:
-        with self._sessions() as session:
-            row = session.scalars(stmt).first()
+    def _one(self, with_content: bool, *where: Any) -> StoredOutput | None:
+        """The first row matching ``where``, its content read too when ``with_content``."""
+        columns = (*OUTPUT_COLUMNS, ToolOutput.content) if with_content else OUTPUT_COLUMNS
+        with self.engine.connect() as connection:
+            row = connection.execute(select(*columns).where(*where)).first()
             if row is None:
                 return None
-            return StoredOutput.from_row(row, self._content(session, row) if with_content else None)
+            content = self._content(connection, row) if with_content else None
+            return StoredOutput.from_row(row, content)
 
     def list_thread(self, thread_id: str) -> list[StoredOutput]:
         """The rows of a thread in the order they were written (without ``content``)."""
-        with self._sessions() as session:
-            rows = session.scalars(
-                select(ToolOutput)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(*OUTPUT_COLUMNS)
                 .where(ToolOutput.thread_key == thread_key(thread_id))
                 .order_by(ToolOutput.id)
             ).all()
-            return [StoredOutput.from_row(r, None) for r in rows]
+        return [StoredOutput.from_row(r, None) for r in rows]
 
     def ref_ids(self, thread_id: str) -> list[str]:
         """The reference ids of every output of a thread (what ``internal://<id>`` may name)."""
-        with self._sessions() as session:
+        with self.engine.connect() as connection:
             return list(
-                session.scalars(
+                connection.scalars(
                     select(ToolOutput.ref_id).where(ToolOutput.thread_key == thread_key(thread_id))
                 ).all()
             )
@@ -155,16 +169,20 @@ class StoreReading(StoreDatabase):
         stmt = select(func.count(ToolOutput.id))
         if thread_id is not None:
             stmt = stmt.where(ToolOutput.thread_key == thread_key(thread_id))
-        with self._sessions() as session:
-            return int(session.scalar(stmt) or 0)
+        with self.engine.connect() as connection:
+            return int(connection.scalar(stmt) or 0)
 
     # -- reading values -------------------------------------------------------------------------
 
     @staticmethod
-    def _content(session: Any, row: ToolOutput) -> str:
+    def _content(connection: Connection, row: Any) -> str:
+        """The whole output of ``row`` (a row of :data:`OUTPUT_COLUMNS`): its chunks joined, or
+        its ``content`` column read (the row's own, if it was selected)."""
         if not row.n_chunks:
-            return row.content
-        pieces = session.scalars(
+            if "content" in row._fields:
+                return str(row.content)
+            return str(connection.scalar(select(ToolOutput.content).where(ToolOutput.id == row.id)))
+        pieces = connection.scalars(
             select(ChunkContent.content)
             .join(ToolOutputChunk, ToolOutputChunk.content_hash == ChunkContent.hash)
             .where(ToolOutputChunk.output_id == row.id)
@@ -175,11 +193,15 @@ class StoreReading(StoreDatabase):
 
     def read_all(self, row_id: int) -> str:
         """The full output of row ``row_id``. Raises ``KeyError`` if there is no such row."""
-        with self._sessions() as session:
-            row = session.get(ToolOutput, row_id)
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(ToolOutput.id, ToolOutput.n_chunks, ToolOutput.content).where(
+                    ToolOutput.id == row_id
+                )
+            ).first()
             if row is None:
                 raise KeyError(f"no tool output with id {row_id}")
-            return self._content(session, row)
+            return self._content(connection, row)
 
     def read_range(self, row_id: int, start: int, length: int) -> str:
         """Characters ``[start, start + length)`` of row ``row_id``'s output, read in SQL.
@@ -195,8 +217,8 @@ class StoreReading(StoreDatabase):
         """
         if start < 0 or length < 0:
             raise ValueError(f"start and length must be >= 0, got start={start}, length={length}")
-        with self._sessions() as session:
-            meta = session.execute(
+        with self.engine.connect() as connection:
+            meta = connection.execute(
                 select(ToolOutput.n_chars, ToolOutput.n_chunks).where(ToolOutput.id == row_id)
             ).first()
             if meta is None:
@@ -207,7 +229,7 @@ class StoreReading(StoreDatabase):
                 return ""
             if n_chunks:
                 first, last = start // CHUNK_CHARS, (end - 1) // CHUNK_CHARS
-                pieces = session.scalars(
+                pieces = connection.scalars(
                     select(ChunkContent.content)
                     .join(ToolOutputChunk, ToolOutputChunk.content_hash == ChunkContent.hash)
                     .where(
@@ -219,7 +241,7 @@ class StoreReading(StoreDatabase):
                 _check_whole(row_id, len(pieces), last - first + 1)
                 offset = start - first * CHUNK_CHARS
                 return "".join(pieces)[offset : offset + (end - start)]
-            value = session.scalar(
+            value = connection.scalar(
                 select(func.substr(ToolOutput.content, start + 1, length)).where(
                     ToolOutput.id == row_id
                 )
@@ -247,16 +269,16 @@ class StoreReading(StoreDatabase):
         """Whether anything was stored under ``thread_id``: the thread itself (its messages) or,
         in a database from before threads were stored, a tool output."""
         key = thread_key(thread_id)
-        with self._sessions() as session:
-            if session.get(Thread, key) is not None:
+        with self.engine.connect() as connection:
+            if connection.scalar(select(Thread.thread_key).where(Thread.thread_key == key)):
                 return True
-            found = session.scalar(select(ToolOutput.id).where(ToolOutput.thread_key == key))
+            found = connection.scalar(select(ToolOutput.id).where(ToolOutput.thread_key == key))
             return found is not None
 
     def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every message of a thread, in the order it was added (empty for an unknown thread)."""
-        with self._sessions() as session:
-            bodies = session.scalars(
+        with self.engine.connect() as connection:
+            bodies = connection.scalars(
                 select(ThreadMessage.body)
                 .where(ThreadMessage.thread_key == thread_key(thread_id))
                 .order_by(ThreadMessage.id)
@@ -279,7 +301,7 @@ class StoreReading(StoreDatabase):
             .order_by(func.max(ToolOutput.created_at).desc())
             .limit(limit)
         )
-        with self._sessions() as session:
+        with self.engine.connect() as connection:
             return [
                 {
                     "thread_id": thread_id,
@@ -288,14 +310,14 @@ class StoreReading(StoreDatabase):
                     "bytes": n_bytes or 0,
                     "last": as_utc(last) if last else None,
                 }
-                for _key, thread_id, outputs, chars, n_bytes, last in session.execute(stmt).all()
+                for _key, thread_id, outputs, chars, n_bytes, last in connection.execute(stmt).all()
             ]
 
     def last_thread(self) -> str | None:
         """The id of the thread that was written to last (its newest message is the newest of
         all), or ``None`` when no thread holds a message."""
-        with self._sessions() as session:
-            return session.scalar(
+        with self.engine.connect() as connection:
+            return connection.scalar(
                 select(Thread.thread_id)
                 .join(ThreadMessage, ThreadMessage.thread_key == Thread.thread_key)
                 .order_by(ThreadMessage.id.desc())
@@ -304,9 +326,9 @@ class StoreReading(StoreDatabase):
 
     def list_threads(self, limit: int = 20) -> list[str]:
         """The ids of the most recently started threads, newest first."""
-        with self._sessions() as session:
+        with self.engine.connect() as connection:
             return list(
-                session.scalars(
+                connection.scalars(
                     select(Thread.thread_id).order_by(Thread.created_at.desc()).limit(limit)
                 ).all()
             )
@@ -316,8 +338,8 @@ class StoreReading(StoreDatabase):
     def checkpoint_progress(self) -> dict[str, dict[str, Any]]:
         """Per attendee: ``passed`` (the ``"NN.T"`` TODOs whose checkpoint passed at least
         once, sorted), ``runs`` (checkpoint runs in all) and ``last`` (the newest run's time)."""
-        with self._sessions() as session:
-            rows = session.execute(
+        with self.engine.connect() as connection:
+            rows = connection.execute(
                 select(
                     CheckpointResult.attendee,
                     CheckpointResult.notebook,

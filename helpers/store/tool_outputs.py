@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-from sqlalchemy.orm import sessionmaker
-
 from helpers.store.database import DEFAULT_BUSY_TIMEOUT_MS, default_db_url, open_engine
 from helpers.store.quotas import StoreQuotas
 from helpers.store.reading import StoreReading
@@ -58,7 +56,6 @@ class ToolOutputStore(StoreWriting, StoreReading, StoreQuotas):
     ) -> None:
         self.url = url or default_db_url()
         self.engine, self.migrated = open_engine(self.url, busy_timeout_ms=busy_timeout_ms)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def __repr__(self) -> str:
         return f"ToolOutputStore({self.engine.url.render_as_string(hide_password=True)!r})"

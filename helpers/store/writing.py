@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from helpers.base import ids
@@ -50,58 +51,57 @@ def _chunks(text: str) -> list[str]:
 _HASHES_PER_QUERY = 1_000
 
 
-def _insert_unless_held(dialect: str) -> Any:
-    """An ``INSERT`` of chunk contents that leaves one another writer added at the same moment
-    as it is: ``ON CONFLICT DO NOTHING`` on PostgreSQL and SQLite (each dialect's own), a plain
-    ``INSERT`` elsewhere."""
+def _insert_unless_held(dialect: str, table: Any) -> Any:
+    """An ``INSERT`` into ``table`` that leaves a row another writer added at the same moment
+    (the same key) as it is: ``ON CONFLICT DO NOTHING`` on PostgreSQL and SQLite (each
+    dialect's own), a plain ``INSERT`` elsewhere."""
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     elif dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     else:
-        return insert(ChunkContent)
-    return dialect_insert(ChunkContent).on_conflict_do_nothing()
+        return insert(table)
+    return dialect_insert(table).on_conflict_do_nothing()
 
 
-def _add_chunks(session: Any, row: ToolOutput, chunks: list[str]) -> None:
-    """``row``'s chunk rows, in order, in the caller's transaction, their characters held
+def _add_chunks(connection: Connection, output: StoredOutput, chunks: list[str]) -> None:
+    """``output``'s chunk rows, in order, in the caller's transaction, their characters held
     once: an output's the store holds already (:func:`_held_hashes`), or those it lacks
     added (:func:`_add_contents`)."""
-    session.flush()  # assigns row.id; on SQLite its write takes the lock first
-    hashes = _held_hashes(session, row) or _add_contents(session, chunks)
-    session.execute(
+    hashes = _held_hashes(connection, output, len(chunks)) or _add_contents(connection, chunks)
+    connection.execute(
         insert(ToolOutputChunk),
-        [{"output_id": row.id, "seq": i, "content_hash": h} for i, h in enumerate(hashes)],
+        [{"output_id": output.id, "seq": i, "content_hash": h} for i, h in enumerate(hashes)],
     )
 
 
-def _held_hashes(session: Any, row: ToolOutput) -> list[str]:
+def _held_hashes(connection: Connection, output: StoredOutput, n_chunks: int) -> list[str]:
     """The chunk hashes of an output the store already holds with the same characters as
-    ``row`` (the same SHA-256 and length), in order; ``[]`` when it holds none. An agent
+    ``output`` (the same SHA-256 and length), in order; ``[]`` when it holds none. An agent
     fetches the same page again and again: its chunks are then neither hashed nor sent."""
-    same = session.scalar(
+    same = connection.scalar(
         select(ToolOutput.id)
         .where(
-            ToolOutput.sha256 == row.sha256,
-            ToolOutput.n_chars == row.n_chars,
-            ToolOutput.n_chunks == row.n_chunks,
-            ToolOutput.id != row.id,
+            ToolOutput.sha256 == output.sha256,
+            ToolOutput.n_chars == output.n_chars,
+            ToolOutput.n_chunks == n_chunks,
+            ToolOutput.id != output.id,
         )
         .limit(1)
     )
     if same is None:
         return []
     hashes = list(
-        session.scalars(
+        connection.scalars(
             select(ToolOutputChunk.content_hash)
             .where(ToolOutputChunk.output_id == same)
             .order_by(ToolOutputChunk.seq)
         )
     )
-    return hashes if len(hashes) == row.n_chunks else []  # a damaged row: hashed anew
+    return hashes if len(hashes) == n_chunks else []  # a damaged row: hashed anew
 
 
-def _add_contents(session: Any, chunks: list[str]) -> list[str]:
+def _add_contents(connection: Connection, chunks: list[str]) -> list[str]:
     """The hashes of ``chunks``, in order, each chunk the store does not hold yet added under
     its hash, in the caller's transaction: only the missing ones are sent, and one that another
     writer adds at the same moment (PostgreSQL) is left as it is (:func:`_insert_unless_held`),
@@ -112,10 +112,12 @@ def _add_contents(session: Any, chunks: list[str]) -> list[str]:
     held: set[str] = set()
     for start in range(0, len(wanted), _HASHES_PER_QUERY):
         some = wanted[start : start + _HASHES_PER_QUERY]
-        held.update(session.scalars(select(ChunkContent.hash).where(ChunkContent.hash.in_(some))))
+        held.update(
+            connection.scalars(select(ChunkContent.hash).where(ChunkContent.hash.in_(some)))
+        )
     missing = [{"hash": h, "content": c} for h, c in contents.items() if h not in held]
     if missing:
-        session.execute(_insert_unless_held(session.get_bind().dialect.name), missing)
+        connection.execute(_insert_unless_held(connection.dialect.name, ChunkContent), missing)
     return hashes
 
 
@@ -169,37 +171,39 @@ class StoreWriting(StoreReading, StoreQuotas):
         )
         encoded = tool_output.encode("utf-8", "surrogatepass")
         chunks = _chunks(tool_output)
-        row = ToolOutput(
-            ref_id=ids.argument_safe_token(REF_ID_BYTES),
-            thread_id=thread_id,
-            thread_key=thread_key(thread_id),
-            tool_call_id=tool_call_id,
-            provider_call_id=provider_call_id,
-            tool_name=tool_name,
-            tool_args=args_text,
-            content="" if chunks else tool_output,
-            n_chunks=len(chunks),
-            n_chars=len(tool_output),
-            n_bytes=len(encoded),
-            sha256=ids.content_sha256(tool_output),
-            kind=kind,
-            created_at=datetime.now(UTC),
-        )
+        values = {
+            "ref_id": ids.argument_safe_token(REF_ID_BYTES),
+            "thread_id": thread_id,
+            "thread_key": thread_key(thread_id),
+            "tool_call_id": tool_call_id,
+            "provider_call_id": provider_call_id,
+            "tool_name": tool_name,
+            "tool_args": args_text,
+            "content": "" if chunks else tool_output,
+            "n_chunks": len(chunks),
+            "n_chars": len(tool_output),
+            "n_bytes": len(encoded),
+            "sha256": ids.content_sha256(tool_output),
+            "kind": kind,
+            "created_at": datetime.now(UTC),
+        }
         try:
-            with self._sessions.begin() as session:
+            with self.engine.begin() as connection:
                 if max_thread_bytes is not None:
                     adding = len(encoded) + len(args_text.encode("utf-8", "surrogatepass"))
-                    self._check_quota(session, thread_id, adding, max_thread_bytes)
-                session.add(row)
+                    self._check_quota(connection, thread_id, adding, max_thread_bytes)
+                inserted = connection.execute(insert(ToolOutput), values)
+                (output_id,) = inserted.inserted_primary_key
+                output = StoredOutput.from_row(SimpleNamespace(id=output_id, **values), None)
                 if chunks:
-                    _add_chunks(session, row, chunks)
+                    _add_chunks(connection, output, chunks)
         except IntegrityError as exc:
             if self.get(thread_id, tool_call_id) is not None:
                 raise DuplicateToolCallError(
                     f"tool_call_id {tool_call_id!r} is already logged in thread {thread_id!r}"
                 ) from exc
             raise
-        return StoredOutput.from_row(row, None)
+        return output
 
     def _check_loggable(self, tool_call_id: str, tool_output: str) -> None:
         """Raise what :meth:`log_tool` raises for an output or id it cannot store."""
@@ -250,28 +254,29 @@ class StoreWriting(StoreReading, StoreQuotas):
         if thread_id is not None:
             doomed = doomed.where(ToolOutput.thread_key == thread_key(thread_id))
         if dry_run:
-            with self._sessions() as session:
-                return int(session.scalar(select(func.count()).select_from(doomed.subquery())) or 0)
-        with self._sessions.begin() as session:
-            session.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
-            result = session.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
+            with self.engine.connect() as connection:
+                counted = connection.scalar(select(func.count()).select_from(doomed.subquery()))
+                return int(counted or 0)
+        with self.engine.begin() as connection:
+            connection.execute(delete(ToolOutputChunk).where(ToolOutputChunk.output_id.in_(doomed)))
+            result = connection.execute(delete(ToolOutput).where(ToolOutput.id.in_(doomed)))
             held = select(ToolOutputChunk.content_hash).where(
                 ToolOutputChunk.content_hash == ChunkContent.hash
             )
-            session.execute(delete(ChunkContent).where(~held.exists()))  # contents none holds
+            connection.execute(delete(ChunkContent).where(~held.exists()))  # none holds them
             if thread_id is not None and older_than is None:  # the whole thread is forgotten
                 key = thread_key(thread_id)
-                session.execute(delete(ThreadMessage).where(ThreadMessage.thread_key == key))
-                session.execute(delete(Thread).where(Thread.thread_key == key))
+                connection.execute(delete(ThreadMessage).where(ThreadMessage.thread_key == key))
+                connection.execute(delete(Thread).where(Thread.thread_key == key))
             return int(result.rowcount or 0)
 
     def clear_outputs(self) -> None:
         """Delete every tool output of every thread, its chunks and their contents (threads and
         their messages stay): a course check's store, fresh for each input it tries."""
-        with self._sessions.begin() as session:
-            session.execute(delete(ToolOutputChunk))
-            session.execute(delete(ToolOutput))
-            session.execute(delete(ChunkContent))
+        with self.engine.begin() as connection:
+            connection.execute(delete(ToolOutputChunk))
+            connection.execute(delete(ToolOutput))
+            connection.execute(delete(ChunkContent))
 
     def reclaim_disk(self) -> None:
         """Give the space of deleted rows back to the file system (measure it with
@@ -299,12 +304,15 @@ class StoreWriting(StoreReading, StoreQuotas):
     def ensure_thread(self, thread_id: str) -> bool:
         """Record ``thread_id`` as a thread if it is not one yet; return whether it was new."""
         key = thread_key(thread_id)
-        with self._sessions() as session:
-            if session.get(Thread, key) is not None:
+        with self.engine.connect() as connection:
+            if connection.scalar(select(Thread.thread_key).where(Thread.thread_key == key)):
                 return False
         try:
-            with self._sessions.begin() as session:
-                session.add(Thread(thread_key=key, thread_id=thread_id, created_at=_now()))
+            with self.engine.begin() as connection:
+                connection.execute(
+                    insert(Thread),
+                    {"thread_key": key, "thread_id": thread_id, "created_at": _now()},
+                )
         except IntegrityError:  # another process started it a moment ago
             return False
         return True
@@ -312,14 +320,15 @@ class StoreWriting(StoreReading, StoreQuotas):
     def append_message(self, thread_id: str, message: Mapping[str, Any]) -> None:
         """Add one chat message (any JSON-serialisable mapping) to the end of a thread."""
         body = json.dumps(dict(message), ensure_ascii=True, default=str)
-        with self._sessions.begin() as session:
-            session.add(
-                ThreadMessage(
-                    thread_key=thread_key(thread_id),
-                    role=str(message.get("role", ""))[:16],
-                    body=body,
-                    created_at=_now(),
-                )
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(ThreadMessage),
+                {
+                    "thread_key": thread_key(thread_id),
+                    "role": str(message.get("role", ""))[:16],
+                    "body": body,
+                    "created_at": _now(),
+                },
             )
 
     # -- checkpoints ----------------------------------------------------------------------------
@@ -327,15 +336,16 @@ class StoreWriting(StoreReading, StoreQuotas):
     def log_checkpoint(self, attendee: str, notebook: str, todo: int, *, passed: bool) -> None:
         """Record one checkpoint run of ``attendee`` (any text) on TODO ``todo`` of notebook
         ``notebook`` (``"04"``)."""
-        with self._sessions.begin() as session:
-            session.add(
-                CheckpointResult(
-                    attendee=attendee,
-                    notebook=notebook,
-                    todo=todo,
-                    passed=passed,
-                    created_at=_now(),
-                )
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(CheckpointResult),
+                {
+                    "attendee": attendee,
+                    "notebook": notebook,
+                    "todo": todo,
+                    "passed": passed,
+                    "created_at": _now(),
+                },
             )
 
 
