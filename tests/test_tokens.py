@@ -56,6 +56,101 @@ def test_a_remembered_count_of_any_length_is_its_fresh_count(text: str) -> None:
     assert count_tokens(text) == _fresh(text)
 
 
+#: Texts to count part by part: lines, each a word between what may end a line and what may
+#: begin the next, around every kind of line break. Every break is a place :func:`parts_for_counting`
+#: may cut, and what is on either side is what o200k_base's expression treats apart there
+#: (``/``, which a run of punctuation takes past a break; whitespace of every kind, Python's
+#: and Unicode's; letters, contractions, digits, marks, astral and special-token text).
+_LINE_ENDS = st.sampled_from(
+    ["", ".", ";", "...", ")", "'s", "a", "Z", "7", " ", "\t", "😀", "\\", "/", "\ud800"]
+)
+_BREAKS = st.sampled_from(["\n", "\n\n", "\r\n", " \n", "\n\r", "\r"])
+_LINE_STARTS = st.sampled_from(
+    [
+        "",
+        "/",
+        "//",
+        "/usr",
+        " ",
+        "  ",
+        "\t",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\x85",
+        "\u2028",
+        "\u3000",
+        "\xa0",
+        "a",
+        "Word",
+        "WORD",
+        "'s",
+        "'",
+        "1",
+        "1234",
+        "é",
+        "\u0301",
+        "日本",
+        ".",
+        "(",
+        "-",
+        "<|endoftext|>",
+        "0020;SPACE;Zs;0;WS;;;;;N;;;;;",
+        # whitespace of other kinds, then another break: one match from break to break
+        "\u2028\n",
+        "\x85\n",
+        "\u3000 \n",
+        "\xa0\r\n",
+        "\x0b\n",
+        "\x1c\n",
+    ]
+)
+_LINES = st.lists(
+    st.tuples(_LINE_ENDS, _BREAKS, _LINE_STARTS, st.sampled_from(["", "x", "abc def"])),
+    max_size=12,
+).map(lambda lines: "".join("".join(line) for line in lines))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(_LINES)
+def test_counted_part_by_part_a_text_has_the_count_of_the_whole(text: str) -> None:
+    """:func:`parts_for_counting` with parts of one character (a cut at every line break where
+    it may cut): the parts are the text, and their tokens, one part after the other, are
+    tiktoken's of the whole (so their counts add up)."""
+    import helpers.text.tokens as tokens
+
+    whole = _fresh(text)
+    saved = tokens.PART_CHARS
+    tokens.PART_CHARS = 1
+    try:
+        parts = tokens.parts_for_counting(text)
+    finally:
+        tokens.PART_CHARS = saved
+    assert "".join(parts) == text
+    # the parts' tokens, one after the other, are the whole's: not only as many
+    tokens_of = [encoding().encode(part, disallowed_special=()) for part in parts]
+    joined = [token for part in tokens_of for token in part]
+    assert joined == encoding().encode(text, disallowed_special=()), (
+        f"parts {parts!r} give {joined}, the whole {whole} tokens"
+    )
+
+
+def test_a_long_document_counted_in_parts_has_its_whole_count_and_its_prefixes_reuse_them() -> None:
+    """The scaling run's largest document (10 MB): its count is tiktoken's of the whole, and a
+    shorter document, its beginning, is counted from the parts the longer one remembered."""
+    from helpers.evaluation.scaling import document
+    from helpers.text.tokens import PART_CHARS, parts_for_counting
+
+    long, short = document(3_000_000), document(1_000_000)
+    assert long.startswith(short) and len(parts_for_counting(long)) > 10
+    counts = _Counts(size=1_000)
+    assert counts.count(long) == _fresh(long)
+    held = len(counts.counts)
+    assert counts.count(short) == _fresh(short)
+    assert len(counts.counts) == held + 1  # only its last part was new
+    assert all(len(p) < 2 * PART_CHARS for p in parts_for_counting(long)[:-1])
+
+
 def test_the_short_memory_is_bounded() -> None:
     for i in range(REMEMBERED_SHORT_COUNTS + 10):
         count_tokens(f"short text number {i}")

@@ -138,6 +138,52 @@ def test_a_bad_call_is_named_in_the_words_of_the_schema() -> None:
     assert refusal({"a": 1, "mode": "x" * 1_000}).endswith("got '" + "x" * 78 + "…")
 
 
+def _made_per_turn(default: object, doc: str | None = None):
+    """A tool function as a policy makes one for each turn: a closure, its default and
+    docstring the turn's."""
+
+    def look(ref: str, count: int = default) -> str:  # type: ignore[assignment]
+        """Look.
+
+        Args:
+            ref: the reference.
+        """
+        return ref
+
+    if doc is not None:
+        look.__doc__ = doc
+    return look
+
+
+def test_a_function_is_described_as_afresh_whatever_was_described_before() -> None:
+    """tool_from_function remembers what a shape of function gives (a policy's closures are
+    made again each turn); each thing it reads still counts: the default and its type (1 and
+    True are equal keys, not equal defaults), the docstring (tool_search writes its own), the
+    annotations, and a tool's schema is its own to edit."""
+    from helpers.tooling.registry import _describe
+
+    first, again = tool_from_function(_made_per_turn(5)), tool_from_function(_made_per_turn(5))
+    assert first.parameters == again.parameters and first.parameters is not again.parameters
+    first.parameters["properties"]["count"]["default"] = 99  # a caller edits its copy
+    assert tool_from_function(_made_per_turn(5)).parameters["properties"]["count"]["default"] == 5
+    for default in (1, True, 1.0, "1", None):
+        fn = _made_per_turn(default)
+        tool = tool_from_function(fn)
+        fresh = _describe(fn)
+        assert tool.parameters == fresh.parameters and tool.description == fresh.description
+        assert type(tool.parameters["properties"]["count"]["default"]) is type(default)
+    renamed = _made_per_turn(5, doc="Find.\n\nArgs:\n    ref: what to find.")
+    assert tool_from_function(renamed).description == "Find."
+    assert tool_from_function(renamed).parameters["properties"]["ref"]["description"] == (
+        "what to find."
+    )
+    retyped = _made_per_turn(5)
+    retyped.__annotations__ = {**retyped.__annotations__, "count": "float"}
+    assert tool_from_function(retyped).parameters["properties"]["count"]["type"] == "number"
+    unhashable = _made_per_turn([1])  # a default that cannot be a key: described afresh
+    assert tool_from_function(unhashable).parameters["properties"]["count"]["default"] == [1]
+
+
 def test_schemas_are_pydantics_in_the_shape_the_model_has_always_read() -> None:
     """The JSON Schema is pydantic's for the parameters, with no ``title``, keys in the order
     they always had (every byte is in each request's prompt), ``X | None`` offered as ``X``, a

@@ -214,9 +214,45 @@ def encode(text: str) -> list[int]:
     return encoding().encode(text, disallowed_special=())
 
 
+#: A long text is counted in parts of about this many characters (:func:`parts_for_counting`),
+#: each part's count remembered on its own: a text that begins as one counted before (a page
+#: and a longer page of the same document, the scaling run's sizes) has only its new parts
+#: encoded.
+PART_CHARS = 1 << 16
+
+
+def parts_for_counting(text: str) -> list[str]:
+    """``text`` cut into parts whose o200k_base counts add up to the count of the whole: each
+    cut is after a line break (``"\\n"``) at least :data:`PART_CHARS` characters past the last
+    cut, where the next character is neither whitespace nor ``/``.
+
+    Why the counts add up: tiktoken splits a text with o200k_base's regular expression and
+    encodes each of its matches on its own (BPE merges never cross a match). In that expression
+    a line break ends every match that holds one (``\\s*[\\r\\n]+``, whitespace runs, or a
+    run of punctuation ended by ``[\\r\\n/]*``, the one way a match goes on past a line break:
+    with ``/``), and no match starts with whatever precedes it (no look-behind); so when the
+    character after the break is neither whitespace nor ``/``, a match ends at the cut, and the
+    matches of the two sides are those of the whole. A text without such a break is one part.
+    A test checks it against tiktoken on generated texts cut at every such break."""
+    parts: list[str] = []
+    start, end = 0, len(text)
+    while end - start > PART_CHARS:
+        cut = text.find("\n", start + PART_CHARS - 1)
+        while cut != -1 and cut + 1 < end and (text[cut + 1].isspace() or text[cut + 1] == "/"):
+            cut = text.find("\n", cut + 1)
+        if cut == -1 or cut + 1 >= end:
+            break
+        parts.append(text[start : cut + 1])
+        start = cut + 1
+    parts.append(text[start:])
+    return parts
+
+
 class _Counts:
     """Token counts of long texts, keyed by a BLAKE2b digest of their UTF-8 bytes (hashing is
-    far cheaper than encoding, and a digest holds no text in memory). Thread-safe."""
+    far cheaper than encoding, and a digest holds no text in memory), a text over
+    :data:`PART_CHARS` characters counted part by part (:func:`parts_for_counting`).
+    Thread-safe."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -224,8 +260,14 @@ class _Counts:
         self.lock = threading.Lock()
 
     def count(self, text: str) -> int:
-        # str.encode, not text.encode: a str subclass cannot choose the bytes its count is kept under
-        key = hashlib.blake2b(str.encode(text, "utf-8", "surrogatepass"), digest_size=16).digest()
+        # an exact str: a subclass cannot choose where it is cut or the bytes a count is kept under
+        text = str.__str__(text)
+        if len(text) <= PART_CHARS:
+            return self._count_part(text)
+        return sum(self._count_part(part) for part in parts_for_counting(text))
+
+    def _count_part(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self.lock:
             if key in self.counts:
                 self.counts.move_to_end(key)
@@ -254,7 +296,8 @@ def count_tokens(text: str) -> int:
     """Number of o200k_base tokens in ``text`` (special-token text counts as ordinary text).
 
     Counts are remembered: of texts of :data:`REMEMBER_FROM_CHARS` characters or more under a
-    digest of their bytes (:data:`REMEMBERED_COUNTS` of them), of shorter ones under the text
+    digest of their bytes (:data:`REMEMBERED_COUNTS` of them; a text over :data:`PART_CHARS`
+    characters part by part, :func:`parts_for_counting`), of shorter ones under the text
     (:data:`REMEMBERED_SHORT_COUNTS`)."""
     if len(text) < REMEMBER_FROM_CHARS:
         return _count_short(text)

@@ -35,6 +35,8 @@ import functools
 import inspect
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints
@@ -277,9 +279,92 @@ def tool_from_function(
     """Build a :class:`Tool` from a function's signature, type hints and docstring;
     ``internal``, ``read_only`` and ``category`` are the :class:`Tool`'s properties.
 
+    What a function's signature, hints and docstring give is worked out once per shape of
+    function (:func:`_described`): a policy makes its tools afresh for every turn, as closures
+    over the turn, and reading the hints (``get_type_hints`` evaluates each annotation's text)
+    and the signature again each time cost more than the rest of making the tool.
+
     Raises:
         TypeError: a parameter (other than a leading ``ToolContext``) has no type hint, one
             pydantic cannot describe, or is ``*args`` / ``**kwargs``.
+    """
+    described = _described(fn)
+    return Tool(
+        name=name or fn.__name__,
+        description=described.description,
+        parameters=copy.deepcopy(described.parameters),  # the tool's own: a caller may edit it
+        fn=fn,
+        takes_context=described.takes_context,
+        internal=internal,
+        read_only=read_only,
+        category=category,
+        hints=dict(described.hints),
+    )
+
+
+@dataclass(frozen=True)
+class _Described:
+    """What :func:`tool_from_function` reads from a function: never handed out as it is (the
+    ``parameters`` and ``hints`` a tool gets are copies)."""
+
+    description: str
+    parameters: dict[str, Any]
+    takes_context: bool
+    hints: dict[str, Any]
+
+
+#: :func:`_described`'s answers by :func:`_shape_key`, least recently used first out.
+_DESCRIBED: OrderedDict[tuple[Any, ...], _Described] = OrderedDict()
+_DESCRIBED_SIZE = 512
+_DESCRIBED_LOCK = threading.Lock()
+
+
+def _shape_key(fn: Callable[..., Any]) -> tuple[Any, ...] | None:
+    """Everything :func:`_describe` reads of ``fn``, as a key: its code (parameter names and
+    kinds), name, docstring, annotations and the module they are evaluated in, and its defaults
+    with their types (``1`` and ``True`` are equal keys, not equal defaults); ``None`` for a
+    callable without code of its own (a ``functools.partial``, a wrapper whose signature is
+    another's) or a default that cannot be a key: it is described afresh every time."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return None
+    defaults = tuple((type(d), d) for d in getattr(fn, "__defaults__", None) or ())
+    keyword_defaults = getattr(fn, "__kwdefaults__", None) or {}
+    keywords = tuple((k, type(v), v) for k, v in sorted(keyword_defaults.items()))
+    annotations = tuple(getattr(fn, "__annotations__", {}).items())
+    key = (code, id(fn.__globals__), fn.__name__, fn.__doc__, defaults, keywords, annotations)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _described(fn: Callable[..., Any]) -> _Described:
+    """:func:`_describe` of ``fn``, remembered by :func:`_shape_key` (the
+    :data:`_DESCRIBED_SIZE` most recent shapes)."""
+    key = _shape_key(fn)
+    if key is None:
+        return _describe(fn)
+    with _DESCRIBED_LOCK:
+        found = _DESCRIBED.get(key)
+        if found is not None:
+            _DESCRIBED.move_to_end(key)
+            return found
+    described = _describe(fn)
+    with _DESCRIBED_LOCK:
+        _DESCRIBED[key] = described
+        if len(_DESCRIBED) > _DESCRIBED_SIZE:
+            _DESCRIBED.popitem(last=False)
+    return described
+
+
+def _describe(fn: Callable[..., Any]) -> _Described:
+    """The description, the parameters' JSON Schema, whether the first parameter takes the
+    turn's :class:`ToolContext`, and the arguments' type hints of ``fn``.
+
+    Raises:
+        TypeError: as :func:`tool_from_function`.
     """
     signature = inspect.signature(fn)
     hints = get_type_hints(fn)
@@ -315,17 +400,7 @@ def tool_from_function(
         "additionalProperties": False,
         **({"$defs": copy.deepcopy(generated["$defs"])} if "$defs" in generated else {}),
     }
-    return Tool(
-        name=name or fn.__name__,
-        description=description,
-        parameters=parameters,
-        fn=fn,
-        takes_context=takes_context,
-        internal=internal,
-        read_only=read_only,
-        category=category,
-        hints=arg_hints,
-    )
+    return _Described(description, parameters, takes_context, arg_hints)
 
 
 class ToolRegistry:
