@@ -129,6 +129,34 @@ def test_deepagents_evicts_over_20000_tokens_and_pages_with_read_file(store) -> 
     assert grep == "/large_tool_results/call_big:3000:row 2999: " + "y" * 30
 
 
+def test_a_saved_file_is_read_from_its_own_thread_and_content_whatever_was_read_before(
+    store,
+) -> None:
+    """The lines of the files read last are kept by content: the same path in another thread
+    is that thread's file (or not found there), a file of the same length but other content is
+    split afresh, and a second read of one file gives what the first gave."""
+    policy = ClaudeCodePolicy()
+    read = _tool(policy, "Read")
+    first = "\n".join(f"first {i}: " + "a" * 2_500 for i in range(24))
+    other = first.replace("first", "other")  # the same length, other characters
+    _, ctx = _saved(policy, store, first, "call_same")
+    path = "/tool-results/call_same"
+    again = read.call({"file_path": path, "offset": 3, "limit": 1}, ctx)
+    assert again == read.call({"file_path": path, "offset": 3, "limit": 1}, ctx)
+    assert again.startswith("     3\tfirst 2: ")
+    elsewhere = _ctx(store, "thread_elsewhere")
+    with pytest.raises(ValueError, match="not found"):
+        read.call({"file_path": path}, elsewhere)
+    store.ensure_thread(elsewhere.thread_id)
+    store.log_tool(elsewhere.thread_id, "call_same", "get_page", {"url": "u"}, other)
+    assert read.call({"file_path": path, "offset": 3, "limit": 1}, elsewhere).startswith(
+        "     3\tother 2: "
+    )
+    grep = _tool(policy, "Grep")
+    assert grep.call({"pattern": "^first 23", "path": path, "output_mode": "count"}, ctx) == "1"
+    assert grep.call({"pattern": "^first", "path": path, "output_mode": "count"}, elsewhere) == "0"
+
+
 def test_claude_code_saves_over_50000_chars_with_a_2kb_preview(store) -> None:
     policy = ClaudeCodePolicy()
     output = "\n".join(f"{i}: " + "w" * 2_500 for i in range(24))  # lines over 2,000 chars

@@ -13,6 +13,8 @@ import contextlib
 import hashlib
 import random
 import secrets
+import threading
+from collections import deque
 from collections.abc import Iterator
 
 _seeded: random.Random | None = None
@@ -21,24 +23,54 @@ _seed: int | None = None
 _uses: dict[str, int] = {}
 
 
+#: Texts of at least this many characters have their digests remembered for a while
+#: (:func:`content_sha256_and_trimmed`); a shorter one is hashed for less than the lookup.
+REMEMBER_DIGESTS_FROM_CHARS = 1 << 16
+#: How many characters of long texts, at most, are held for their digests (the newest first;
+#: an older text goes when a newer one would pass this).
+REMEMBERED_DIGEST_CHARS = 1 << 24
+_digests: deque[tuple[str, str, str]] = deque()  # (text, sha256, sha256 without final \n)
+_digests_lock = threading.Lock()
+
+
 def content_sha256(text: str) -> str:
     """SHA-256 (hex) of a string's UTF-8 bytes, lone surrogates kept (the one hash of a value's
     content: the store's ``sha256``, the agent's sink checks and ``deep_check`` all use it)."""
+    if len(text) >= REMEMBER_DIGESTS_FROM_CHARS:
+        return content_sha256_and_trimmed(text)[0]
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def content_sha256_and_trimmed(text: str) -> tuple[str, str]:
     """:func:`content_sha256` of ``text`` and of ``text`` without its final newlines (``"\\n"``),
     in one pass over the bytes: a sink check tells a copy that lost or gained only a final
-    newline from one that differs in its content."""
+    newline from one that differs in its content.
+
+    A long text's digests are remembered with the text itself, held until newer long texts
+    take its place (:data:`REMEMBERED_DIGEST_CHARS`): one output is hashed by the store, by the
+    turn's sink checks and by the tool it is passed to, and a 10 MB output cost 15 ms of CPU
+    each time. A text is found by identity (``is``): an equal text made anew is hashed again,
+    and nothing another object says about itself is trusted."""
+    if len(text) >= REMEMBER_DIGESTS_FROM_CHARS:
+        with _digests_lock:
+            for held, digest, trimmed in _digests:
+                if held is text:
+                    return digest, trimmed
     data = text.encode("utf-8", "surrogatepass")
     newlines = 0
     while newlines < len(data) and data[-1 - newlines] == 0x0A:
         newlines += 1
-    digest = hashlib.sha256(memoryview(data)[: len(data) - newlines])
-    trimmed = digest.hexdigest()
-    digest.update(b"\n" * newlines)
-    return digest.hexdigest(), trimmed
+    hashing = hashlib.sha256(memoryview(data)[: len(data) - newlines])
+    trimmed = hashing.hexdigest()
+    hashing.update(b"\n" * newlines)
+    digest = hashing.hexdigest()
+    if len(text) >= REMEMBER_DIGESTS_FROM_CHARS:
+        with _digests_lock:
+            _digests.appendleft((text, digest, trimmed))
+            held_chars = sum(len(held) for held, _, _ in _digests)
+            while len(_digests) > 1 and held_chars > REMEMBERED_DIGEST_CHARS:
+                held_chars -= len(_digests.pop()[0])
+    return digest, trimmed
 
 
 def token_hex(nbytes: int) -> str:

@@ -53,6 +53,9 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -252,7 +255,7 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def _numbered_deepagents(lines: list[str], first: int) -> list[str]:
+def _numbered_deepagents(lines: Sequence[str], first: int) -> list[str]:
     """deepagents' ``format_content_with_line_numbers``: ``{n:6d}\\t{line}``, a line over 5,000
     characters continued on rows ``n.1``, ``n.2``."""
     rows = []
@@ -329,19 +332,47 @@ class _SavedFilePolicy(ResultPolicy):
         return Presented(self.notice(tool_call_id, output), "saved")
 
 
-def _saved_text(ctx: ToolContext, policy: _SavedFilePolicy, file_path: str) -> str:
+#: The lines of the saved files read last, by their content (SHA-256 and characters): a model
+#: pages through one file call after call, and splitting a 6 MB file into its lines again at
+#: every call cost more than the rest of the call.
+_SAVED_LINES: OrderedDict[tuple[str, int], tuple[str, ...]] = OrderedDict()
+_SAVED_LINES_KEPT = 2
+_SAVED_LINES_LOCK = threading.Lock()
+
+
+def _saved_lines(ctx: ToolContext, policy: _SavedFilePolicy, file_path: str) -> tuple[str, ...]:
+    """The lines (``str.splitlines``) of the output saved at ``file_path`` in the turn's
+    thread, from :data:`_SAVED_LINES` when its content was split last.
+
+    Raises:
+        ValueError: no output of the thread is saved at ``file_path`` (the anchor's own words).
+    """
     store: ToolOutputStore | None = ctx.store
     call_id = policy.call_id_of(file_path)
-    row = store.get(ctx.thread_id, call_id, with_content=True) if store and call_id else None
-    if row is None:
+    row = store.get(ctx.thread_id, call_id) if store and call_id else None
+    if store is None or call_id is None or row is None:
         raise ValueError(f"Error: File '{file_path}' not found")
-    return row.content or ""
+    key = (row.sha256, row.n_chars)
+    with _SAVED_LINES_LOCK:
+        lines = _SAVED_LINES.get(key)
+        if lines is not None:
+            _SAVED_LINES.move_to_end(key)
+            return lines
+    row = store.get(ctx.thread_id, call_id, with_content=True)
+    if row is None:  # pruned a moment ago
+        raise ValueError(f"Error: File '{file_path}' not found")
+    lines = tuple((row.content or "").splitlines())
+    with _SAVED_LINES_LOCK:
+        _SAVED_LINES[key] = lines
+        while len(_SAVED_LINES) > _SAVED_LINES_KEPT:
+            _SAVED_LINES.popitem(last=False)
+    return lines
 
 
-def _grep_lines(text: str, pattern: str) -> list[tuple[int, str]]:
+def _grep_lines(lines: Sequence[str], pattern: str) -> list[tuple[int, str]]:
     regex = compile_grep_pattern(pattern)
     hits = []
-    for n, line in enumerate(_lines(text), 1):
+    for n, line in enumerate(lines, 1):
         if regex.search(line):
             hits.append((n, line))
             if len(hits) >= MAX_FILE_GREP_LINES:
@@ -427,7 +458,7 @@ class DeepAgentsPolicy(_SavedFilePolicy):
             """
             if offset < 0 or limit < 1:
                 raise ValueError("offset must be >= 0 and limit >= 1")
-            lines = _lines(_saved_text(ctx, policy, file_path))
+            lines = _saved_lines(ctx, policy, file_path)
             if offset >= len(lines) and lines:
                 raise ValueError(
                     f"Error: Line offset {offset} exceeds file length ({len(lines)} lines)"
@@ -445,7 +476,7 @@ class DeepAgentsPolicy(_SavedFilePolicy):
                 pattern: the regular expression (RE2 syntax).
                 path: the file to search, e.g. /large_tool_results/call_abc.
             """
-            hits = _grep_lines(_saved_text(ctx, policy, path), pattern)
+            hits = _grep_lines(_saved_lines(ctx, policy, path), pattern)
             if not hits:
                 return "No matches found"
             return _bounded([f"{path}:{n}:{line}" for n, line in hits], "narrow the pattern")
@@ -517,7 +548,7 @@ class ClaudeCodePolicy(_SavedFilePolicy):
             """
             if offset < 1 or limit < 1:
                 raise ValueError("offset must be >= 1 and limit >= 1")
-            lines = _lines(_saved_text(ctx, policy, file_path))
+            lines = _saved_lines(ctx, policy, file_path)
             chosen = lines[offset - 1 : offset - 1 + limit]
             rows = [
                 f"{n:6d}\t{line[:CLAUDE_CODE_READ_LINE_CHARS]}"
@@ -547,7 +578,7 @@ class ClaudeCodePolicy(_SavedFilePolicy):
                 path: the file to search.
                 output_mode: content (matching lines, numbered), files_with_matches, or count.
             """
-            hits = _grep_lines(_saved_text(ctx, policy, path), pattern)
+            hits = _grep_lines(_saved_lines(ctx, policy, path), pattern)
             if output_mode == "count":
                 return str(len(hits))
             if output_mode == "files_with_matches":
