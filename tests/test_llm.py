@@ -61,6 +61,13 @@ def test_profiles() -> None:
         ("openrouter", {"OPENROUTER_API_KEY": "k"}, "OPENROUTER_MODEL"),
         ("x", {"X_PROVIDER": "bogus"}, "X_PROVIDER='bogus'"),
         ("x", {"X_PROVIDER": "offline", "X_TEMPERATURE": "warm"}, "X_TEMPERATURE"),
+        ("", {}, "profile name is empty"),  # given empty: not the default in disguise
+        ("  ", {"OPENAI_API_KEY": "k"}, "profile name is empty"),
+        ("off\x1bline", {}, r"'off\\x1bline' is not a profile name"),
+        ("my.server", {"MY.SERVER_PROVIDER": "offline"}, "letters, digits, '-' and '_'"),
+        ("-offline", {}, "not starting with '-' or '_'"),
+        ("p" * 65, {}, "at most 64"),
+        (None, {"WORKBOOK_PROFILE": "bad name"}, "'bad name' is not a profile name"),
     ],
 )
 def test_clear_errors(profile, env, message) -> None:

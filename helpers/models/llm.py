@@ -228,13 +228,31 @@ class _Profile:
         )
 
 
+#: A profile's name: what can name its settings in ``.env`` (``<NAME>_BASE_URL``, in capitals
+#: with ``-`` as ``_``: :func:`settings_prefix`). The one rule for a name given
+#: (:func:`resolve_model`) and a name read from the settings (:func:`configured_profiles`).
+PROFILE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
 def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
     """Which profile runs and on which provider.
 
     Raises:
-        ConfigError: the profile names no provider, or an unknown one.
+        ConfigError: the profile name is empty when given, or not a name
+            (:data:`PROFILE_NAME_RE`); the profile names no provider, or an unknown one.
     """
+    if profile is not None and not profile.strip():
+        raise ConfigError(
+            "the profile name is empty; name one (offline, a provider, or a profile of your own "
+            "in .env), or leave --profile out for WORKBOOK_PROFILE's"
+        )
     name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
+    if name and not PROFILE_NAME_RE.fullmatch(name):
+        raise ConfigError(
+            f"profile {name!r} is not a profile name: letters, digits, '-' and '_', not starting "
+            "with '-' or '_', at most 64 (a profile's settings are named after it, "
+            "<NAME>_BASE_URL, <NAME>_MODEL...)"
+        )
     if profile and profile.strip():
         chosen_by = "named: --profile, or resolve_model(name)"
     elif name:
@@ -413,10 +431,6 @@ def _api_key(p: _Profile, own_endpoint: bool) -> str:
     raise ConfigError(f"profile {p.name!r} uses {p.provider}, which needs {wanted} in .env")
 
 
-#: What a profile's settings start with: capitals, digits and ``_`` (``DEEPSEEK``, ``Q_W``).
-PROFILE_PREFIX_RE = re.compile(r"[A-Z0-9][A-Z0-9_]*")
-
-
 def settings_prefix(profile: str) -> str:
     """The prefix of a profile's settings in ``.env``: its name in capitals, ``-`` as ``_``
     (``"q-w"`` → ``"Q_W"``, so ``Q_W_BASE_URL``, ``Q_W_MODEL``…)."""
@@ -441,7 +455,12 @@ def configured_profiles(env: Mapping[str, str] | None = None) -> list[str]:
         if key.endswith(("_PROVIDER", "_BASE_URL")) and not key.startswith("WORKBOOK_")
     }
     # only a prefix a name leads back to (settings_prefix): `q-w_BASE_URL` names no profile
-    own = {p.lower().replace("_", "-") for p in prefixes if PROFILE_PREFIX_RE.fullmatch(p)}
+    own = {
+        name
+        for p in prefixes
+        if PROFILE_NAME_RE.fullmatch(name := p.lower().replace("_", "-"))
+        and settings_prefix(name) == p
+    }
     return names + sorted(own - set(PROVIDERS))
 
 
