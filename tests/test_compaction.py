@@ -449,3 +449,18 @@ def test_merged_summaries_keep_every_file_written_however_many_errors(
     details = [line for line in lines if line.startswith("  - ")]
     assert len(details) <= MAX_SUMMARY_DETAIL_LINES
     assert len(summary["content"]) <= MAX_SUMMARY_CHARS
+
+
+def test_the_earlier_requests_say_how_many_are_not_quoted_and_merge_to_their_sum() -> None:
+    """Four requests folded: the newest three quoted and "… 1 earlier" (the count is never
+    more than the quotes without saying so); two summaries merged: the counts add up, the
+    newest three are quoted, the rest said in a number."""
+    from helpers.context.compaction import merge_summaries, summarize_history
+
+    first = summarize_history([], ["one", "two", "three", "four"])
+    line = first.splitlines()[1]
+    assert line == '- Earlier requests (4): "two"; "three"; "four"; … 1 earlier'
+    second = summarize_history([], ["five"])
+    merged = merge_summaries(first, second).splitlines()[1]
+    assert merged == '- Earlier requests (5): "three"; "four"; "five"; … 2 earlier'
+    assert summarize_history([], ["only"]).splitlines()[1] == '- Earlier requests (1): "only"'

@@ -298,8 +298,7 @@ def summarize_history(
     rules = rules or CompactionRules()
     lines = [SUMMARY_HEADER]
     if requests:
-        shown = "; ".join(quoted(r, 60) for r in requests[-3:])
-        lines.append(f"- Earlier requests ({len(requests)}): {shown}")
+        lines.append(_requests_line(len(requests), [quoted(r, 60) for r in requests]))
     for category in CATEGORY_ORDER:
         group = [e for e in exchanges if rules.categorize(e.name) == category]
         if group:
@@ -312,6 +311,19 @@ def summarize_history(
     if refs:
         lines.append("- References from these calls are still valid: " + "; ".join(refs[:10]))
     return _bounded(lines)
+
+
+#: How many of the earlier requests a summary quotes (the newest).
+REQUESTS_QUOTED = 3
+
+
+def _requests_line(asked: int, quoted_requests: list[str]) -> str:
+    """The summary's line of earlier requests: how many, the newest :data:`REQUESTS_QUOTED`
+    of them quoted, and how many earlier ones are not (``Earlier requests (4): "a"; "b"; "c";
+    … 1 earlier``), as the line of reads says it."""
+    shown = quoted_requests[-REQUESTS_QUOTED:]
+    more = f"; … {asked - len(shown)} earlier" if asked > len(shown) else ""
+    return f"- Earlier requests ({asked}): {'; '.join(shown)}{more}"
 
 
 def _bounded(lines: list[str]) -> str:
@@ -416,8 +428,7 @@ def merge_summaries(older: str, newer: str) -> str:
     lines = [SUMMARY_HEADER]
     asked = a["requests"][0] + b["requests"][0]
     if asked:
-        shown = "; ".join((a["requests"][1] + b["requests"][1])[-3:])
-        lines.append(f"- Earlier requests ({asked}): {shown}")
+        lines.append(_requests_line(asked, a["requests"][1] + b["requests"][1]))
     reads = a["read"][0] + b["read"][0]
     if reads:
         items = (a["read"][1] + b["read"][1])[-6:]
