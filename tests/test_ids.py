@@ -47,7 +47,7 @@ def test_the_remembered_texts_are_bounded_in_characters_newest_kept() -> None:
     assert held <= ids.REMEMBERED_DIGEST_CHARS
     newest = texts[-1][:-1]
     assert ids._digests[0][0] == newest
-    huge = "z" * (ids.REMEMBERED_DIGEST_CHARS + 1)  # over the bound alone: kept, the rest go
-    ids.content_sha256(huge)
-    assert [text for text, _, _ in ids._digests] == [huge]
-    assert ids.content_sha256(huge) == _fresh(huge)[0]
+    huge = "z" * (ids.REMEMBERED_DIGEST_CHARS + 1)  # over the bound alone: never held
+    assert ids.content_sha256(huge) == ids.content_sha256(huge) == _fresh(huge)[0]
+    assert all(text is not huge for text, _, _ in ids._digests)
+    assert ids._digests[0][0] == newest

@@ -9,7 +9,12 @@ import pytest
 
 from helpers.text.tokens import count_chat_tokens, count_tokens, encoding
 from helpers.tooling.outbox import read_outbox
-from helpers.tooling.registry import ToolArgumentError, ToolRegistry, tool_from_function
+from helpers.tooling.registry import (
+    ToolArgumentError,
+    ToolContext,
+    ToolRegistry,
+    tool_from_function,
+)
 from helpers.tooling.tools import (
     deep_check,
     get_page,
@@ -182,6 +187,46 @@ def test_a_function_is_described_as_afresh_whatever_was_described_before() -> No
     assert tool_from_function(retyped).parameters["properties"]["count"]["type"] == "number"
     unhashable = _made_per_turn([1])  # a default that cannot be a key: described afresh
     assert tool_from_function(unhashable).parameters["properties"]["count"]["default"] == [1]
+    for first, then in (((1,), (True,)), (0.0, -0.0), (frozenset({1}), frozenset({True}))):
+        tool_from_function(_made_per_turn(first))
+        default = tool_from_function(_made_per_turn(then)).parameters["properties"]["count"]
+        assert repr(default["default"]) == repr(then)
+
+
+NOTEBOOK_CELL = '''
+from __future__ import annotations
+from pydantic import BaseModel
+class Q(BaseModel):
+    a: int
+def make():
+    def find(q: Q) -> str:
+        """Find."""
+        return ""
+    return find
+'''
+
+
+def test_what_a_namespace_can_rebind_or_a_method_hides_is_described_afresh() -> None:
+    """A function of a notebook's namespace (its annotations' text names a class a cell can
+    define again) and a bound method (whose signature drops its first parameter) are never
+    taken for another shape of the same code."""
+    import types
+
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    exec(NOTEBOOK_CELL, namespace)
+    before = tool_from_function(namespace["make"]())  # type: ignore[operator]
+    exec("class Q(BaseModel):\n    b: str\n", namespace)  # the cell run again
+    after = tool_from_function(namespace["make"]())  # type: ignore[operator]
+    assert '"a"' in json.dumps(before.parameters) and '"b"' in json.dumps(after.parameters)
+
+    def look(ctx: ToolContext, query: str) -> str:
+        """Look."""
+        return query
+
+    assert tool_from_function(look).takes_context
+    bound = tool_from_function(types.MethodType(look, "a context"))
+    assert not bound.takes_context and list(bound.parameters["properties"]) == ["query"]
+    assert bound.call({"query": "q"}) == "q"
 
 
 def test_schemas_are_pydantics_in_the_shape_the_model_has_always_read() -> None:

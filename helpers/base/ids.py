@@ -27,7 +27,7 @@ _uses: dict[str, int] = {}
 #: (:func:`content_sha256_and_trimmed`); a shorter one is hashed for less than the lookup.
 REMEMBER_DIGESTS_FROM_CHARS = 1 << 16
 #: How many characters of long texts, at most, are held for their digests (the newest first;
-#: an older text goes when a newer one would pass this).
+#: an older text goes when a newer one would pass this; a longer text is never held).
 REMEMBERED_DIGEST_CHARS = 1 << 24
 _digests: deque[tuple[str, str, str]] = deque()  # (text, sha256, sha256 without final \n)
 _digests_lock = threading.Lock()
@@ -64,11 +64,11 @@ def content_sha256_and_trimmed(text: str) -> tuple[str, str]:
     trimmed = hashing.hexdigest()
     hashing.update(b"\n" * newlines)
     digest = hashing.hexdigest()
-    if len(text) >= REMEMBER_DIGESTS_FROM_CHARS:
+    if REMEMBER_DIGESTS_FROM_CHARS <= len(text) <= REMEMBERED_DIGEST_CHARS:
         with _digests_lock:
             _digests.appendleft((text, digest, trimmed))
             held_chars = sum(len(held) for held, _, _ in _digests)
-            while len(_digests) > 1 and held_chars > REMEMBERED_DIGEST_CHARS:
+            while held_chars > REMEMBERED_DIGEST_CHARS:
                 held_chars -= len(_digests.pop()[0])
     return digest, trimmed
 

@@ -361,6 +361,7 @@ def _saved_lines(ctx: ToolContext, policy: _SavedFilePolicy, file_path: str) -> 
     row = store.get(ctx.thread_id, call_id, with_content=True)
     if row is None:  # pruned a moment ago
         raise ValueError(f"Error: File '{file_path}' not found")
+    key = (row.sha256, row.n_chars)  # this row's: logged again a moment ago, it is another
     lines = tuple((row.content or "").splitlines())
     with _SAVED_LINES_LOCK:
         _SAVED_LINES[key] = lines

@@ -35,7 +35,9 @@ import functools
 import inspect
 import json
 import re
+import sys
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -319,23 +321,40 @@ _DESCRIBED_SIZE = 512
 _DESCRIBED_LOCK = threading.Lock()
 
 
+#: The types of default the key of :func:`_shape_key` tells apart by type and ``repr`` (``1``
+#: from ``True``, ``0.0`` from ``-0.0``); a function with another kind of default is described
+#: afresh every time.
+_KEYED_DEFAULTS = (type(None), bool, int, float, str)
+
+
 def _shape_key(fn: Callable[..., Any]) -> tuple[Any, ...] | None:
     """Everything :func:`_describe` reads of ``fn``, as a key: its code (parameter names and
-    kinds), name, docstring, annotations and the module they are evaluated in, and its defaults
-    with their types (``1`` and ``True`` are equal keys, not equal defaults); ``None`` for a
-    callable without code of its own (a ``functools.partial``, a wrapper whose signature is
-    another's) or a default that cannot be a key: it is described afresh every time."""
-    code = getattr(fn, "__code__", None)
-    if code is None or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+    kinds), name, docstring, annotations, and its defaults by type and ``repr``; ``None`` when
+    what it reads cannot be a key, and ``fn`` is described afresh every time:
+
+    - a callable that is not a plain function (a bound method, whose signature drops its
+      first parameter; a ``functools.partial``; a wrapper whose signature is another's);
+    - a function of ``__main__`` (a notebook's, a script's): its annotations' text is looked
+      up in a namespace a cell can rebind (``class Q`` defined again), which a module's is not
+      (reloading a module makes its functions anew, with new code);
+    - a default other than ``None``, a bool, a number or a string (:data:`_KEYED_DEFAULTS`)."""
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
         return None
-    defaults = tuple((type(d), d) for d in getattr(fn, "__defaults__", None) or ())
-    keyword_defaults = getattr(fn, "__kwdefaults__", None) or {}
-    keywords = tuple((k, type(v), v) for k, v in sorted(keyword_defaults.items()))
-    annotations = tuple(getattr(fn, "__annotations__", {}).items())
-    key = (code, id(fn.__globals__), fn.__name__, fn.__doc__, defaults, keywords, annotations)
+    if hasattr(fn, "__signature__") or fn.__module__ in (None, "__main__"):
+        return None
+    module = sys.modules.get(fn.__module__)
+    if module is None or vars(module) is not fn.__globals__:
+        return None  # made by exec in a namespace of its own
+    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    if any(type(d) not in _KEYED_DEFAULTS for d in defaults):
+        return None
+    keyed = tuple((type(d), repr(d)) for d in fn.__defaults__ or ())
+    keywords = tuple((k, type(v), repr(v)) for k, v in sorted((fn.__kwdefaults__ or {}).items()))
+    annotations = tuple(fn.__annotations__.items())
+    key = (fn.__code__, fn.__module__, fn.__name__, fn.__doc__, keyed, keywords, annotations)
     try:
         hash(key)
-    except TypeError:
+    except TypeError:  # an annotation that is an object no key can hold
         return None
     return key
 
