@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from hypothesis import given, settings
@@ -106,7 +107,13 @@ _LINE_STARTS = st.sampled_from(
     ]
 )
 _LINES = st.lists(
-    st.tuples(_LINE_ENDS, _BREAKS, _LINE_STARTS, st.sampled_from(["", "x", "abc def"])),
+    st.tuples(
+        _LINE_ENDS,
+        _BREAKS,
+        _LINE_STARTS,
+        # words and spaces: a space is a place to cut too (JSON text has no line breaks)
+        st.sampled_from(["", "x", "abc def", " x", "  x", "a  b", "\t x", ". x", "'s s", "1 2"]),
+    ),
     max_size=12,
 ).map(lambda lines: "".join("".join(line) for line in lines))
 
@@ -114,18 +121,18 @@ _LINES = st.lists(
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(_LINES)
 def test_counted_part_by_part_a_text_has_the_count_of_the_whole(text: str) -> None:
-    """:func:`parts_for_counting` with parts of one character (a cut at every line break where
-    it may cut): the parts are the text, and their tokens, one part after the other, are
-    tiktoken's of the whole (so their counts add up)."""
+    """:func:`parts_for_counting` cutting at every place it may (after a line break, before a
+    space): the parts are the text, and their tokens, one part after the other, are tiktoken's
+    of the whole (so their counts add up)."""
     import helpers.text.tokens as tokens
 
     whole = _fresh(text)
-    saved = tokens.PART_CHARS
-    tokens.PART_CHARS = 1
+    saved = tokens.PART_CHARS, tokens.CUT_EVERY
+    tokens.PART_CHARS, tokens.CUT_EVERY = 1, 1  # a cut at every place the rule allows
     try:
         parts = tokens.parts_for_counting(text)
     finally:
-        tokens.PART_CHARS = saved
+        tokens.PART_CHARS, tokens.CUT_EVERY = saved
     assert "".join(parts) == text
     # the parts' tokens, one after the other, are the whole's: not only as many
     tokens_of = [encoding().encode(part, disallowed_special=()) for part in parts]
@@ -148,7 +155,13 @@ def test_a_long_document_counted_in_parts_has_its_whole_count_and_its_prefixes_r
     held = len(counts.counts)
     assert counts.count(short) == _fresh(short)
     assert len(counts.counts) == held + 1  # only its last part was new
-    assert all(len(p) < 2 * PART_CHARS for p in parts_for_counting(long)[:-1])
+    assert all(len(p) >= PART_CHARS for p in parts_for_counting(long)[:-1])
+    # the document inside a tool's JSON result: another beginning, then the same parts
+    wrapped = [json.dumps({"size": n, "tool_output": short}) for n in (1, 10_000)]
+    counts.count(wrapped[0])
+    held = len(counts.counts)
+    assert counts.count(wrapped[1]) == _fresh(wrapped[1])
+    assert len(counts.counts) - held <= 2  # its first part, and at most the one after
 
 
 def test_the_short_memory_is_bounded() -> None:

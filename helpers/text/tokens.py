@@ -29,7 +29,9 @@ import hashlib
 import json
 import marshal
 import os
+import re
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
@@ -214,38 +216,75 @@ def encode(text: str) -> list[int]:
     return encoding().encode(text, disallowed_special=())
 
 
-#: A long text is counted in parts of about this many characters (:func:`parts_for_counting`),
-#: each part's count remembered on its own: a text that begins as one counted before (a page
-#: and a longer page of the same document, the scaling run's sizes) has only its new parts
-#: encoded.
+#: A long text is counted in parts of at least this many characters (:func:`parts_for_counting`),
+#: each part's count remembered on its own: a text that holds one counted before (a page and a
+#: longer page of the same document, the scaling run's sizes, a document inside a tool's JSON
+#: result) has only its new parts encoded.
 PART_CHARS = 1 << 16
+#: Of the places past :data:`PART_CHARS` where a text may be cut, about one in this many is
+#: taken (:func:`_takes_cut`).
+CUT_EVERY = 16
 
 
 def parts_for_counting(text: str) -> list[str]:
-    """``text`` cut into parts whose o200k_base counts add up to the count of the whole: each
-    cut is after a line break (``"\\n"``) at least :data:`PART_CHARS` characters past the last
-    cut, where the next character is neither whitespace nor ``/``.
+    """``text`` cut into parts whose o200k_base tokens, one part after the other, are the
+    whole's (so their counts add up), each part but the last at least :data:`PART_CHARS`
+    characters, cut where the text's own characters say (:func:`_takes_cut`), so a text that
+    holds another's characters after a different beginning is cut at the same places there.
 
-    Why the counts add up: tiktoken splits a text with o200k_base's regular expression and
-    encodes each of its matches on its own (BPE merges never cross a match). In that expression
-    a line break ends every match that holds one (``\\s*[\\r\\n]+``, whitespace runs, or a
-    run of punctuation ended by ``[\\r\\n/]*``, the one way a match goes on past a line break:
-    with ``/``), and no match starts with whatever precedes it (no look-behind); so when the
-    character after the break is neither whitespace nor ``/``, a match ends at the cut, and the
-    matches of the two sides are those of the whole. A text without such a break is one part.
-    A test checks it against tiktoken on generated texts cut at every such break."""
+    Where a cut may go (:func:`_may_cut`): tiktoken splits a text with o200k_base's regular
+    expression and encodes each match on its own (BPE merges never cross a match), and the
+    expression has no look-behind, so a cut is safe where a match ends in the whole text:
+
+    - before a space whose previous character is not whitespace: only the whitespace
+      alternatives (``\\s+``, ``\\s*[\\r\\n]+``) hold a space anywhere but first;
+    - after a line break (``"\\n"``) followed by a character that is neither whitespace nor
+      ``/``: every match that holds a line break ends with it, but a run of punctuation, which
+      goes on through ``[\\r\\n/]*``.
+
+    A text with no such place is one part. A test checks the rule against tiktoken on
+    generated texts cut at every place it allows."""
     parts: list[str] = []
     start, end = 0, len(text)
     while end - start > PART_CHARS:
-        cut = text.find("\n", start + PART_CHARS - 1)
-        while cut != -1 and cut + 1 < end and (text[cut + 1].isspace() or text[cut + 1] == "/"):
-            cut = text.find("\n", cut + 1)
-        if cut == -1 or cut + 1 >= end:
+        cut = next(
+            (
+                k
+                for place in _PLACES_RE.finditer(text, start + PART_CHARS)
+                if (k := place.start() + (place[0] == "\n")) < end
+                and _may_cut(text, k)
+                and _takes_cut(text, k)
+            ),
+            None,
+        )
+        if cut is None:
             break
-        parts.append(text[start : cut + 1])
-        start = cut + 1
+        parts.append(text[start:cut])
+        start = cut
     parts.append(text[start:])
     return parts
+
+
+#: The characters next to which a text may be cut (:func:`_may_cut`).
+_PLACES_RE = re.compile("[ \n]")
+
+
+def _may_cut(text: str, k: int) -> bool:
+    """Whether cutting ``text`` before index ``k`` (0 < k < len) leaves o200k_base's matches
+    as they are (:func:`parts_for_counting`). Python's ``isspace`` holds every character the
+    expression's ``\\s`` does (and a few more: a cut is only ever refused for them)."""
+    if text[k] == " ":
+        return not text[k - 1].isspace()
+    return text[k - 1] == "\n" and not text[k].isspace() and text[k] != "/"
+
+
+def _takes_cut(text: str, k: int) -> bool:
+    """Whether :func:`parts_for_counting` cuts at a place it may cut: about one place in
+    :data:`CUT_EVERY`, chosen by the 32 characters before it (content-defined, as
+    deduplicating backups cut files: two texts that differ before those characters are cut
+    at the same places after them)."""
+    window = text[max(0, k - 32) : k].encode("utf-8", "surrogatepass")
+    return zlib.crc32(window) % CUT_EVERY == 0
 
 
 class _Counts:
