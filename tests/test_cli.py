@@ -216,6 +216,25 @@ def test_top_level_help_loads_neither_the_sdk_nor_the_store() -> None:
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
+def test_the_profile_names_completion_asks_for_load_neither_the_sdk_nor_the_store() -> None:
+    """``workbook models --names``, which bash completion runs at every press of Tab after
+    ``--profile``, reads the settings only (it imported the openai package: 0.6 s a press)."""
+    probe = (
+        "import sys, contextlib, io\n"
+        "from helpers.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    main(['models', '--names'])\n"
+        "heavy = ('openai', 'sqlalchemy', 'tiktoken', 'httpx2')\n"
+        "print([m for m in heavy if m in sys.modules], 'offline' in out.getvalue().split())\n"
+    )
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_GUARD_S, env=env
+    )
+    assert done.stdout.strip() == "[] True", done.stdout + done.stderr
+
+
 def test_prune_gives_the_disk_back_and_says_how_much(tmp_path) -> None:
     from helpers.store.tool_outputs import ToolOutputStore
 

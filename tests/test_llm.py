@@ -280,7 +280,7 @@ def test_every_profile_models_lists_is_one_profile_can_run() -> None:
     """A name in ``configured_profiles`` (``workbook models --names``, what completion offers)
     leads back to the settings it was found from: ``Q_W_BASE_URL`` is profile ``q-w``, and a
     key no name leads back to (``q-w_BASE_URL``, ``Dev_BASE_URL``) names no profile."""
-    from helpers.models.llm import configured_profiles
+    from helpers.models.settings import configured_profiles
 
     env = {
         "Q_W_BASE_URL": "http://127.0.0.1:9/v1",

@@ -2,7 +2,7 @@
 ``--check``) whether its endpoint answers.
 
 In the manner of ``llm models`` (simonw/llm). Profiles come from ``.env`` and the environment
-(:func:`helpers.models.llm.configured_profiles`); a profile that cannot run says why, in the
+(:func:`helpers.models.settings.configured_profiles`); a profile that cannot run says why, in the
 words :func:`helpers.models.llm.resolve_model` uses. ``--check`` asks each endpoint for its model
 list (``GET …/models``, one try, ``--timeout`` seconds): a profile is *reachable* when the
 endpoint answers at all, even with an error status (a wrong key answers 401), and *unreachable*
@@ -70,7 +70,8 @@ def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
     """One row per configured profile: ``profile``, ``default`` (the one ``ask`` uses without
     ``-p``), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
     ``check``, ``reachable``."""
-    from helpers.models.llm import ConfigError, configured_profiles, resolve_model
+    from helpers.models.llm import ConfigError, resolve_model
+    from helpers.models.settings import configured_profiles
     from helpers.text.redaction import configured_secrets, endpoint_shown, redact
 
     secrets = configured_secrets()
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the profiles (a table, tab-separated lines when piped, ``--json``, or with
     ``--names`` their names alone)."""
     if args.names:
-        from helpers.models.llm import configured_profiles
+        from helpers.models.settings import configured_profiles
 
         print("\n".join(n for n in configured_profiles() if SAFE_NAME_RE.match(n)))
         return EXIT_OK

@@ -58,10 +58,14 @@ from helpers.models.providers import (
     remember_profile,
 )
 from helpers.models.replies import error_message, error_rule, is_context_overflow
-from helpers.models.settings import load_env
+from helpers.models.settings import (
+    PROFILE_NAME_RE,
+    PROVIDERS,
+    load_env,
+    settings_prefix,
+)
 from helpers.text.redaction import endpoint_shown
 
-PROVIDERS = ("openai", "openrouter", "azure", "local", "offline")
 #: The ``api-version`` an Azure OpenAI profile sends unless ``<NAME>_API_VERSION`` says
 #: otherwise: the latest generally available data-plane version with tools and
 #: ``max_completion_tokens`` (Azure OpenAI docs, "API version lifecycle").
@@ -226,12 +230,6 @@ class _Profile:
             (n for k in self.keys if (n := _number(self.env, f"{k}_{suffix}", positive=True))),
             None,
         )
-
-
-#: A profile's name: what can name its settings in ``.env`` (``<NAME>_BASE_URL``, in capitals
-#: with ``-`` as ``_``: :func:`settings_prefix`). The one rule for a name given
-#: (:func:`resolve_model`) and a name read from the settings (:func:`configured_profiles`).
-PROFILE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
@@ -429,39 +427,6 @@ def _api_key(p: _Profile, own_endpoint: bool) -> str:
         )
     wanted = " or ".join(f"{k}_API_KEY" for k in p.keys)
     raise ConfigError(f"profile {p.name!r} uses {p.provider}, which needs {wanted} in .env")
-
-
-def settings_prefix(profile: str) -> str:
-    """The prefix of a profile's settings in ``.env``: its name in capitals, ``-`` as ``_``
-    (``"q-w"`` → ``"Q_W"``, so ``Q_W_BASE_URL``, ``Q_W_MODEL``…)."""
-    return profile.upper().replace("-", "_")
-
-
-def configured_profiles(env: Mapping[str, str] | None = None) -> list[str]:
-    """The profiles the settings name (default :func:`load_env`): ``offline`` first; then each
-    provider whose block is set (``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``,
-    ``LOCAL_BASE_URL``); then, sorted, each profile of its own (``<NAME>_PROVIDER`` or
-    ``<NAME>_BASE_URL``). Whether each is usable is :func:`resolve_model`'s to say."""
-    env = {k: v for k, v in (load_env() if env is None else env).items() if v and v.strip()}
-    names = ["offline"]
-    names += [
-        p
-        for p in PROVIDERS
-        if p != "offline" and (f"{p.upper()}_API_KEY" in env or f"{p.upper()}_BASE_URL" in env)
-    ]
-    prefixes = {
-        key.rsplit("_", 2 if key.endswith("_BASE_URL") else 1)[0]
-        for key in env
-        if key.endswith(("_PROVIDER", "_BASE_URL")) and not key.startswith("WORKBOOK_")
-    }
-    # only a prefix a name leads back to (settings_prefix): `q-w_BASE_URL` names no profile
-    own = {
-        name
-        for p in prefixes
-        if PROFILE_NAME_RE.fullmatch(name := p.lower().replace("_", "-"))
-        and settings_prefix(name) == p
-    }
-    return names + sorted(own - set(PROVIDERS))
 
 
 def resolve_model(

@@ -1,10 +1,13 @@
 """The settings: ``.env`` read into the environment beside what the shell set, each with where it
-came from. Its own module, apart from the model client, so a command that needs the settings and
-no model (``workbook mcp-server``) does not import the ``openai`` package (0.5 s of CPU)."""
+came from, and the profiles they name. Its own module, apart from the model client, so a command
+that needs the settings and no model (``workbook mcp-server``, ``workbook models --names``,
+which tab completion runs at each press) does not import the ``openai`` package (0.5 s of
+CPU)."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -40,3 +43,47 @@ def load_env(env_file: str | Path | None = None) -> Settings:
         load_dotenv(path, override=False)
         from_file = {k: path for k, v in os.environ.items() if v != "" and k not in before}
     return Settings({k: v for k, v in os.environ.items() if v != ""}, from_file)
+
+
+#: The providers a profile runs on (``<NAME>_PROVIDER``); each is a profile of its own name too.
+PROVIDERS = ("openai", "openrouter", "azure", "local", "offline")
+
+
+#: A profile's name: what can name its settings in ``.env`` (``<NAME>_BASE_URL``, in capitals
+#: with ``-`` as ``_``: :func:`settings_prefix`). The one rule for a name given
+#: (:func:`helpers.models.llm.resolve_model`) and a name read from the settings (:func:`configured_profiles`).
+PROFILE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def settings_prefix(profile: str) -> str:
+    """The prefix of a profile's settings in ``.env``: its name in capitals, ``-`` as ``_``
+    (``"q-w"`` → ``"Q_W"``, so ``Q_W_BASE_URL``, ``Q_W_MODEL``…)."""
+    return profile.upper().replace("-", "_")
+
+
+def configured_profiles(env: Mapping[str, str] | None = None) -> list[str]:
+    """The profiles the settings name (default :func:`load_env`): ``offline`` first; then each
+    provider whose block is set (``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``,
+    ``LOCAL_BASE_URL``); then, sorted, each profile of its own (``<NAME>_PROVIDER`` or
+    ``<NAME>_BASE_URL``). Whether each is usable is
+    :func:`helpers.models.llm.resolve_model`'s to say."""
+    env = {k: v for k, v in (load_env() if env is None else env).items() if v and v.strip()}
+    names = ["offline"]
+    names += [
+        p
+        for p in PROVIDERS
+        if p != "offline" and (f"{p.upper()}_API_KEY" in env or f"{p.upper()}_BASE_URL" in env)
+    ]
+    prefixes = {
+        key.rsplit("_", 2 if key.endswith("_BASE_URL") else 1)[0]
+        for key in env
+        if key.endswith(("_PROVIDER", "_BASE_URL")) and not key.startswith("WORKBOOK_")
+    }
+    # only a prefix a name leads back to (settings_prefix): `q-w_BASE_URL` names no profile
+    own = {
+        name
+        for p in prefixes
+        if PROFILE_NAME_RE.fullmatch(name := p.lower().replace("_", "-"))
+        and settings_prefix(name) == p
+    }
+    return names + sorted(own - set(PROVIDERS))
