@@ -67,7 +67,9 @@ def test_profiles() -> None:
         ("my.server", {"MY.SERVER_PROVIDER": "offline"}, "letters, digits, '-' and '_'"),
         ("-offline", {}, "not starting with '-' or '_'"),
         ("p" * 65, {}, "at most 64"),
-        (None, {"WORKBOOK_PROFILE": "bad name"}, "'bad name' is not a profile name"),
+        (None, {"WORKBOOK_PROFILE": "bad name"}, r"'bad name' \(WORKBOOK_PROFILE's\) is not a"),
+        ("é", {}, "ASCII letters"),
+        ("p" * 100_000, {}, r"\(100,000 characters\) is not a profile name"),
     ],
 )
 def test_clear_errors(profile, env, message) -> None:

@@ -246,9 +246,11 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
         )
     name = (profile or env.get("WORKBOOK_PROFILE") or "").strip()
     if name and not PROFILE_NAME_RE.fullmatch(name):
+        shown = repr(name) if len(name) <= 80 else f"{name[:60]!r}… ({len(name):,} characters)"
+        source = "" if profile and profile.strip() else " (WORKBOOK_PROFILE's)"
         raise ConfigError(
-            f"profile {name!r} is not a profile name: letters, digits, '-' and '_', not starting "
-            "with '-' or '_', at most 64 (a profile's settings are named after it, "
+            f"profile {shown}{source} is not a profile name: ASCII letters, digits, '-' and '_', "
+            "not starting with '-' or '_', at most 64 (a profile's settings are named after it, "
             "<NAME>_BASE_URL, <NAME>_MODEL...)"
         )
     if profile and profile.strip():
