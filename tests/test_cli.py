@@ -453,7 +453,9 @@ def test_models_lists_the_profiles_and_checks_their_endpoints() -> None:
 
 def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> None:
     """A URL urllib cannot read marks its profile unusable (the others still listed); a password
-    or a query string in a base URL is never printed; --check never crashes on a strange URL."""
+    or a query string in a base URL is never printed; --check never crashes on a strange URL.
+    WORKBOOK_PROFILE names the unusable one: none is marked the default, and why ``ask``
+    without -p cannot run is said (stderr; ``default_error`` under --json)."""
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -471,6 +473,7 @@ def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> Non
         "QUX_API_KEY": "x" * 12,
         "ESC_BASE_URL": "http://127.0.0.1:9/v1\x1b[31m",
         "ESC_MODEL": "m",
+        "WORKBOOK_PROFILE": "qux",
     }
     for extra in ([], ["--check", "--timeout", "2"], ["--json", "--check", "--timeout", "2"]):
         done = subprocess.run(
@@ -484,6 +487,13 @@ def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> Non
         assert done.returncode == 0, shown
         assert "SECRETPASS" not in shown and "SECRETQUERY" not in shown and "\x1b" not in shown
         assert "offline" in shown and "zed" in shown and "qux" in shown and "esc" in shown
+        if "--json" in extra:
+            data = json.loads(done.stdout)
+            assert not any(row["default"] for row in data["profiles"])
+            assert data["default_error"].startswith("QUX_BASE_URL=")
+        else:
+            assert "workbook: ask without -p cannot run: " in done.stderr
+            assert " *" not in done.stdout  # no profile marked the default
 
 
 def test_outputs_list_keeps_one_row_per_thread_whatever_its_id() -> None:
@@ -589,6 +599,53 @@ def test_a_reader_that_stops_early_gets_silence_not_an_error(tmp_path) -> None:
     _, stderr = reader.communicate(timeout=HANG_GUARD_S)
     assert reader.returncode == 141, stderr
     assert b"rror" not in stderr and b"Traceback" not in stderr, stderr  # only the header
+
+
+class _ReaderGoneAfter:
+    """A stdout whose reader goes away (``| head -N``) after ``lines`` lines."""
+
+    def __init__(self, lines: int) -> None:
+        self.left, self.text = lines, ""
+
+    def write(self, text: str) -> int:
+        if self.left <= 0:
+            raise BrokenPipeError
+        self.left -= text.count("\n")
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_a_reader_gone_during_the_turn_gets_141_and_the_turn_saved_whole(monkeypatch, tmp_path):
+    """``workbook ask … | head -3``: the reader goes while the turn's progress is printed. The
+    turn goes on unseen (stdout to the null device), its thread is saved whole, and the exit is
+    141 as for any reader gone, not 1 for a turn its own progress line broke."""
+    from helpers.cli import ask, main
+    from helpers.cli.output import console
+    from helpers.store.tool_outputs import ToolOutputStore
+
+    stdout = _ReaderGoneAfter(3)  # the Model and Strategy lines, then one more
+    quieted = []
+    monkeypatch.setattr(ask, "console", lambda color: console(color, stdout))
+    monkeypatch.setattr(ask, "quiet_stdout", lambda: quieted.append(True))
+    monkeypatch.setenv("WORKBOOK_PROFILE", "offline")
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    assert main(["ask", CASE1, "--db", db]) == 141
+    assert quieted == [True] and stdout.text.startswith("Model:")
+    store = ToolOutputStore(db)
+    try:
+        thread_id = store.last_thread()
+        assert thread_id is not None
+        messages = store.thread_messages(thread_id)
+    finally:
+        store.close()
+    assert messages[-1]["role"] == "assistant" and messages[-1].get("content")  # the answer
+    assert sum(m["role"] == "tool" for m in messages) >= 1
 
 
 @pytest.mark.parametrize(

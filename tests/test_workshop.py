@@ -34,7 +34,9 @@ def test_one_rule_picks_the_model_and_says_why() -> None:
     assert "sk-in-the-shell" not in alone.describe()
     stay = resolve_model(env={**key, "WORKBOOK_PROFILE": "offline"})
     assert stay.offline and stay.chosen_by == "WORKBOOK_PROFILE=offline"
-    assert resolve_model("offline", env=key).offline
+    named = resolve_model("offline", env=key)
+    assert named.offline and named.chosen_by == "named"
+    assert len(f"Model: {named.describe()}") <= 80  # ask's first line, unwrapped when piped
     nothing = resolve_model(env={})
     assert nothing.offline and "no OPENAI_API_KEY" in nothing.describe()
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import helpers.cli.exits as exits
 from helpers.cli.exits import Parser, print_json
+from helpers.cli.output import quiet_stdout
 from helpers.text.escaping import for_terminal
 
 __all__ = [
@@ -245,13 +246,6 @@ def _chosen(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at the null device, so the interpreter's last flush finds no closed pipe
-    (the Python documentation's recipe: library/signal.html, "Note on SIGPIPE")."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
-
 def console_main() -> int:
     """Entry point of the ``workbook`` console script and of ``python -m helpers.cli``: :func:`main`
     in a process that runs one command and exits, so a command may keep what it imports out of
@@ -277,7 +271,7 @@ def main(argv: Sequence[str] | None = None, *, one_command_process: bool = False
         print("workbook: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `workbook … | head`: the reader has gone; say nothing more
-        _quiet_stdout()
+        quiet_stdout()
         return exits.EXIT_BROKEN_PIPE
     except Exception as exc:  # a verdict, never a traceback (unless asked for)
         if os.environ.get("WORKBOOK_DEBUG"):

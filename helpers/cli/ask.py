@@ -26,8 +26,14 @@ from helpers.cli.common import (
     store_options,
     strategy_options,
 )
-from helpers.cli.exits import EXIT_CODES, EXIT_FAILED, print_json, usage_error
-from helpers.cli.output import console, output_options
+from helpers.cli.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_CODES,
+    EXIT_FAILED,
+    print_json,
+    usage_error,
+)
+from helpers.cli.output import console, output_options, quiet_stdout
 from helpers.context.modes import for_mode
 from helpers.loop.records import CompactionEvent, ModelCallRecord, ToolCallRecord, TurnEvent
 from helpers.models.settings import load_env
@@ -172,6 +178,38 @@ def show_event(out: Console, event: TurnEvent) -> None:
             print_tool_call(out, event)
 
 
+class Progress:
+    """The turn's events shown as they happen (:func:`show_event`), and while it runs (a ``with``
+    block) a "waiting for the model…" spinner when ``waiting`` (a real model: the offline one
+    answers at once). When the reader of stdout goes away (``workbook ask … | head``), stdout
+    points at the null device and the turn goes on unseen: its thread is saved whole, and the
+    command exits :data:`helpers.cli.exits.EXIT_BROKEN_PIPE` (141) when the turn is over, not 1
+    for a turn its own progress line broke."""
+
+    def __init__(self, out: Console, *, waiting: bool) -> None:
+        self.out = out
+        self.reader_gone = False
+        self.status = out.status("waiting for the model…") if waiting else None
+
+    def __enter__(self) -> Progress:
+        if self.status is not None:
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def __call__(self, event: TurnEvent) -> None:
+        if self.reader_gone:
+            return
+        try:
+            show_event(self.out, event)
+        except BrokenPipeError:
+            self.reader_gone = True
+            quiet_stdout()
+
+
 def _store_and_thread(
     args: argparse.Namespace,
 ) -> tuple[ToolOutputStore, str, list[dict[str, Any]]] | int:
@@ -242,7 +280,6 @@ def run(args: argparse.Namespace) -> int:
         if args.print_tools:
             print_tools(out, args, policy, registry)
 
-        status = None
         if human:
             out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
             out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
@@ -255,11 +292,9 @@ def run(args: argparse.Namespace) -> int:
                     f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} "
                     "earlier messages"
                 )
-            if not config.offline:
-                status = out.status("waiting for the model…")
-                status.start()
 
-        try:
+        progress = Progress(out, waiting=not config.offline) if human else None
+        with progress or contextlib.nullcontext():
             agent = Agent(client, config.model, policy, registry, store)
             record = agent.run(
                 args.prompt,
@@ -271,15 +306,13 @@ def run(args: argparse.Namespace) -> int:
                     temperature=config.temperature,
                     compaction=compaction(args),
                 ),
-                on_event=(lambda event: show_event(out, event)) if human else None,
+                on_event=progress,
             )
-        finally:
-            if status is not None:
-                status.stop()
         mcp = mcp_summary(servers, base) if servers is not None else None
 
     suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
-    return report(args, out, record, suggestions, mcp=mcp)
+    code = report(args, out, record, suggestions, mcp=mcp)
+    return EXIT_BROKEN_PIPE if progress is not None and progress.reader_gone else code
 
 
 def start_servers(stack: contextlib.ExitStack, specs: list[McpServerSpec]) -> McpServers | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from typing import Any
 
 from helpers.cli.exits import EXIT_OK, print_json
@@ -66,20 +67,29 @@ def _reachable(config: Any, timeout_s: float) -> str:
     return f"reachable ({len(listed.data)} models)"
 
 
-def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
-    """One row per configured profile: ``profile``, ``default`` (the one ``ask`` uses without
-    ``-p``), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
+def default_profile() -> tuple[str | None, str | None]:
+    """The profile ``ask`` runs without ``-p`` (the same rule,
+    :func:`helpers.models.llm.resolve_model`), and ``None``; or ``None`` and why that profile
+    cannot run (``WORKBOOK_PROFILE`` may name one the settings do not make usable), its
+    secrets redacted."""
+    from helpers.models.llm import resolve_model
+    from helpers.text.redaction import configured_secrets, redact
+
+    try:
+        return resolve_model().profile, None
+    except ValueError as exc:  # ConfigError, or a URL urllib cannot read
+        return None, redact(str(exc), configured_secrets())
+
+
+def profile_rows(default: str | None, check: bool, timeout_s: float) -> list[dict[str, Any]]:
+    """One row per configured profile: ``profile``, ``default`` (it is ``default``, the one
+    ``ask`` uses without ``-p``: :func:`default_profile`), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
     ``check``, ``reachable``."""
     from helpers.models.llm import ConfigError, resolve_model
     from helpers.models.settings import configured_profiles
     from helpers.text.redaction import configured_secrets, endpoint_shown, redact
 
     secrets = configured_secrets()
-
-    try:
-        default = resolve_model().profile
-    except ValueError:  # ConfigError, or a URL urllib cannot read
-        default = None
     rows = []
     for name in configured_profiles():
         row: dict[str, Any] = {"profile": name, "default": name == default}
@@ -100,15 +110,18 @@ def profile_rows(check: bool, timeout_s: float) -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the profiles (a table, tab-separated lines when piped, ``--json``, or with
-    ``--names`` their names alone)."""
+    ``--names`` their names alone, usable or not: tab completion offers them without importing
+    the SDK). When the profile ``ask`` runs without ``-p`` cannot run, why: a line on stderr, or
+    ``default_error`` under ``--json``."""
     if args.names:
         from helpers.models.settings import configured_profiles
 
         print("\n".join(n for n in configured_profiles() if SAFE_NAME_RE.match(n)))
         return EXIT_OK
-    rows = profile_rows(args.check, args.timeout)
+    default, problem = default_profile()
+    rows = profile_rows(default, args.check, args.timeout)
     if args.json:
-        print_json({"profiles": rows})
+        print_json({"profiles": rows} | ({"default_error": problem} if problem else {}))
         return EXIT_OK
     columns = ("profile", "provider", "model", "endpoint", "usable")
     columns += ("reachable",) if args.check else ()
@@ -120,4 +133,6 @@ def run(args: argparse.Namespace) -> int:
         for row in rows
     ]
     rows_table(console(args.color), "Profiles (* is the one ask uses without -p)", columns, cells)
+    if problem:  # on stderr: piped, stdout stays the table's lines
+        print(f"workbook: ask without -p cannot run: {for_terminal(problem)}", file=sys.stderr)
     return EXIT_OK

@@ -6,6 +6,7 @@ which the hub runs before every spawn, imports it without rich, the SDK or the a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,15 @@ def output_options(*, json_flag: bool = True) -> argparse.ArgumentParser:
         help="colour in the terminal (default %(default)s; NO_COLOR is honoured)",
     )
     return options
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device once its reader has gone away (``| head``), so that
+    later writes and the interpreter's last flush find no closed pipe (the Python
+    documentation's recipe: library/signal.html, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def console(color: str, stream: Any = None) -> Console:

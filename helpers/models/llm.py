@@ -110,7 +110,8 @@ class ModelConfig:
     extra_headers: dict[str, str] = field(default_factory=dict, repr=False)
     #: the provider's rules (:mod:`helpers.models.providers`): id form, fields back, completion limit
     provider_profile: ProviderProfile = OFFLINE
-    #: why this profile runs, in words (``"OPENAI_API_KEY is set"``, ``"WORKBOOK_PROFILE"``…)
+    #: why this profile runs, in words (``"named"``: given by name, ``"WORKBOOK_PROFILE=…"``,
+    #: ``"OPENAI_API_KEY is set…"``)
     chosen_by: str = ""
 
     @property
@@ -254,7 +255,7 @@ def _read_profile(env: Mapping[str, str], profile: str | None) -> _Profile:
             "<NAME>_BASE_URL, <NAME>_MODEL...)"
         )
     if profile and profile.strip():
-        chosen_by = "named: --profile, or resolve_model(name)"
+        chosen_by = "named"  # by -p/--profile, or resolve_model(name) in code
     elif name:
         chosen_by = f"WORKBOOK_PROFILE={name}"
     elif env.get("OPENAI_API_KEY"):
