@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -888,6 +889,26 @@ def test_compact_takes_no_value_and_compact_at_sets_the_threshold(
     event = folded["compactions"][0]
     assert event["before_model_call"] == 0 and event["folded_calls"] == 6  # 12 earlier, 6 kept
     assert event["tokens_after"] < event["tokens_before"]
+
+
+def test_a_thread_over_the_context_window_says_to_go_on_with_compact(monkeypatch, capsys, tmp_path):
+    """Inline, case1's transcript overflows a 3,000-token window: the verdict says to continue
+    the thread with --compact (as it is, every later request overflows too), and -c --compact
+    does go on: the endpoint's refusal folds the earlier turn and the request goes once more."""
+    from helpers.cli import main
+
+    monkeypatch.setenv("WORKBOOK_PROFILE", "offline")
+    monkeypatch.setenv("OFFLINE_CONTEXT_WINDOW", "3000")
+    db = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    assert main(["ask", CASE1, "-s", "inline", "--db", db, "--color", "never"]) == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert "No answer (context_exceeded)" in said
+    thread = re.search(r"continue it: --thread (thread_\w+) --compact, which folds", said)
+    assert thread, said
+    follow = ["ask", "-c", "--compact", CASE1.replace("'123'", "'999'"), "-s", "inline"]
+    assert main([*follow, "--db", db, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["thread_id"] == thread[1] and data["compactions"][0]["folded_calls"] == 1
 
 
 def test_continuing_a_thread_offline_carries_out_only_a_case_prompt(tmp_path) -> None:

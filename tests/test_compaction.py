@@ -464,3 +464,44 @@ def test_the_earlier_requests_say_how_many_are_not_quoted_and_merge_to_their_sum
     merged = merge_summaries(first, second).splitlines()[1]
     assert merged == '- Earlier requests (5): "three"; "four"; "five"; … 2 earlier'
     assert summarize_history([], ["only"]).splitlines()[1] == '- Earlier requests (1): "only"'
+
+
+def test_a_thread_that_overflowed_the_context_window_goes_on_with_compaction(store) -> None:
+    """Inline, case1's transcript (10,244 characters) overflows a 3,000-token window: the turn
+    ends ``context_exceeded``, and every later request of the thread would too. With compaction
+    on, the endpoint's refusal folds every call of the earlier turns, however few (the last
+    ``keep_last`` too), and the request goes once more: the next turn answers. A turn that
+    overflows on its own is not folded (the current turn stays whole) nor sent again."""
+    from helpers.context.strategies import build_policy
+    from helpers.loop.agent import Agent, CompactionSettings, RunConfig
+    from helpers.models.offline import OfflineModel, offline_client
+    from helpers.tooling.tools import default_registry
+
+    case1 = (
+        "Generate a transcript of the YouTube video with video_id='123' and then pass it to "
+        "Deep Check for analysis."
+    )
+    short = case1.replace("'123'", "'999'")  # a 154-character transcript
+    model = OfflineModel(context_window_tokens=3_000)
+    agent = Agent(
+        offline_client(model),
+        "offline-reference",
+        build_policy("inline"),
+        default_registry(),
+        store,
+    )
+    compacting = RunConfig(compaction=CompactionSettings())
+    first = agent.run(case1, config=compacting)
+    assert first.status == "context_exceeded" and first.compactions == []
+    assert first.usage()["calls"] == 1  # the call that asked for the transcript, once
+    history = first.messages[1:]
+    assert agent.run(short, thread_id=first.thread_id, history=history).status == (
+        "context_exceeded"
+    )
+    on = agent.run(short, thread_id=first.thread_id, history=history, config=compacting)
+    assert on.ok, on.error
+    (event,) = on.compactions
+    assert event["folded_calls"] == 1 and event["tokens_after"] < 3_000 < event["tokens_before"]
+    (summary,) = [m for m in on.messages if is_summary(m)]
+    assert 'yt_transcribe(video_id="123")' in summary["content"]
+    assert [c["name"] for c in on.to_json()["tool_calls"]] == ["yt_transcribe", "deep_check"]

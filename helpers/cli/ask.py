@@ -414,7 +414,9 @@ def no_plan_suggestions(offline: OfflineModel | None, prompt: str) -> list[Sugge
 
 
 def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = None) -> None:
-    """The answer (or why there is none), then usage and how to continue the thread. With
+    """The answer (or why there is none), then usage and how to continue the thread (with
+    ``--compact`` after a request longer than the context window: see
+    :meth:`helpers.loop.agent._Turn.compact_if_due`). With
     ``no_plan`` (the suggestions of :func:`no_plan_suggestions`), a line says that the offline
     model carried nothing out. What the client learned about the endpoint (a completion limit
     it refused) is said first, once."""
@@ -453,6 +455,9 @@ def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = 
         f"{len(record.tool_calls)} tool calls"
         + (f"; guards: {', '.join(f'{g} ×{n}' for g, n in guards.items())}" if guards else "")
     )
-    out.print(
-        f"[bold]Thread:[/] {for_rich(record.thread_id)} (continue it: --thread {for_rich(record.thread_id)})"
-    )
+    thread = for_rich(record.thread_id)
+    if record.status == "context_exceeded":  # as it is, every later request overflows too
+        how = f"--thread {thread} --compact, which folds its tool calls to fit"
+    else:
+        how = f"--thread {thread}"
+    out.print(f"[bold]Thread:[/] {thread} (continue it: {how})")

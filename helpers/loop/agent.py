@@ -366,7 +366,14 @@ class _Turn:
             for index in range(max_iterations):
                 schemas = self.offer_tools()
                 self.compact_if_due(schemas, index)
-                reply, calls = self.ask_model(schemas, index)
+                try:
+                    reply, calls = self.ask_model(schemas, index)
+                except TurnAborted as exc:  # too long for the window: fold, then once more
+                    if exc.status != "context_exceeded" or not self.compact_if_due(
+                        schemas, index, to_fit=True
+                    ):
+                        raise
+                    reply, calls = self.ask_model(schemas, index)
                 if not calls or reply.finish_reason == "content_filter":
                     return self.finish(reply, calls)
                 fatal = self.run_tool_calls(calls, cut=reply.finish_reason == "length")
@@ -412,13 +419,21 @@ class _Turn:
         self.record.schemas_per_call.append(schemas)
         return schemas
 
-    def compact_if_due(self, schemas: list[dict[str, Any]], index: int) -> None:
+    def compact_if_due(
+        self, schemas: list[dict[str, Any]], index: int, *, to_fit: bool = False
+    ) -> bool:
         """Before model call ``index``: with ``config.compaction``, fold the history when the
         context passes its threshold (:func:`helpers.context.compaction.compact`), noting each
-        time in the record and as a :class:`CompactionEvent`."""
+        time in the record and as a :class:`CompactionEvent`; returns whether it folded.
+
+        ``to_fit``: the endpoint refused the request as longer than its context window
+        (``context_exceeded``). Every tool call of the earlier turns is folded then, the last
+        ``keep_last`` too, whatever the threshold; the current turn stays whole. A thread whose
+        last turn overflowed goes on this way, as Claude Code compacts when a prompt is too
+        long."""
         settings = self.config.compaction
         if settings is None:
-            return
+            return False
         if settings.rules is None:  # the library's rules, knowing this registry's categories
             tools = self.registry.merged(self.policy.internal_tools())
             settings = replace(settings, rules=CompactionRules(categorize=categorizer(tools)))
@@ -431,8 +446,9 @@ class _Turn:
         done = compact(
             self.messages,
             tools=schemas,
-            keep_last=settings.keep_last,
+            keep_last=0 if to_fit else settings.keep_last,
             threshold_tokens=settings.threshold_tokens,
+            force=to_fit,
             summarizer=summarizer,
             rules=settings.rules,
         )
@@ -441,6 +457,7 @@ class _Turn:
             event = CompactionEvent(index, done.folded_calls, done.tokens_before, done.tokens_after)
             self.record.compactions.append(asdict(event))
             self.emit(event)
+        return done.compacted
 
     def ask_model(
         self, schemas: list[dict[str, Any]], index: int
