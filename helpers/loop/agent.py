@@ -429,8 +429,8 @@ class _Turn:
         ``to_fit``: the endpoint refused the request as longer than its context window
         (``context_exceeded``). Every tool call of the earlier turns is folded then, the last
         ``keep_last`` too, whatever the threshold; the current turn stays whole. A thread whose
-        last turn overflowed goes on this way, as Claude Code compacts when a prompt is too
-        long."""
+        last turn overflowed goes on this way, rather than failing every later turn: what
+        anthropics/claude-code#46348 asks of an agent whose prompt is too long."""
         settings = self.config.compaction
         if settings is None:
             return False
