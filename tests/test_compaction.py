@@ -505,3 +505,41 @@ def test_a_thread_that_overflowed_the_context_window_goes_on_with_compaction(sto
     (summary,) = [m for m in on.messages if is_summary(m)]
     assert 'yt_transcribe(video_id="123")' in summary["content"]
     assert [c["name"] for c in on.to_json()["tool_calls"]] == ["yt_transcribe", "deep_check"]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.integers(min_value=0, max_value=9), min_size=1, max_size=4))
+def test_the_reads_named_are_the_newest_and_the_rest_are_counted_as_earlier(turns) -> None:
+    """Turns of get_page reads, folded after each (so summaries merge): the read line counts
+    every folded read, names the newest six, and says how many earlier ones it does not name;
+    none it leaves out is newer than one it names."""
+    messages: list[dict] = [{"role": "system", "content": "system prompt"}]
+    n = 0
+    for t, reads in enumerate(turns):
+        messages.append({"role": "user", "content": f"request {t}"})
+        for _ in range(reads):
+            n += 1
+            call = {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": "get_page", "arguments": json.dumps({"url": f"u{n}"})},
+            }
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "page"})
+        messages.append({"role": "assistant", "content": f"answer {t}"})
+        messages.append({"role": "user", "content": "next"})
+        messages = compact(messages, force=True, keep_last=0).messages
+        messages.pop()  # the "next" request stays the current turn's, unfolded
+    summaries = [m for m in messages if is_summary(m)]
+    read_lines = [
+        line for m in summaries for line in m["content"].splitlines() if line.startswith("- Read")
+    ]
+    if n == 0:
+        assert read_lines == []
+        return
+    (line,) = read_lines
+    named = [int(u) for u in re.findall(r'url="u(\d+)"', line)]
+    assert named == list(range(max(1, n - 5), n + 1)), line  # the newest, oldest first
+    earlier = f"; … {n - len(named)} earlier" if n > len(named) else ""
+    assert line.startswith(f"- Read {n} item{'s' * (n != 1)}: ") and line.endswith(earlier), line
+    assert ("earlier" in line) == (n > 6), line

@@ -240,9 +240,10 @@ def summarize_category(category: str, exchanges: list[Exchange]) -> str:
     n = len(exchanges)
     # an error result with an empty message ({"error": ""}) failed all the same
     failed = [e for e in exchanges if e.error is not None]
-    if category == "read":
-        items = "; ".join(f"{_tool_name(e.name)}({_what(e)})" for e in exchanges[:6])
-        more = f"; … {n - 6} more" if n > 6 else ""
+    if category == "read":  # the newest reads, as a merge of summaries keeps them
+        shown = exchanges[-READS_QUOTED:]
+        items = "; ".join(f"{_tool_name(e.name)}({_what(e)})" for e in shown)
+        more = f"; … {n - len(shown)} earlier" if n > len(shown) else ""
         fails = f" ({len(failed)} failed: {_errors(failed, 80)})" if failed else ""
         return f"- Read {n} item{'s' * (n != 1)}: {items}{more}{fails}"
     if category == "write":
@@ -315,6 +316,9 @@ def summarize_history(
 
 #: How many of the earlier requests a summary quotes (the newest).
 REQUESTS_QUOTED = 3
+#: How many of the folded reads a summary names (the newest; the others are counted as
+#: earlier, in one summary and in summaries merged).
+READS_QUOTED = 6
 
 
 def _requests_line(asked: int, quoted_requests: list[str]) -> str:
@@ -431,7 +435,7 @@ def merge_summaries(older: str, newer: str) -> str:
         lines.append(_requests_line(asked, a["requests"][1] + b["requests"][1]))
     reads = a["read"][0] + b["read"][0]
     if reads:
-        items = (a["read"][1] + b["read"][1])[-6:]
+        items = (a["read"][1] + b["read"][1])[-READS_QUOTED:]
         fails = (a["read"][3] + b["read"][3])[-6:]
         failed = a["read"][2] + b["read"][2]
         more = f"; … {reads - len(items)} earlier" if reads > len(items) else ""
