@@ -1,4 +1,6 @@
-"""The workbook command, run as a user runs it: a subprocess, JSON on stdout, exit codes."""
+"""The workbook command, run as a user runs it: a process of its own (forked from one that
+imported the command line once, :mod:`forked_cli`, or ``python -m helpers.cli`` when the test
+is about the process), JSON on stdout, exit codes."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked_cli import run_workbook
 from hang import HANG_GUARD_S
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,16 +25,48 @@ SQL = "Using run_sql, list the ISO 3166-2 subdivisions of Norway (code, name and
 
 
 def workbook(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    """``workbook ARGS`` offline, ``stdin`` on its standard input (a pipe, as in a shell)."""
+    """``workbook ARGS`` offline, ``stdin`` on its standard input, in a process of its own
+    (forked from one that imported the CLI once: :mod:`forked_cli`)."""
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-        timeout=HANG_GUARD_S,
-    )
+    return run_workbook(args, env=env, stdin=stdin)
+
+
+def test_a_forked_command_is_what_python_m_helpers_cli_gives(tmp_path) -> None:
+    """The tests' forked commands (:func:`workbook`) against ``python -m helpers.cli`` itself:
+    the same exit code, standard output and standard error, whatever the environment (a profile
+    of the settings), the working folder (a store path relative to it), standard input (a
+    prompt piped in) or a usage error."""
+    from helpers.store.tool_outputs import ToolOutputStore
+
+    store = ToolOutputStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    store.log_tool("thread_a", "call_1", "get_page", {}, "é\tline\n" * 3)
+    store.close()
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1", "MINE_BASE_URL": "x"}
+    runs = [
+        (["models", "--json"], ""),
+        (["outputs", "list", "--db", "sqlite:///store.sqlite"], ""),
+        (["outputs", "show", "call_1", "--raw", "--db", "sqlite:///store.sqlite"], ""),
+        (["ask", "--json", "--db", "sqlite://"], "what is the title of the json page?"),
+        (["ask", "--strategy", "nope"], ""),
+        (["cases", "--json", "no/such/*.md"], ""),
+    ]
+    for args, stdin in runs:
+        forked = run_workbook(args, env=env, stdin=stdin, cwd=tmp_path)
+        started = subprocess.run(
+            [*CLI, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=stdin,
+            cwd=tmp_path,
+            timeout=HANG_GUARD_S,
+        )
+        same = lambda text: re.sub(  # noqa: E731  ids and times differ from run to run
+            r"thread_[0-9a-f]{16}|call_[A-Za-z0-9]{24}|(?<=seconds\": )[0-9.e-]+", "X", text
+        )
+        assert forked.returncode == started.returncode, (args, forked.stderr, started.stderr)
+        assert same(forked.stdout) == same(started.stdout), args
+        assert same(forked.stderr) == same(started.stderr), args
 
 
 def ask_json(prompt: str, *extra: str) -> dict:

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from forked_cli import run_workbook
 from hang import HANG_GUARD_S
 
 from helpers.base.paths import (
@@ -250,10 +251,7 @@ def test_no_command_shows_a_password_it_was_given(url: str, command: list[str]) 
     server answers."""
     env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
     given = ["--room-url", url] if command[0] == "room" else ["--db", url]
-    done = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", *command, *given],
-        capture_output=True, text=True, env=env, timeout=HANG_GUARD_S,
-    )  # fmt: skip
+    done = run_workbook([*command, *given], env=env)
     assert done.returncode == 2, done.stderr
     assert "hunter2" not in done.stdout + done.stderr, done.stderr
 
