@@ -19,6 +19,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from forked_cli import run_workbook
 from hang import HANG_GUARD_S
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -618,15 +619,7 @@ def test_workbook_ask_takes_the_servers_env_names(tmp_path):
     prompt = load_cases(str(CASES_DIR / "case1.md"))[0].prompt
 
     def ask(*words: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "helpers.cli", "ask", "--json", *words],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=HANG_GUARD_S,
-            check=False,
-        )
+        return run_workbook(["ask", "--json", *words], env=env, cwd=ROOT)
 
     done = ask("--db", f"sqlite:///{tmp_path / 'c.sqlite'}", prompt)
     shown = json.loads(done.stdout)
