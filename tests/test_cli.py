@@ -509,6 +509,10 @@ def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> Non
         "QUX_API_KEY": "x" * 12,
         "ESC_BASE_URL": "http://127.0.0.1:9/v1\x1b[31m",
         "ESC_MODEL": "m",
+        "NOSCHEME_BASE_URL": "user:sk-SECRETPASS123@127.0.0.1:1/v1",  # reads as scheme "user"
+        "NOSCHEME_MODEL": "m",
+        "INPATH_BASE_URL": "http://127.0.0.1:bad/v1/sk-SECRETQUERY456",  # a key pasted in
+        "INPATH_MODEL": "m",
         "WORKBOOK_PROFILE": "qux",
     }
     for extra in ([], ["--check", "--timeout", "2"], ["--json", "--check", "--timeout", "2"]):

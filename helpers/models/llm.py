@@ -167,8 +167,8 @@ def _check_url(key: str, url: str) -> str:
         raise ConfigError(
             f"{key} cannot be read as a URL ({exc}); copy it again, e.g. http://127.0.0.1:1234/v1"
         ) from None
-    if not web:
-        raise ConfigError(f"{key}={shown!r} is not an http(s) URL, e.g. http://127.0.0.1:1234/v1")
+    if not web:  # not shown: without "scheme://", a user:password@ reads as a scheme and path
+        raise ConfigError(f"{key} is not an http(s) URL with a host, e.g. http://127.0.0.1:1234/v1")
     try:
         port = parts.port
     except ValueError:

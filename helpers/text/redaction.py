@@ -263,15 +263,27 @@ def warn_if_env_file_shared(path: Path) -> bool:
     return True
 
 
+#: A path segment that is a key pasted into a URL: OpenAI's ``sk-…`` (OpenRouter's
+#: ``sk-or-…``), or 32 or more hexadecimal digits (an Azure OpenAI resource key).
+_KEY_SEGMENT_RE = re.compile(r"sk-[^/]*|[0-9A-Fa-f]{32,}")
+
+
 def endpoint_shown(url: str | None) -> str:
     """Where a profile's requests go, safe to print: scheme, host, port and path only (a user
-    name, a password or a query string, where a key may sit, never shown); ``api.openai.com``
-    for the SDK's default."""
+    name, a password or a query string, where a key may sit, never shown; a path segment that
+    looks like a key, :data:`_KEY_SEGMENT_RE`, shown as ``…``); ``api.openai.com`` for the
+    SDK's default. What is not an http(s) URL with a host is not shown at all (``user:pw@host``
+    reads as the scheme ``user`` and a path holding the password)."""
     if not url:
         return "api.openai.com"
     try:
         parts = urlsplit(url)
         host_and_port = parts.netloc.rpartition("@")[2]  # as written, even a port out of range
-        return f"{parts.scheme}://{host_and_port}{parts.path}"
     except ValueError:
         return "(not a URL)"
+    if parts.scheme.lower() not in ("http", "https") or not host_and_port:
+        return "(not an http(s) URL)"
+    path = "/".join(
+        "…" if _KEY_SEGMENT_RE.fullmatch(segment) else segment for segment in parts.path.split("/")
+    )
+    return f"{parts.scheme}://{host_and_port}{path}"
