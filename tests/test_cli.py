@@ -661,22 +661,26 @@ class _ReaderGoneAfter:
         return False
 
 
-def test_a_reader_gone_during_the_turn_gets_141_and_the_turn_saved_whole(monkeypatch, tmp_path):
-    """``workbook ask … | head -3``: the reader goes while the turn's progress is printed. The
-    turn goes on unseen (stdout to the null device), its thread is saved whole, and the exit is
-    141 as for any reader gone, not 1 for a turn its own progress line broke."""
+@pytest.mark.parametrize("lines", [0, 1, 3])
+def test_a_reader_gone_during_the_turn_gets_141_and_the_turn_saved_whole(
+    monkeypatch, tmp_path, lines
+):
+    """``workbook ask … | true``, ``| head -1``, ``| head -3``: the reader goes before the
+    heading, within it, or while the turn's progress is printed. The turn goes on unseen (stdout
+    to the null device), its thread is saved whole, and the exit is 141 as for any reader gone,
+    not 1 for a turn its own progress line broke, nor before the turn has run."""
     from helpers.cli import ask, main
     from helpers.cli.output import console
     from helpers.store.tool_outputs import ToolOutputStore
 
-    stdout = _ReaderGoneAfter(3)  # the Model and Strategy lines, then one more
+    stdout = _ReaderGoneAfter(lines)  # 3: the Model and Strategy lines, then one more
     quieted = []
     monkeypatch.setattr(ask, "console", lambda color: console(color, stdout))
     monkeypatch.setattr(ask, "quiet_stdout", lambda: quieted.append(True))
     monkeypatch.setenv("WORKBOOK_PROFILE", "offline")
     db = f"sqlite:///{tmp_path / 'store.sqlite'}"
     assert main(["ask", CASE1, "--db", db]) == 141
-    assert quieted == [True] and stdout.text.startswith("Model:")
+    assert quieted == [True] and ("Model:" in stdout.text) == (lines > 0)
     store = ToolOutputStore(db)
     try:
         thread_id = store.last_thread()

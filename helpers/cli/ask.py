@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from helpers.base.limits import DEFAULT_MAX_ITERATIONS
@@ -179,12 +180,14 @@ def show_event(out: Console, event: TurnEvent) -> None:
 
 
 class Progress:
-    """The turn's events shown as they happen (:func:`show_event`), and while it runs (a ``with``
-    block) a "waiting for the model…" spinner when ``waiting`` (a real model: the offline one
-    answers at once). When the reader of stdout goes away (``workbook ask … | head``), stdout
-    points at the null device and the turn goes on unseen: its thread is saved whole, and the
-    command exits :data:`helpers.cli.exits.EXIT_BROKEN_PIPE` (141) when the turn is over, not 1
-    for a turn its own progress line broke."""
+    """What ``ask`` prints before and during the turn: the heading (:meth:`say`), the turn's
+    events as they happen (:func:`show_event`, when it is called with one), and while the turn
+    runs (a ``with`` block) a "waiting for the model…" spinner when ``waiting`` (a real model:
+    the offline one answers at once). When the reader of stdout goes away (``workbook ask … |
+    head``, ``| true``), stdout points at the null device and the turn goes on unseen: its
+    thread is saved whole, and the command exits :data:`helpers.cli.exits.EXIT_BROKEN_PIPE`
+    (141) when the turn is over, not 1 for a turn its own progress line broke, and not before
+    the turn for a heading line."""
 
     def __init__(self, out: Console, *, waiting: bool) -> None:
         self.out = out
@@ -201,10 +204,14 @@ class Progress:
             self.status.stop()
 
     def __call__(self, event: TurnEvent) -> None:
+        self.say(lambda: show_event(self.out, event))
+
+    def say(self, write: Callable[[], object]) -> None:
+        """Run ``write`` (it prints), unless the reader of stdout has gone away, as it may then."""
         if self.reader_gone:
             return
         try:
-            show_event(self.out, event)
+            write()
         except BrokenPipeError:
             self.reader_gone = True
             quiet_stdout()
@@ -276,25 +283,23 @@ def run(args: argparse.Namespace) -> int:
         registry = for_mode(servers.registry(base) if servers else base, args.mode)
         out = console(args.color)
         human = not args.json
-
+        progress = Progress(out, waiting=human and not config.offline)
         if args.print_tools:
-            print_tools(out, args, policy, registry)
-
+            progress.say(lambda: print_tools(out, args, policy, registry))
         if human:
-            out.print(f"[bold]Model:[/] {for_rich(config.describe())}")
-            out.print(f"[bold]Strategy:[/] {for_rich(policy.describe())}")
+            heading = [f"[bold]Model:[/] {for_rich(config.describe())}"]
+            heading += [f"[bold]Strategy:[/] {for_rich(policy.describe())}"]
             if args.mode:
-                out.print(f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})")
+                heading += [f"[bold]Mode:[/] {args.mode} ({', '.join(registry.names())})"]
             if servers is not None:
-                print_servers(out, servers, base, registry)
+                heading += server_lines(servers, base, registry)
             if history:
-                out.print(
+                heading += [
                     f"[bold]Thread:[/] {for_rich(thread_id)}, continued: {len(history)} "
                     "earlier messages"
-                )
-
-        progress = Progress(out, waiting=not config.offline) if human else None
-        with progress or contextlib.nullcontext():
+                ]
+            progress.say(lambda: out.print(*heading, sep="\n"))
+        with progress:
             agent = Agent(client, config.model, policy, registry, store)
             record = agent.run(
                 args.prompt,
@@ -306,13 +311,13 @@ def run(args: argparse.Namespace) -> int:
                     temperature=config.temperature,
                     compaction=compaction(args),
                 ),
-                on_event=progress,
+                on_event=progress if human else None,
             )
         mcp = mcp_summary(servers, base) if servers is not None else None
 
     suggestions = no_plan_suggestions(offline, args.prompt) if record.ok else None
     code = report(args, out, record, suggestions, mcp=mcp)
-    return EXIT_BROKEN_PIPE if progress is not None and progress.reader_gone else code
+    return EXIT_BROKEN_PIPE if progress.reader_gone else code
 
 
 def start_servers(stack: contextlib.ExitStack, specs: list[McpServerSpec]) -> McpServers | None:
@@ -345,20 +350,21 @@ def print_tools(
         out.print_json(json.dumps(schemas))
 
 
-def print_servers(
-    out: Console, servers: McpServers, base: ToolRegistry, offered: ToolRegistry
-) -> None:
-    """A line per MCP server of the run (its tools, and those the mode leaves out of
-    ``offered``), then its notes (a tool left out or renamed, one that stands in for a workbook
-    tool of ``base``)."""
+def server_lines(servers: McpServers, base: ToolRegistry, offered: ToolRegistry) -> list[str]:
+    """A line (rich markup, escaped) per MCP server of the run (its tools, and those the mode
+    leaves out of ``offered``), then its notes (a tool left out or renamed, one that stands in
+    for a workbook tool of ``base``)."""
+    lines = []
     for server in servers.servers:
         names = ", ".join(tool.name for tool in server.tools) or "none"
         withheld = [t.name for t in server.tools if t.name not in offered]
         held = f"; not in this mode: {', '.join(withheld)}" if withheld else ""
-        out.print(f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names + held)})")
+        lines += [f"[bold]MCP server:[/] {for_rich(server.spec.name)} ({for_rich(names + held)})"]
     for name, notes in servers.notes(base).items():
-        for note in notes:
-            out.print(f"[bold cyan]Note:[/] MCP server {for_rich(name)}: {for_rich(note)}")
+        lines += [
+            f"[bold cyan]Note:[/] MCP server {for_rich(name)}: {for_rich(note)}" for note in notes
+        ]
+    return lines
 
 
 def mcp_summary(servers: McpServers, base: ToolRegistry) -> list[dict[str, Any]]:
