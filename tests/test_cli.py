@@ -952,6 +952,11 @@ def test_a_thread_over_the_context_window_says_to_go_on_with_compact(monkeypatch
     assert main([*follow, "--db", db, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["thread_id"] == thread[1] and data["compactions"][0]["folded_calls"] == 1
+    # compacting already, a turn whose own results overflow: a strategy that keeps them out
+    words = ["ask", CASE1, "-s", "inline", "--compact", "--color", "never"]
+    assert main([*words, "--db", db]) == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert "--compact -s box: this turn's own tool results are longer than the window" in said
 
 
 def test_continuing_a_thread_offline_carries_out_only_a_case_prompt(tmp_path) -> None:

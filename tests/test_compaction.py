@@ -543,3 +543,16 @@ def test_the_reads_named_are_the_newest_and_the_rest_are_counted_as_earlier(turn
     earlier = f"; … {n - len(named)} earlier" if n > len(named) else ""
     assert line.startswith(f"- Read {n} item{'s' * (n != 1)}: ") and line.endswith(earlier), line
     assert ("earlier" in line) == (n > 6), line
+
+
+def test_compacting_what_is_already_one_summary_changes_nothing_and_says_so() -> None:
+    """Folded once, the history before the current turn is the first request and a summary:
+    compacting again would fold the summary into itself. That is no compaction (no event in a
+    turn, and no second try of a request the window refused)."""
+    messages = [*_session([[("get_page", False, 2)], [("run_sql", True, 1)]])]
+    messages.append({"role": "user", "content": "and now?"})
+    first = compact(messages, force=True, keep_last=0)
+    assert first.compacted and first.folded_calls == 3
+    again = compact(first.messages, force=True, keep_last=0)
+    assert not again.compacted and again.messages == first.messages
+    assert again.tokens_after == again.tokens_before

@@ -403,7 +403,7 @@ def report(
             data["suggestions"] = [s.to_json() for s in suggestions]
         print_json(data)
     else:
-        print_outcome(out, record, suggestions)
+        print_outcome(out, record, suggestions, compacting=compaction(args) is not None)
         if args.dump_context:
             # rich writes the parsed JSON again: ASCII only, so escapes stay escapes
             out.print_json(for_json(record.messages), ensure_ascii=True)
@@ -419,10 +419,17 @@ def no_plan_suggestions(offline: OfflineModel | None, prompt: str) -> list[Sugge
     return offline.nearest(prompt)
 
 
-def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = None) -> None:
-    """The answer (or why there is none), then usage and how to continue the thread (with
-    ``--compact`` after a request longer than the context window: see
-    :meth:`helpers.loop.agent._Turn.compact_if_due`). With
+def print_outcome(
+    out: Console,
+    record: Any,
+    no_plan: list[Suggestion] | None = None,
+    *,
+    compacting: bool = False,
+) -> None:
+    """The answer (or why there is none), then usage and how to continue the thread. After a
+    request longer than the context window: with ``--compact``, which folds the earlier turns
+    to fit (:meth:`helpers.loop.agent._Turn.compact_if_due`); when the turn was ``compacting``
+    already, its own tool results overflowed, so with a strategy that keeps them out too. With
     ``no_plan`` (the suggestions of :func:`no_plan_suggestions`), a line says that the offline
     model carried nothing out. What the client learned about the endpoint (a completion limit
     it refused) is said first, once."""
@@ -462,7 +469,12 @@ def print_outcome(out: Console, record: Any, no_plan: list[Suggestion] | None = 
         + (f"; guards: {', '.join(f'{g} ×{n}' for g, n in guards.items())}" if guards else "")
     )
     thread = for_rich(record.thread_id)
-    if record.status == "context_exceeded":  # as it is, every later request overflows too
+    if record.status == "context_exceeded" and compacting:  # this turn's own results overflow
+        how = (
+            f"--thread {thread} --compact -s box: this turn's own tool results are longer than "
+            "the window, and box keeps them out of it"
+        )
+    elif record.status == "context_exceeded":  # as it is, every later request overflows too
         how = f"--thread {thread} --compact, which folds its tool calls to fit"
     else:
         how = f"--thread {thread}"

@@ -610,6 +610,8 @@ def compact(
                 inserted = True
             continue
         out.append(message)
+    if out == messages:  # only an earlier summary was folded, into itself: nothing changed
+        return Compaction(list(messages), False, tokens_before=before, tokens_after=before)
     return Compaction(
         out,
         True,

@@ -424,7 +424,8 @@ class _Turn:
     ) -> bool:
         """Before model call ``index``: with ``config.compaction``, fold the history when the
         context passes its threshold (:func:`helpers.context.compaction.compact`), noting each
-        time in the record and as a :class:`CompactionEvent`; returns whether it folded.
+        time in the record and as a :class:`CompactionEvent`; returns whether the context got
+        shorter.
 
         ``to_fit``: the endpoint refused the request as longer than its context window
         (``context_exceeded``). Every tool call of the earlier turns is folded then, the last
@@ -457,7 +458,7 @@ class _Turn:
             event = CompactionEvent(index, done.folded_calls, done.tokens_before, done.tokens_after)
             self.record.compactions.append(asdict(event))
             self.emit(event)
-        return done.compacted
+        return done.compacted and done.tokens_after < done.tokens_before
 
     def ask_model(
         self, schemas: list[dict[str, Any]], index: int
