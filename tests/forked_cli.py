@@ -9,8 +9,11 @@ alone is 0.5 s: openai/openai-python#2819), some 100 times in ``tests/test_cli.p
 process imports modules and runs nothing else, so a command starts from the state a fresh
 interpreter has after importing them; no module of the workbook reads the environment at import
 (each reads it when a command runs), so the environment a test gives is the one the command
-sees. A test about the process itself (a reader that goes away, what an import loads, a signal)
-starts ``python -m helpers.cli`` itself.
+sees. What the interpreter reads only as it starts (``PYTHON*`` settings such as
+``PYTHONIOENCODING``, the locale's ``LANG`` and ``LC_*``) and standard input given as bytes
+cannot be given to a forked process: :func:`run_workbook` then starts ``python -m helpers.cli``.
+A test about the process itself (a reader that goes away, what an import loads, a signal)
+starts ``python -m helpers.cli`` itself. ``sys.path`` is the test process's (``tests/`` on it).
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ PRELOAD = (
 )
 #: ``sys.argv[0]`` of ``python -m helpers.cli``.
 MAIN_PATH = str(Path(helpers.cli.__file__).with_name("__main__.py"))
+#: What the interpreter reads from the environment only as it starts: a command whose
+#: environment gives these other values than this process has is started, not forked.
+AT_START = ("PYTHON", "LANG", "LC_")
 
 _context: multiprocessing.context.ForkServerContext | None = None
 
@@ -65,21 +71,22 @@ def _command(
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    for fd, path, flags in (
-        (0, stdin, os.O_RDONLY),
-        (1, stdout, os.O_WRONLY),
-        (2, stderr, os.O_WRONLY),
-    ):
-        opened = os.open(path, flags)
-        os.dup2(opened, fd)
-        os.close(opened)
-    encoding = locale.getpreferredencoding(False)  # as the interpreter chooses for a pipe
-    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False)  # noqa: SIM115
+    streams = ((0, stdin, "r", sys.__stdin__), (1, stdout, "w", sys.__stdout__))
+    streams += ((2, stderr, "w", sys.__stderr__),)
+    opened = []
+    for fd, path, mode, started in streams:  # each as the interpreter made it as it started
+        file = os.open(path, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+        os.dup2(file, fd)
+        os.close(file)
+        like = started or sys.stdout
+        opened.append(open(fd, mode, encoding=like.encoding, errors=like.errors, closefd=False))  # noqa: SIM115
+    sys.stdin, sys.stdout, sys.stderr = opened
     sys.argv = [MAIN_PATH, *args]
+    code = 1
     try:
         code = helpers.cli.console_main()
+    except Exception:  # as the interpreter reports what nothing caught, then exits 1
+        sys.excepthook(*sys.exc_info())
     finally:  # what the interpreter does at its end: multiprocessing's child skips it
         atexit._run_exitfuncs()
         sys.stdout.flush()
@@ -87,41 +94,66 @@ def _command(
     sys.exit(code)
 
 
+def _text(data: bytes) -> str:
+    """Output as ``subprocess.run(text=True)`` reads it: the locale's encoding, universal
+    newlines."""
+    text = data.decode(locale.getpreferredencoding(False))
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _started(
+    args: Sequence[str], env: dict[str, str], stdin: str | bytes, cwd: str, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -m helpers.cli ARGS``, started."""
+    data = stdin.encode(locale.getpreferredencoding(False)) if isinstance(stdin, str) else stdin
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.cli", *args],
+        capture_output=True,
+        env=env,
+        input=data,
+        cwd=cwd,
+        timeout=timeout,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, _text(done.stdout), _text(done.stderr)
+    )
+
+
 def run_workbook(
     args: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
-    stdin: str = "",
+    stdin: str | bytes = "",
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = HANG_GUARD_S,
 ) -> subprocess.CompletedProcess[str]:
     """``workbook ARGS`` (``env``: its whole environment, default this process's; ``stdin``:
     its standard input) run to its end, as :func:`subprocess.run` with ``capture_output=True``
     and ``text=True`` reports it. ``timeout``, in seconds, is a hang guard: past it the command
-    is killed and :class:`subprocess.TimeoutExpired` raised."""
+    is killed and :class:`subprocess.TimeoutExpired` raised, with what it had written.
+
+    Forked, unless ``env`` gives a start setting (:data:`AT_START`) another value than this
+    process has, or ``stdin`` is bytes: then ``python -m helpers.cli`` is started."""
+    env = dict(os.environ if env is None else env)
+    folder_run_in = str(cwd or os.getcwd())
+    at_start = {key for key in {*env, *os.environ} if key.startswith(AT_START)}
+    if isinstance(stdin, bytes) or any(env.get(k) != os.environ.get(k) for k in at_start):
+        return _started(args, env, stdin, folder_run_in, timeout)
     with tempfile.TemporaryDirectory(prefix="workbook-forked-") as folder:
         paths = [str(Path(folder) / name) for name in ("stdin", "stdout", "stderr")]
-        Path(paths[0]).write_text(stdin, encoding=locale.getpreferredencoding(False))
+        Path(paths[0]).write_bytes(stdin.encode(locale.getpreferredencoding(False)))
         for path in paths[1:]:
             Path(path).touch()
         process = _forkserver().Process(
-            target=_command,
-            args=(
-                list(args),
-                dict(os.environ if env is None else env),
-                str(cwd or os.getcwd()),
-                *paths,
-            ),
+            target=_command, args=(list(args), env, folder_run_in, *paths)
         )
         process.start()
         process.join(timeout)
-        if process.exitcode is None:
+        killed = process.exitcode is None
+        if killed:
             process.kill()
             process.join()
-            raise subprocess.TimeoutExpired([MAIN_PATH, *args], timeout)
-        out, err = (
-            Path(path).read_text(encoding=locale.getpreferredencoding(False)) for path in paths[1:]
-        )
-    # the line ends as text=True reads them (universal newlines)
-    out, err = (text.replace("\r\n", "\n").replace("\r", "\n") for text in (out, err))
+        out, err = (_text(Path(path).read_bytes()) for path in paths[1:])
+    if killed:
+        raise subprocess.TimeoutExpired([MAIN_PATH, *args], timeout, out, err)
     return subprocess.CompletedProcess([MAIN_PATH, *args], process.exitcode, out, err)

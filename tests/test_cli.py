@@ -69,6 +69,18 @@ def test_a_forked_command_is_what_python_m_helpers_cli_gives(tmp_path) -> None:
         assert same(forked.stderr) == same(started.stderr), args
 
 
+def test_a_stdout_that_cannot_write_every_character_gets_escapes_not_an_error() -> None:
+    """``PYTHONIOENCODING=ascii`` (or a pipe in a Windows code page): the turn's arrows are
+    written as escapes and rich draws its boxes in ASCII; the command does not end in an
+    internal error (a start setting: :func:`workbook` starts this one)."""
+    env = {**os.environ, "WORKBOOK_PROFILE": "offline", "NO_COLOR": "1"}
+    done = run_workbook(
+        ["ask", CASE1, "--db", "sqlite://"], env={**env, "PYTHONIOENCODING": "ascii"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\\u2192 yt_transcribe" in done.stdout and "+----" in done.stdout
+
+
 def ask_json(prompt: str, *extra: str) -> dict:
     done = workbook("ask", prompt, "--json", *extra)
     assert done.returncode == 0, done.stderr

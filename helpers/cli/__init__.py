@@ -250,7 +250,14 @@ def console_main() -> int:
     """Entry point of the ``workbook`` console script and of ``python -m helpers.cli``: :func:`main`
     in a process that runs one command and exits, so a command may keep what it imports out of
     the garbage collector's sight (:func:`helpers.cli.common.long_lived_imports`); returns the
-    exit code."""
+    exit code. On a stream whose encoding cannot write every character (``PYTHONIOENCODING=ascii``,
+    a pipe in a Windows code page), a character it cannot write is shown as an escape (``\u2192``)
+    rather than ending the command; ``outputs show --raw`` still writes exactly or fails."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = str(getattr(stream, "encoding", "")).lower().replace("-", "")
+        strict = getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure")
+        if strict and not encoding.startswith("utf"):
+            stream.reconfigure(errors="backslashreplace")
     return main(one_command_process=True)
 
 

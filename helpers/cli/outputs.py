@@ -240,6 +240,8 @@ def _show(args: argparse.Namespace, store: ToolOutputStore, out: Console) -> int
         highlight=False,
     )
     if args.raw:  # exactly, for a file or a pipe; in pieces, so a reader that left is seen
+        if hasattr(sys.stdout, "reconfigure"):  # a character the encoding lacks: an error
+            sys.stdout.reconfigure(errors="strict")
         for at in range(0, len(text), RAW_PIECE_CHARS):
             sys.stdout.write(text[at : at + RAW_PIECE_CHARS])
             sys.stdout.flush()
