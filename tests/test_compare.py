@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from forked_cli import run_workbook
 from hang import HANG_GUARD_S
 from provider import scripted_client, tool_calls
 
@@ -206,13 +207,7 @@ def test_workbook_compare_at_a_tenth_of_the_scale(tmp_path) -> None:
     }
     out = tmp_path / "report"
     args = ["compare", "--out", str(out), "--no-personas", "--scaling-max-bytes", "100000"]
-    done = subprocess.run(
-        [sys.executable, "-m", "helpers.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=HANG_GUARD_S,
-    )
+    done = run_workbook(args, env=env)
     assert done.returncode == 0, done.stderr
     metrics = load_comparison(out / "compare.json")
     md = (out / "compare.md").read_text()
