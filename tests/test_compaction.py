@@ -556,3 +556,28 @@ def test_compacting_what_is_already_one_summary_changes_nothing_and_says_so() ->
     again = compact(first.messages, force=True, keep_last=0)
     assert not again.compacted and again.messages == first.messages
     assert again.tokens_after == again.tokens_before
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.text(max_size=40).map(lambda t: f"{t} (7 failed: {t})"), st.integers(1, 8))
+def test_a_read_argument_that_looks_like_the_failed_count_is_data(text, reads) -> None:
+    """A model's URL holding `` (7 failed: …)``, read in two turns folded one after the other:
+    the merged read line still counts every read, names its newest, and no failure is made up
+    (it was quoted data, not the line's own "(N failed: …)")."""
+    messages: list[dict] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    for turn in range(2):
+        for n in range(reads):
+            call = {
+                "id": f"call_{turn}_{n}",
+                "type": "function",
+                "function": {"name": "get_page", "arguments": json.dumps({"url": f"{n}{text}"})},
+            }
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "page"})
+        messages.append({"role": "user", "content": f"turn {turn}"})
+        messages = compact(messages, force=True, keep_last=0).messages
+    (summary,) = [m["content"] for m in messages if is_summary(m)]
+    (line,) = [line for line in summary.splitlines() if line.startswith("- Read")]
+    outside = re.sub(r'"(?:[^"\\]|\\.)*"', '""', line)  # the line with its quoted data emptied
+    assert outside.startswith(f"- Read {2 * reads} items: ") and " failed: " not in outside, line
+    assert outside.count('get_page(url="")') == min(6, 2 * reads), line

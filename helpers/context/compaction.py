@@ -370,7 +370,25 @@ def _bounded(lines: list[str]) -> str:
 
 #: A written-file line of a summary: ``  - "name": …``, the quoted name as its first group.
 _FILE_LINE_RE = re.compile(r'^  - ("(?:[^"\\]|\\.)*"):')
-_READ_RE = re.compile(r"^- Read (\d+) items?: (.*?)(?: \((\d+) failed: (.*)\))?$")
+_READ_RE = re.compile(r"^- Read (\d+) items?: (.*)$")
+_READ_FAILED_RE = re.compile(r" \((\d+) failed: (.*)\)")
+
+
+def _read_parts(rest: str) -> tuple[str, int, str | None]:
+    """A read line after ``- Read N items: ``: its items, and how many failed with their
+    errors, from the first `` (N failed: …)`` outside the quoted items (a model's argument may
+    hold that text: it is inside a JSON string, so it is data)."""
+    in_string = escaped = False
+    for index, char in enumerate(rest):
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char == " " and (m := _READ_FAILED_RE.fullmatch(rest, index)):
+            return rest[:index], int(m[1]), m[2]
+    return rest, 0, None
+
+
 _QUOTED_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
 _QUERY_RE = re.compile(r"^- Ran (\d+) quer(?:y|ies)(?: \((\d+) failed: (.*)\))?$")
 _EXEC_RE = re.compile(r"^- Ran (\d+) executions? \((.*?)\): (\d+) succeeded, (\d+) failed$")
@@ -395,10 +413,11 @@ def _parse_summary(text: str) -> dict[str, Any]:
             parts["requests"][1] += _QUOTED_RE.findall(m[2])
             section = None
         elif m := _READ_RE.match(line):
+            items, failed, errors = _read_parts(m[2])
             parts["read"][0] += int(m[1])
-            parts["read"][1] += [i for i in _split_items(m[2]) if not i.startswith("… ")]
-            parts["read"][2] += int(m[3] or 0)
-            parts["read"][3] += [m[4]] if m[4] else []
+            parts["read"][1] += [i for i in _split_items(items) if not i.startswith("… ")]
+            parts["read"][2] += failed
+            parts["read"][3] += [errors] if errors else []
             section = None
         elif m := _QUERY_RE.match(line):
             parts["query"][0] += int(m[1])
