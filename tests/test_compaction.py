@@ -507,6 +507,19 @@ def test_a_thread_that_overflowed_the_context_window_goes_on_with_compaction(sto
     assert [c["name"] for c in on.to_json()["tool_calls"]] == ["yt_transcribe", "deep_check"]
 
 
+def _page_read(call_id: str, url: str) -> list[dict]:
+    """One exchange: get_page(url) and its result."""
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "get_page", "arguments": json.dumps({"url": url})},
+    }
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": "page"},
+    ]
+
+
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(st.lists(st.integers(min_value=0, max_value=9), min_size=1, max_size=4))
 def test_the_reads_named_are_the_newest_and_the_rest_are_counted_as_earlier(turns) -> None:
@@ -519,13 +532,7 @@ def test_the_reads_named_are_the_newest_and_the_rest_are_counted_as_earlier(turn
         messages.append({"role": "user", "content": f"request {t}"})
         for _ in range(reads):
             n += 1
-            call = {
-                "id": f"call_{n}",
-                "type": "function",
-                "function": {"name": "get_page", "arguments": json.dumps({"url": f"u{n}"})},
-            }
-            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "page"})
+            messages += _page_read(f"call_{n}", f"u{n}")
         messages.append({"role": "assistant", "content": f"answer {t}"})
         messages.append({"role": "user", "content": "next"})
         messages = compact(messages, force=True, keep_last=0).messages
@@ -567,13 +574,7 @@ def test_a_read_argument_that_looks_like_the_failed_count_is_data(text, reads) -
     messages: list[dict] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     for turn in range(2):
         for n in range(reads):
-            call = {
-                "id": f"call_{turn}_{n}",
-                "type": "function",
-                "function": {"name": "get_page", "arguments": json.dumps({"url": f"{n}{text}"})},
-            }
-            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "page"})
+            messages += _page_read(f"call_{turn}_{n}", f"{n}{text}")
         messages.append({"role": "user", "content": f"turn {turn}"})
         messages = compact(messages, force=True, keep_last=0).messages
     (summary,) = [m["content"] for m in messages if is_summary(m)]
