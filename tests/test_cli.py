@@ -539,6 +539,7 @@ def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> Non
         assert done.returncode == 0, shown
         assert "SECRETPASS" not in shown and "SECRETQUERY" not in shown and "\x1b" not in shown
         assert "offline" in shown and "zed" in shown and "qux" in shown and "esc" in shown
+        assert "ESC_BASE_URL holds a control character (" in shown and "position 21 " in shown
         if "--json" in extra:
             data = json.loads(done.stdout)
             assert not any(row["default"] for row in data["profiles"])

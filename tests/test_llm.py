@@ -254,7 +254,7 @@ def test_a_bad_base_url_is_refused_without_showing_its_secrets() -> None:
 @pytest.mark.parametrize(
     ("url", "reason"),
     [
-        ("http://u:HUNTER2@127.0.0.1:9/v\x011?key=K3Y", "non-printable"),
+        ("http://u:HUNTER2@127.0.0.1:9/v\x011?key=K3Y", "control character"),
         ("http://u:HUNTER2@127.0.0.1:99999/v1?key=K3Y", "port is not a number from 1 to 65535"),
         ("http://u:HUNTER2@127.0.0.1:0/v1?key=K3Y", "port is not a number from 1 to 65535"),
         ("http://u:HUNTER2@127.0.0.1:x/v1?key=K3Y", "port is not a number from 1 to 65535"),

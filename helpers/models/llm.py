@@ -153,12 +153,19 @@ def _check_url(key: str, url: str) -> str:
     """``url``, if the client can send to it: http(s), a host whose name can be encoded (IDNA:
     no empty label, none over 63 characters), a port in 1-65535, no query or fragment (the
     ``openai`` SDK appends ``chat/completions`` to the base URL's text, so ``/v1?key=K`` would be
-    sent as ``/v1/?key=Kchat/completions``), and nothing the HTTP client's own parser
-    (``httpx2.URL``) refuses, such as a control character.
+    sent as ``/v1/?key=Kchat/completions``), no control character (said first, by its position
+    in the value: the parsers' own reasons name a bracket, or a position in a URL shown without
+    its user), and nothing the HTTP client's own parser (``httpx2.URL``) refuses.
 
     Raises:
         ConfigError: naming ``key`` and why (the URL shown without user, password or query).
     """
+    control = next((i for i, c in enumerate(url) if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if control is not None:  # before any parser: theirs name a bracket or a position elsewhere
+        raise ConfigError(
+            f"{key} holds a control character ({url[control]!r}) at position {control} of its "
+            "value; copy the URL again, e.g. http://127.0.0.1:1234/v1"
+        )
     shown = endpoint_shown(url)
     try:
         parts = urlsplit(url)
