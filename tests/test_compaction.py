@@ -582,3 +582,18 @@ def test_a_read_argument_that_looks_like_the_failed_count_is_data(text, reads) -
     outside = re.sub(r'"(?:[^"\\]|\\.)*"', '""', line)  # the line with its quoted data emptied
     assert outside.startswith(f"- Read {2 * reads} items: ") and " failed: " not in outside, line
     assert outside.count('get_page(url="")') == min(6, 2 * reads), line
+
+
+def test_merged_summaries_count_a_repeated_error_once_with_its_total() -> None:
+    """Three turns of three reads that each failed "not found", folded one after another: the
+    merged read line says the error once with its total, as one summary of nine would."""
+    messages: list[dict] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    for turn in range(3):
+        for n in range(3):
+            exchange = _page_read(f"call_{turn}_{n}", f"u{turn}{n}")
+            exchange[1]["content"] = json.dumps({"error": "not found"})
+            messages += exchange
+        messages.append({"role": "user", "content": f"turn {turn}"})
+        messages = compact(messages, force=True, keep_last=0).messages
+    (summary,) = [m["content"] for m in messages if is_summary(m)]
+    assert summary.splitlines()[-1].endswith('… 3 earlier (9 failed: "not found" ×9)'), summary

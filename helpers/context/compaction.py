@@ -443,6 +443,22 @@ def _parse_summary(text: str) -> dict[str, Any]:
     return parts
 
 
+_REPEATED_RE = re.compile(r'^("(?:[^"\\]|\\.)*")(?: ×(\d+))?$')
+
+
+def _merged_errors(groups: list[str]) -> str:
+    """The error lists of two summaries' lines (each as :func:`_errors` wrote it) as one: each
+    distinct error once, its counts added (``"boom" ×3``), the newest
+    :data:`READS_QUOTED` of them."""
+    counts: dict[str, int] = {}
+    for item in (item for group in groups for item in _split_items(group)):
+        m = _REPEATED_RE.match(item)
+        text, n = (m[1], int(m[2] or 1)) if m else (item, 1)
+        counts[text] = counts.pop(text, 0) + n  # moved to the end: the newest last
+    kept = list(counts.items())[-READS_QUOTED:]
+    return "; ".join(f"{text} ×{n}" if n > 1 else text for text, n in kept)
+
+
 def merge_summaries(older: str, newer: str) -> str:
     """One bounded summary from two: counts add up; the newest read items, references, written
     files and error lines are kept, within :data:`MAX_SUMMARY_DETAIL_LINES` lines and
@@ -455,10 +471,10 @@ def merge_summaries(older: str, newer: str) -> str:
     reads = a["read"][0] + b["read"][0]
     if reads:
         items = (a["read"][1] + b["read"][1])[-READS_QUOTED:]
-        fails = (a["read"][3] + b["read"][3])[-6:]
+        fails = _merged_errors(a["read"][3] + b["read"][3])
         failed = a["read"][2] + b["read"][2]
         more = f"; … {reads - len(items)} earlier" if reads > len(items) else ""
-        tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
+        tail = f" ({failed} failed: {fails})" if failed else ""
         lines.append(f"- Read {reads} item{'s' * (reads != 1)}: {'; '.join(items)}{more}{tail}")
     writes = a["write"][0] + b["write"][0]
     if writes or a["write"][1] or b["write"][1]:
@@ -475,8 +491,8 @@ def merge_summaries(older: str, newer: str) -> str:
     queries = a["query"][0] + b["query"][0]
     if queries:
         failed = a["query"][1] + b["query"][1]
-        fails = (a["query"][2] + b["query"][2])[-6:]
-        tail = f" ({failed} failed: {'; '.join(fails)})" if failed else ""
+        fails = _merged_errors(a["query"][2] + b["query"][2])
+        tail = f" ({failed} failed: {fails})" if failed else ""
         lines.append(f"- Ran {queries} quer{'ies' if queries != 1 else 'y'}{tail}")
     refs = (a["refs"] + b["refs"])[-10:]
     if refs:
