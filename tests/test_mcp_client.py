@@ -558,7 +558,8 @@ def test_an_answer_over_the_message_limit_is_dropped_and_the_session_goes_on():
 @pytest.mark.parametrize(
     ("command", "args", "says"),
     [
-        ("/nonexistent/server", (), "cannot start '/nonexistent/server'"),
+        # under a file, so no folder of that name can exist
+        ("/dev/null/server", (), "cannot start '/dev/null/server'"),
         (
             sys.executable,
             ("-c", "import sys; sys.stderr.write('bad config\\n'); sys.exit(5)"),
@@ -687,7 +688,7 @@ def test_the_settings_describe_each_server():
         ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_ENV": '{"K": 1}'}, "MCP_A_ENV"),
         ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_PREFIX": "a.b"}, "MCP_A_PREFIX"),
         ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_TOOLS": " , "}, "MCP_A_TOOLS"),
-        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_CWD": "/nonexistent"}, "MCP_A_CWD"),
+        ({"MCP_SERVERS": "a", "MCP_A_COMMAND": "x", "MCP_A_CWD": "/dev/null/x"}, "MCP_A_CWD"),
     ],
 )
 def test_a_setting_that_cannot_be_used_is_named(env, names):
@@ -865,6 +866,16 @@ def test_the_secrets_of_an_environment_are_found_by_name_and_in_urls():
     assert found == {"pg-secret-123", "pat-secret-123", "url-secret-123"}
 
 
+def _fresh_python(code: str) -> str:
+    """What ``python -c CODE`` prints, run from the project with no ``MCP_*`` setting: a process
+    that has imported nothing yet (this one has, the SDK and jsonschema among them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    run = [sys.executable, "-c", code]
+    done = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=HANG_GUARD_S, check=True)  # fmt: skip
+    return done.stdout
+
+
 def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path):
     """The SDK costs about half a second to import: ask loads it only when MCP_SERVERS names a
     server (ask --help, and a turn without servers, stay as quick as before)."""
@@ -878,17 +889,28 @@ def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path):
         f"    main(['ask', '--json', '--db', {db!r}, {prompt!r}])\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=HANG_GUARD_S,
-        check=True,
+    assert _fresh_python(code).strip() == "[]"
+
+
+def test_a_schema_check_imports_jsonschema_without_its_iri_grammars():
+    """A server's schema checked in a fresh process (an ``ask`` with servers, a notebook's
+    kernel) imports jsonschema without ``rfc3987_syntax``, whose parsers took 1.3 s of CPU to
+    build; the check is the same (``format`` is an annotation), and the package can still be
+    imported afterwards."""
+    code = (
+        "import sys\n"
+        "from helpers.tooling.argument_checks import check_input_schema, schema_problems\n"
+        "schema = {'type': 'object', 'properties': {'u': {'type': 'string', 'format': 'iri'}},"
+        " 'required': ['u']}\n"
+        "print(check_input_schema(schema, 1000).problems)\n"
+        "print(schema_problems(schema, {'u': 'not an iri'}), schema_problems(schema, {}))\n"
+        "print('rfc3987_syntax' in sys.modules)\n"
+        "import rfc3987_syntax\n"
+        "print(rfc3987_syntax.is_valid_syntax('iri', 'http://example.org/x'))\n"
     )
-    assert done.stdout.strip() == "[]"
+    checked, problems, imported, valid = _fresh_python(code).splitlines()
+    assert checked == "[]" and imported == "False" and valid == "True"
+    assert problems == "[] ['missing required argument(s): u']"
 
 
 # -- what one server adds to every request ---------------------------------------------------------
