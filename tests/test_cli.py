@@ -549,6 +549,24 @@ def test_models_survives_hostile_settings_and_never_prints_a_url_secret() -> Non
             assert " *" not in done.stdout  # no profile marked the default
 
 
+def test_models_lists_the_profile_workbook_profile_names_with_what_it_lacks() -> None:
+    """``WORKBOOK_PROFILE=local`` with nothing of ``local`` set: ``models`` lists ``local`` with
+    what to set, not only ``offline``; a value that is no profile name adds no row."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_BASE_URL", "_PROVIDER", "_MODEL"))
+    }
+    listed = run_workbook(("models", "--json"), env={**clean, "WORKBOOK_PROFILE": "local"})
+    rows = {row["profile"]: row for row in json.loads(listed.stdout)["profiles"]}
+    assert list(rows) == ["offline", "local"] and not rows["local"]["default"]
+    assert "LOCAL_MODEL" in rows["local"]["usable"]
+    assert "LOCAL_MODEL" in json.loads(listed.stdout)["default_error"]
+    bad = run_workbook(("models", "--json"), env={**clean, "WORKBOOK_PROFILE": "no such"})
+    assert [row["profile"] for row in json.loads(bad.stdout)["profiles"]] == ["offline"]
+    assert "not a profile name" in json.loads(bad.stdout)["default_error"]
+
+
 def test_outputs_list_keeps_one_row_per_thread_whatever_its_id() -> None:
     import tempfile
 

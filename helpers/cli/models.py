@@ -82,16 +82,22 @@ def default_profile() -> tuple[str | None, str | None]:
 
 
 def profile_rows(default: str | None, check: bool, timeout_s: float) -> list[dict[str, Any]]:
-    """One row per configured profile: ``profile``, ``default`` (it is ``default``, the one
-    ``ask`` uses without ``-p``: :func:`default_profile`), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why not) and, with
-    ``check``, ``reachable``."""
+    """One row per configured profile, and one for the profile ``WORKBOOK_PROFILE`` names when
+    no settings name it (``WORKBOOK_PROFILE=local`` and no ``LOCAL_…`` set: its row says what
+    to set): ``profile``, ``default`` (it is ``default``, the one ``ask`` uses without ``-p``:
+    :func:`default_profile`), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why
+    not) and, with ``check``, ``reachable``."""
     from helpers.models.llm import ConfigError, resolve_model
-    from helpers.models.settings import configured_profiles
+    from helpers.models.settings import PROFILE_NAME_RE, configured_profiles, load_env
     from helpers.text.redaction import configured_secrets, endpoint_shown, redact
 
     secrets = configured_secrets()
+    names = configured_profiles()
+    chosen = (load_env().get("WORKBOOK_PROFILE") or "").strip()
+    if PROFILE_NAME_RE.fullmatch(chosen) and chosen.lower() not in {n.lower() for n in names}:
+        names.append(chosen)  # not a name: default_profile's problem says so
     rows = []
-    for name in configured_profiles():
+    for name in names:
         row: dict[str, Any] = {"profile": name, "default": name == default}
         try:
             config = resolve_model(name)
