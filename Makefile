@@ -127,6 +127,12 @@ student: $(DEV_STAMP)
 COURSE_SOLUTIONS = $(shell find solutions -maxdepth 1 -regextype posix-extended \
 	-regex 'solutions/[0-9]{2}_[A-Za-z0-9_]+\.ipynb' | sort)
 
+# pytest, keeping what it makes of each test module: it rewrites a module's asserts (to show the
+# values in a failure) and caches the result beside it, unless PYTHONDONTWRITEBYTECODE is set
+# (as in many containers), when each of its processes redoes every module, about 4 s of CPU
+# (pytest's docs: "Assertion rewriting caches files on write"; the cache is .gitignore'd)
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
+
 # pytest workers: auto is one per core and one more (tests/conftest.py), which works while
 # another's test waits out a timeout or a hang guard (TEST_WORKERS=0 runs in this process,
 # e.g. to use a debugger)
@@ -137,7 +143,7 @@ TEST_WORKERS ?= auto
 # a notebook: a notebook's cells run in order in one kernel)
 test: $(DEV_STAMP) lint check-notebooks
 	$(BIN)/workbook build-data
-	WORKBOOK_PROFILE=offline WORKBOOK_REFERENCE_CHOICES_ONLY=1 $(BIN)/pytest -q tests $(COURSE_SOLUTIONS) \
+	WORKBOOK_PROFILE=offline WORKBOOK_REFERENCE_CHOICES_ONLY=1 $(PYTEST) -q tests $(COURSE_SOLUTIONS) \
 		--ignore=tests/e2e --ignore=tests/room --ignore=tests/test_run_anywhere.py \
 		--ignore=tests/test_recipes.py \
 		--ignore=tests/test_notebooks_under_personas.py \
@@ -147,17 +153,17 @@ test: $(DEV_STAMP) lint check-notebooks
 # of its own, binder/postBuild, the devcontainer's postCreateCommand, the README's steps without
 # make (about two minutes: apart from make test, which stays well under ten)
 test-install: $(DEV_STAMP)
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_run_anywhere.py
+	WORKBOOK_PROFILE=offline $(PYTEST) -q -p no:cacheprovider tests/test_run_anywhere.py
 
 # CONTRIBUTING.md's recipes (a notebook, a tool, a strategy, a provider) carried out in copies
 # of the project, each followed by the checks it must pass (minutes: apart from make test)
 test-recipes: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/test_recipes.py
+	WORKBOOK_PROFILE=offline $(PYTEST) -q -p no:cacheprovider tests/test_recipes.py
 
 # every solution notebook top to bottom under each offline persona, a model that chooses
 # differently from the reference model (about four minutes on two cores: apart from make test)
 test-personas: $(DEV_STAMP) data
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider \
+	WORKBOOK_PROFILE=offline $(PYTEST) -q -p no:cacheprovider \
 		tests/test_notebooks_under_personas.py -n $(TEST_WORKERS)
 
 # the store tests against a throwaway PostgreSQL on loopback (skipped if the server is absent)
@@ -174,7 +180,7 @@ test-room: $(DEV_STAMP)
 	@{ [ -f /usr/lib/python3.11/idlelib/help.html ] && command -v nft >/dev/null; } || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq idle-python3.11 nftables >/dev/null; \
 		else echo "make test-room runs as root (one Linux user per attendee, the kernel's firewall)"; exit 1; fi; }
-	tests/with_postgres.sh $(BIN)/pytest -q -s -p no:cacheprovider tests/room
+	tests/with_postgres.sh $(PYTEST) -q -s -p no:cacheprovider tests/room
 
 # the workbook in a real browser: JupyterLab on loopback, the notebooks in headless Chromium at
 # 1280x720, light and dark, with no emoji font (Debian's chromium and fontconfig's fc-list,
@@ -183,7 +189,7 @@ e2e: $(DEV_STAMP) data
 	@{ command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; } && command -v fc-list >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fontconfig >/dev/null; \
 		else echo "make e2e needs Debian's chromium and fontconfig: sudo apt-get install chromium fontconfig"; exit 1; fi; }
-	WORKBOOK_PROFILE=offline $(BIN)/pytest -q -p no:cacheprovider tests/e2e
+	WORKBOOK_PROFILE=offline $(PYTEST) -q -p no:cacheprovider tests/e2e
 
 # the figures of README.md and docs/, measured again (a test fails when a page disagrees)
 figures: $(STAMP)
