@@ -62,28 +62,17 @@ def build_data(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def without_iri_grammars() -> None:
-    """Keep jsonschema's optional IRI format checker out of this process, before nbformat
-    imports jsonschema: its ``_format`` module imports ``rfc3987_syntax`` if it can, which
-    builds 38 lark parsers at import, 1.1 s of CPU (python-jsonschema/jsonschema#1428). A
-    module set to ``None`` in ``sys.modules`` is one ``import`` cannot find (the Python
-    reference, "The module cache"), so jsonschema goes on without ``iri`` checks; nbformat
-    validates notebooks with no format checker at all (``nbformat/json_compat.py``), so what
-    a notebook command writes is the same. Only for a command's own process: a kernel or a
-    Jupyter server never runs this."""
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-
-
 def copy_notebooks(args: argparse.Namespace) -> int:
     """Copy the attendee notebooks (and ``--solutions``) into a folder of one's own; a path that
     is a file, or a folder that cannot be written, is a one-line error (exit 2 or 1)."""
     import shlex
     from pathlib import Path
 
+    from helpers.base.imports import import_jsonschema
+
+    import_jsonschema()  # before nbformat imports it
     from helpers.course.student_notebooks import copy_notebooks as write_copies
 
-    without_iri_grammars()
     if not args.folder.strip():
         return usage_error(args, "copy-notebooks needs a folder's name, e.g. relay")
     folder = Path(args.folder)
@@ -117,9 +106,11 @@ def copy_notebooks(args: argparse.Namespace) -> int:
 
 def restore(args: argparse.Namespace) -> int:
     """Put one attendee notebook back as it was."""
+    from helpers.base.imports import import_jsonschema
+
+    import_jsonschema()  # before nbformat imports it
     from helpers.course.student_notebooks import restore as restore_notebook
 
-    without_iri_grammars()
     try:
         path, backup = restore_notebook(args.notebook)
     except LookupError as exc:

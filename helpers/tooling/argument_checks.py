@@ -60,14 +60,14 @@ A server's schema is untrusted, so what it can make the client do is bounded:
   says at most :data:`MAX_PROBLEMS` problems.
 
 jsonschema is imported only when a schema is checked, and without the backend of its ``iri``
-format checks (:func:`_import_jsonschema`): with it, the import took 1.5 s of CPU.
+format checks (:func:`helpers.base.imports.import_jsonschema`): with it, the import took 1.5 s
+of CPU.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING, Any
 import re2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from helpers.base.imports import import_jsonschema
 from helpers.text.patterns import re2_options
 
 if TYPE_CHECKING:
@@ -402,7 +403,7 @@ def _checking_class(dialect: type, pattern_properties: bool) -> type:
     RE2. ``unevaluatedProperties`` reads ``patternProperties`` with Python's ``re``
     (jsonschema's ``find_evaluated_property_keys_by_schema``): in a schema that has any, it is
     left to the server."""
-    _import_jsonschema()
+    import_jsonschema()
     from jsonschema import validators
 
     own = {
@@ -419,36 +420,10 @@ def _checking_class(dialect: type, pattern_properties: bool) -> type:
     return checking
 
 
-def _import_jsonschema() -> None:
-    """Import jsonschema, if this process has not, without ``rfc3987_syntax``.
-
-    That package is the optional backend of jsonschema's ``iri`` and ``iri-reference`` format
-    checks (the ``format-nongpl`` extra nbformat asks for). When imported it builds one Earley
-    parser per grammar rule, 1.3 s of CPU of the 1.5 s jsonschema took here
-    (python-jsonschema/jsonschema#1428, jupyter-server/jupyter_server#1559). jsonschema
-    imports it inside ``try``/``except ImportError``, so it is made unimportable for this one
-    import. Nothing is lost: the workbook never checks formats. It passes no format checker,
-    and in JSON Schema 2020-12 ``format`` is an annotation (Validation §7.2).
-
-    Afterwards ``rfc3987_syntax`` can be imported again, and a jsonschema imported earlier
-    (by nbformat, say) is left as it is.
-    """
-    if "jsonschema" in sys.modules:
-        return
-    blocked = "rfc3987_syntax" not in sys.modules
-    if blocked:
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import -> ImportError
-    try:
-        import jsonschema  # noqa: F401
-    finally:
-        if blocked and "rfc3987_syntax" in sys.modules and sys.modules["rfc3987_syntax"] is None:
-            del sys.modules["rfc3987_syntax"]
-
-
 def _dialect(schema: Mapping[str, Any]) -> type | None:
     """The jsonschema validator of the dialect ``schema``'s ``$schema`` names (2020-12 when it
     names none); ``None``: one jsonschema does not know."""
-    _import_jsonschema()
+    import_jsonschema()
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
