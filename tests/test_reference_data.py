@@ -27,15 +27,23 @@ def test_built_once_then_rebuilt_only_when_an_input_or_a_file_changes(tmp_path, 
     fingerprint = tmp_path / FINGERPRINT_FILE
     recorded = json.loads(fingerprint.read_text(encoding="utf-8"))
     assert {k: v for k, v in recorded.items() if k != "files"} == data_inputs()
+    written = _written()
     fingerprint.write_text(json.dumps({**recorded, "pycountry": "0.1"}), encoding="utf-8")
-    assert build_reference_data().reason == "pycountry changed"
+    rebuilt = build_reference_data()  # what pycountry makes: the database and two documents
+    assert rebuilt.reason == "pycountry changed" and rebuilt.rows == first.rows
+    assert _rewritten(written) == {reference_db_path().name, "iso_639-3.json", "iso_3166-2.json"}
+    assert rebuilt.pages == 2 and build_reference_data().reason == "current"
 
+    written = _written()
     (pages_dir() / "json.html").unlink()
-    assert build_reference_data().reason == "json.html is missing"
-    assert (pages_dir() / "json.html").is_file()
+    rebuilt = build_reference_data()
+    assert rebuilt.reason == "json.html is missing" and (rebuilt.rows, rebuilt.pages) == ({}, 1)
+    assert (pages_dir() / "json.html").is_file() and _rewritten(written) == {"json.html"}
 
     reference_db_path().write_bytes(b"")  # emptied (a failed copy, a slip in a shell)
-    assert build_reference_data().reason == f"{reference_db_path().name} changed since it was built"
+    rebuilt = build_reference_data()
+    assert rebuilt.reason == f"{reference_db_path().name} changed since it was built"
+    assert rebuilt.rows == first.rows and rebuilt.pages == 0
     with sqlite3.connect(reference_db_path()) as db:
         assert db.execute("SELECT count(*) FROM countries").fetchone()[0] == 249
 
@@ -44,8 +52,37 @@ def test_built_once_then_rebuilt_only_when_an_input_or_a_file_changes(tmp_path, 
     assert build_reference_data().reason == "json.html changed since it was built"
     assert build_reference_data().reason == "current"
 
-    assert build_reference_data(force=True).reason == "forced"
+    written = _written()
+    forced = build_reference_data(force=True)
+    assert forced.reason == "forced" and (forced.rows, forced.pages) == (first.rows, first.pages)
+    assert _rewritten(written) == set(written)
     assert build_reference_data().reason == "current"
+
+
+def test_each_input_rebuilds_the_files_made_from_it() -> None:
+    """A new Python rebuilds what pydoc and :mod:`unicodedata` make (the pages, UnicodeData.txt,
+    the language reference), a new pycountry the rest, a change to a builder everything."""
+    from helpers.tooling.reference_data import _built_files, _read_from
+
+    everything = {p.name for p in _built_files()}
+    from_pycountry = {reference_db_path().name, "iso_639-3.json", "iso_3166-2.json"}
+    assert _read_from(["pycountry"]) == from_pycountry
+    assert _read_from(["python"]) == everything - from_pycountry
+    assert {"json.html", "UnicodeData.txt", "reference.txt"} <= _read_from(["python"])
+    assert _read_from(["builders"]) == _read_from(["python", "pycountry"]) == everything
+    assert _read_from([]) == set()
+
+
+def _written() -> dict[str, tuple[int, int]]:
+    """Each built file's name, and the inode it is and when it was written: a build moves a new
+    file into place (which may be given the inode of a file deleted before)."""
+    paths = [reference_db_path(), *pages_dir().iterdir()]
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths}
+
+
+def _rewritten(before: dict[str, tuple[int, int]]) -> set[str]:
+    """The files of ``before`` a build has replaced since."""
+    return {name for name, file in _written().items() if before.get(name) != file}
 
 
 def test_first_builds_at_the_same_time_never_give_a_reader_half_a_database(tmp_path) -> None:

@@ -56,9 +56,13 @@ def build_data(args: argparse.Namespace) -> int:
     if not done.built:
         print(f"reference data in {reference_db_path().parent} is current (--force rebuilds it)")
         return EXIT_OK
-    rows = ", ".join(f"{table} {n}" for table, n in done.rows.items())
-    print(f"built {reference_db_path()} ({done.reason}): {rows} rows")
-    print(f"built {pages_dir()}: {done.pages} pages and documents")
+    print(f"reference data in {reference_db_path().parent} ({done.reason}): built")
+    if done.rows:
+        rows = ", ".join(f"{table} {n}" for table, n in done.rows.items())
+        print(f"  {reference_db_path().name}: {rows} rows")
+    if done.pages:
+        files = "1 file" if done.pages == 1 else f"{done.pages} files"
+        print(f"  {pages_dir().name}/: {files} (pages and documents)")
     return EXIT_OK
 
 

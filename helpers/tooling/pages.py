@@ -29,12 +29,14 @@ the first part of each, whole lines, so tests can run the same cases at a smalle
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import re
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -234,16 +236,17 @@ def render_page(module_name: str) -> str:
     return redact(page, configured_secrets())
 
 
-def build_pages() -> int:
+def build_pages(only: Collection[str] | None = None) -> int:
     """Render every page of :data:`PAGE_MODULES`, and every large document (once each, however
-    many URLs serve it), into ``var/pages/``; return how many files were written."""
+    many URLs serve it), into ``var/pages/``; with ``only``, those of the file names it holds
+    (``"json.html"``, ``"UnicodeData.txt"``). Return how many files were written."""
     remove_abandoned(pages_dir())
-    for name in PAGE_MODULES:
-        _write_whole(_page_path(name), render_page(name))
-    documents = dict(DOCUMENTS.values())  # file name -> builder: one file per document
-    for file_name, build in documents.items():
-        _write_whole(pages_dir() / file_name, build())
-    return len(PAGE_MODULES) + len(documents)
+    files = {f"{name}.html": functools.partial(render_page, name) for name in PAGE_MODULES}
+    files |= dict(DOCUMENTS.values())  # file name -> builder: one file per document
+    chosen = [name for name in files if only is None or name in only]
+    for file_name in chosen:
+        _write_whole(pages_dir() / file_name, files[file_name]())
+    return len(chosen)
 
 
 def _write_whole(path: Path, text: str) -> None:

@@ -6,9 +6,11 @@ pycountry) and the offline documentation pages ``get_page`` serves (:mod:`helper
 from pydoc and the large documents). What they are made from is their *inputs*: the Python
 version (pydoc renders the standard library of the running Python), the pycountry version, and
 the source of the two builder modules. :func:`build_reference_data` writes a fingerprint of
-those inputs, and the SHA-256 of every file it built, beside the data; next time it rebuilds
-only when an input differs or a built file is missing or no longer the one it wrote (emptied,
-edited, copied over); ``force=True`` (``build-data --force``) always rebuilds.
+those inputs, and the SHA-256 of every file it built, beside the data. Next time it builds
+again only the files that need it: a file missing or no longer the one it wrote (emptied,
+edited, copied over), and the files made from an input that differs (:func:`_read_from`: a new
+pycountry rebuilds the database and the two ISO documents, not the pydoc pages).
+``force=True`` (``build-data --force``) always rebuilds everything.
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ from helpers.base.paths import reference_db_path, var_dir
 
 #: Where the fingerprint of the inputs of the last complete build is kept.
 FINGERPRINT_FILE = "reference-data.inputs.json"
+#: The documents of :mod:`helpers.tooling.pages` made from pycountry's data, as the database is.
+PYCOUNTRY_DOCUMENTS = ("iso_639-3.json", "iso_3166-2.json")
 
 
 @dataclass(frozen=True)
 class DataBuild:
     """What :func:`build_reference_data` did: ``built`` (``False``: the data was current),
-    the row count per table (empty when nothing was built), the number of pages, and
+    the row count per table (empty when the database was not built), the number of pages and
+    documents built, and
     ``reason``, in words (``"pycountry changed"``, ``"forced"``, ``"current"``…)."""
 
     built: bool
@@ -72,31 +77,44 @@ def _file_digests() -> dict[str, str]:
     return digests
 
 
-def why_stale() -> str | None:
+def _read_from(changed: list[str]) -> set[str]:
+    """The names of the built files made from the ``changed`` inputs of :func:`data_inputs`:
+    ``pycountry`` makes the database and :data:`PYCOUNTRY_DOCUMENTS`, ``python`` (pydoc,
+    :mod:`unicodedata`, ``pydoc_data``) every other file; a change to ``builders``, or to an
+    input this version does not know, rebuilds them all."""
+    everything = {p.name for p in _built_files()}
+    pycountry = {reference_db_path().name, *PYCOUNTRY_DOCUMENTS}
+    made = {"pycountry": pycountry, "python": everything - pycountry}
+    return set().union(*(made.get(key, everything) for key in changed))
+
+
+def why_stale() -> tuple[str, set[str]] | None:
     """Why the data must be built, in words (never built; a built file missing, or changed since
-    it was built; which input changed), or ``None`` when it is current. Reads every built file
-    (about 13 MB: tens of milliseconds)."""
+    it was built; which input changed), and the names of the built files to build again; or
+    ``None`` when it is current. Reads every built file (about 13 MB: tens of milliseconds)."""
+    everything = {p.name for p in _built_files()}
     path = var_dir() / FINGERPRINT_FILE
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
         files = dict(recorded.get("files") or {})
     except (OSError, ValueError, TypeError, AttributeError):
-        return "never built"
+        return "never built", everything
     missing = [p.name for p in _built_files() if not p.is_file()]
-    if missing:
-        return f"{missing[0]} is missing"
     if not files:
-        return "built by an earlier version of the workbook"
+        return "built by an earlier version of the workbook", everything
     edited = [name for name, digest in _file_digests().items() if files.get(name) != digest]
-    if edited:
-        return f"{edited[0]} changed since it was built"
     changed = [k for k, v in data_inputs().items() if recorded.get(k) != v]
-    return f"{' and '.join(changed)} changed" if changed else None
+    todo = set(missing) | set(edited) | _read_from(changed)
+    if missing:
+        return f"{missing[0]} is missing", todo
+    if edited:
+        return f"{edited[0]} changed since it was built", todo
+    return (f"{' and '.join(changed)} changed", todo) if changed else None
 
 
 def build_reference_data(force: bool = False) -> DataBuild:
-    """Build the reference database and the pages when they are stale (or ``force``), then
-    record the inputs they were built from.
+    """Build the reference files that are stale (:func:`why_stale`; every one with ``force``),
+    then record the inputs they were built from.
 
     Raises:
         OSError: ``var/`` cannot be written.
@@ -104,13 +122,14 @@ def build_reference_data(force: bool = False) -> DataBuild:
     from helpers.tooling.dataset import build_reference_db
     from helpers.tooling.pages import build_pages
 
-    reason = "forced" if force else why_stale()
-    if reason is None:
+    stale = ("forced", {p.name for p in _built_files()}) if force else why_stale()
+    if stale is None:
         return DataBuild(built=False, rows={}, pages=0, reason="current")
+    reason, todo = stale
     fingerprint = var_dir() / FINGERPRINT_FILE
     fingerprint.unlink(missing_ok=True)  # a build cut short is never taken for current
-    rows = build_reference_db()
-    pages = build_pages()
+    rows = build_reference_db() if reference_db_path().name in todo else {}
+    pages = build_pages(todo - {reference_db_path().name})
     record = {**data_inputs(), "files": _file_digests()}
     fingerprint.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return DataBuild(built=True, rows=rows, pages=pages, reason=reason)
