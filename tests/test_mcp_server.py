@@ -167,28 +167,34 @@ def test_another_sessions_uri_is_refused_and_its_own_is_read(db_url):
         assert "another thread" in only_block(result).text
 
 
-@pytest.mark.parametrize(
-    "uri",
-    [
-        "internal://AAAAAAAAAAAAAAAAAAAAAA",  # well formed, never made
-        "internal://../../etc/passwd",
-        "internal://",
-        "file:///etc/passwd",
-        "relay://report/3",
-        "INTERNAL://AAAAAAAAAAAAAAAAAAAAAA",
-        " internal://AAAAAAAAAAAAAAAAAAAAAA",
-        "x" * 5000,
-    ],
-)
-def test_a_uri_that_is_not_one_of_its_resources_is_refused_as_invalid_params(db_url, uri):
-    async def work(client: Client) -> MCPError:
-        with pytest.raises(MCPError) as refused:
-            await client.read_resource(uri)
-        return refused.value
+#: URIs that name none of the server's resources.
+NOT_ITS_RESOURCES = [
+    "internal://AAAAAAAAAAAAAAAAAAAAAA",  # well formed, never made
+    "internal://../../etc/passwd",
+    "internal://",
+    "file:///etc/passwd",
+    "relay://report/3",
+    "INTERNAL://AAAAAAAAAAAAAAAAAAAAAA",
+    " internal://AAAAAAAAAAAAAAAAAAAAAA",
+    "x" * 5000,
+]
 
-    refused = with_client(server_params(db_url), work)
-    assert refused.code == types.INVALID_PARAMS
-    assert len(refused.message) < 300  # the uri is shown cut, never echoed whole
+
+def test_a_uri_that_is_not_one_of_its_resources_is_refused_as_invalid_params(db_url):
+    """Each of :data:`NOT_ITS_RESOURCES` in turn, in one session that goes on after each."""
+
+    async def work(client: Client) -> list[MCPError]:
+        refusals = []
+        for uri in NOT_ITS_RESOURCES:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            refusals.append(refused.value)
+        return refusals
+
+    refusals = with_client(server_params(db_url), work)
+    for uri, refused in zip(NOT_ITS_RESOURCES, refusals, strict=True):
+        assert refused.code == types.INVALID_PARAMS, uri[:60]
+        assert len(refused.message) < 300, uri[:60]  # the uri is shown cut, never echoed whole
 
 
 def test_a_reference_passed_whole_reaches_the_tool_byte_for_byte(db_url):
@@ -386,10 +392,15 @@ class RawClient:
         self.server.stdin.write(line + b"\n")
         self.server.stdin.flush()
 
-    def answer(self, request_id: int | None) -> dict[str, Any]:
+    def next_message(self) -> dict[str, Any]:
+        """The next line the server writes, read as JSON."""
         assert self.server.stdout is not None
+        return json.loads(self.server.stdout.readline())
+
+    def answer(self, request_id: int | None) -> dict[str, Any]:
+        """The next message of this id (those before it are left unread)."""
         while True:
-            message = json.loads(self.server.stdout.readline())
+            message = self.next_message()
             if message.get("id") == request_id:
                 return message
 
@@ -445,35 +456,36 @@ def test_a_client_of_a_version_without_resource_links_gets_the_link_as_text(db_u
         raw.close()
 
 
-@pytest.mark.parametrize(
-    ("line", "code"),
-    [
-        (b"{not json", -32700),
-        (b"\x00garbage", -32700),
-        (b"\xff\xfe", -32700),
-        (b"[1, 2]", -32600),
-        (b'{"jsonrpc": "2.0", "id": 5}', -32600),
-        (b"   ", None),
-        (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', -32600),
-        (b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', -32600),
-        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', -32600),
-        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', -32600),
-    ],
-)
-def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_url, line, code):
+#: Lines a server cannot read, and the JSON-RPC error code each gets (``None``: no answer).
+UNREADABLE_LINES = [
+    (b"{not json", -32700),
+    (b"\x00garbage", -32700),
+    (b"\xff\xfe", -32700),
+    (b"[1, 2]", -32600),
+    (b'{"jsonrpc": "2.0", "id": 5}', -32600),
+    (b"   ", None),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', -32600),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', -32600),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', -32600),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', -32600),
+]
+
+
+def test_a_line_it_cannot_read_gets_json_rpcs_answer_and_the_server_goes_on(db_url):
     """Not JSON: -32700; JSON that is not a message (a request whose id is not a string or an
-    integer, which the SDK takes for a notification) -32600; a blank line: nothing at all."""
+    integer, which the SDK takes for a notification) -32600; a blank line: nothing at all. Each
+    of :data:`UNREADABLE_LINES` in turn, on one server: the next line it writes after each
+    refusal (after a blank line, the first) answers a ping, and a session starts after them all."""
     raw = RawClient(db_url)
     try:
-        raw.send(line)
-        if code is not None:
-            refused = raw.answer(None)
-            assert refused["error"]["code"] == code
-            assert refused["error"]["message"].startswith("a line this server cannot read")
-        else:  # nothing at all: the next line the server writes answers the next request
-            raw.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
-            assert raw.server.stdout is not None
-            assert json.loads(raw.server.stdout.readline())["id"] == 2
+        for ping, (line, code) in enumerate(UNREADABLE_LINES, start=100):
+            raw.send(line)
+            raw.send({"jsonrpc": "2.0", "id": ping, "method": "ping"})
+            if code is not None:
+                refused = raw.next_message()
+                assert refused["id"] is None and refused["error"]["code"] == code, line
+                assert refused["error"]["message"].startswith("a line this server cannot read")
+            assert raw.next_message()["id"] == ping, line
         assert raw.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
     finally:
         raw.close()
@@ -649,28 +661,27 @@ def test_reads_of_a_large_output_asked_at_once_are_held_within_bounds(db_url):
         raw.close()
 
 
-@pytest.mark.parametrize("depth", [60, 250, 5_000, 200_000])
-def test_arguments_nested_at_any_depth_get_an_answer(db_url, depth):
+def test_arguments_nested_at_any_depth_get_an_answer(db_url):
     """Past the turn's 32 levels a tool execution error; past the JSON parser's own depth,
-    -32700 for the request's id, read from its top level without parsing it; never silence."""
+    -32700 for the request's id, read from its top level without parsing it; never silence.
+    Each depth in turn, in one session, which goes on listing its tools after each."""
     raw = RawClient(db_url)
     try:
         raw.initialize("2025-11-25")
-        nested = "[" * depth + "]" * depth
-        raw.send(
-            b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": '
-            b'{"name": "get_page", "arguments": {"url": ' + nested.encode() + b"}}}"
-        )
-        answer = raw.answer(9)
-        if depth <= 60:
-            assert (
-                answer["result"]["isError"]
-                and "32 levels" in answer["result"]["content"][0]["text"]
+        for call, depth in enumerate([60, 250, 5_000, 200_000], start=100):
+            nested = "[" * depth + "]" * depth
+            raw.send(
+                b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": '
+                b'{"name": "get_page", "arguments": {"url": %s}}}' % (call, nested.encode())
             )
-        else:
-            assert answer["error"]["code"] == -32700, answer
-        raw.send({"jsonrpc": "2.0", "id": 10, "method": "tools/list"})
-        assert raw.answer(10)["result"]["tools"]
+            answer = raw.answer(call)
+            if depth <= 60:
+                text = answer["result"]["content"][0]["text"]
+                assert answer["result"]["isError"] and "32 levels" in text, depth
+            else:
+                assert answer["error"]["code"] == -32700, (depth, answer)
+            raw.send({"jsonrpc": "2.0", "id": -call, "method": "tools/list"})
+            assert raw.answer(-call)["result"]["tools"], depth
     finally:
         raw.close()
 
