@@ -130,8 +130,9 @@ COURSE_SOLUTIONS = $(shell find solutions -maxdepth 1 -regextype posix-extended 
 # pytest, keeping what it makes of each test module: it rewrites a module's asserts (to show the
 # values in a failure) and caches the result beside it, unless PYTHONDONTWRITEBYTECODE is set
 # (as in many containers), when each of its processes redoes every module, about 4 s of CPU
-# (pytest's docs: "Assertion rewriting caches files on write"; the cache is .gitignore'd)
-PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
+# (pytest's docs: "Assertion rewriting caches files on write"; the cache is .gitignore'd); and
+# importing jsonschema, before its plugins do, without its iri grammars (tests/early_imports.py)
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -p tests.early_imports
 
 # pytest workers: auto is one per core and one more (tests/conftest.py), which works while
 # another's test waits out a timeout or a hang guard (TEST_WORKERS=0 runs in this process,
