@@ -565,6 +565,16 @@ def test_models_lists_the_profile_workbook_profile_names_with_what_it_lacks() ->
     bad = run_workbook(("models", "--json"), env={**clean, "WORKBOOK_PROFILE": "no such"})
     assert [row["profile"] for row in json.loads(bad.stdout)["profiles"]] == ["offline"]
     assert "not a profile name" in json.loads(bad.stdout)["default_error"]
+    # my_prof is the profile MY_PROF_… make, listed as my-prof: one row, the default
+    own = {**clean, "MY_PROF_BASE_URL": "http://127.0.0.1:9/v1", "MY_PROF_MODEL": "m"}
+    listed = run_workbook(("models", "--json"), env={**own, "WORKBOOK_PROFILE": "my_prof"})
+    rows = json.loads(listed.stdout)["profiles"]
+    assert [(r["profile"], r["default"]) for r in rows] == [("offline", False), ("my-prof", True)]
+    # a key pasted as the profile's name is never shown
+    key = "sk-PASTEDKEY1234567890"
+    pasted = {**clean, "OPENAI_API_KEY": key, "WORKBOOK_PROFILE": key}
+    listed = run_workbook(("models",), env={**pasted, "NO_COLOR": "1"})
+    assert key not in listed.stdout and key not in listed.stderr
 
 
 def test_outputs_list_keeps_one_row_per_thread_whatever_its_id() -> None:

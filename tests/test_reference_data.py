@@ -31,7 +31,8 @@ def test_built_once_then_rebuilt_only_when_an_input_or_a_file_changes(tmp_path, 
     fingerprint.write_text(json.dumps({**recorded, "pycountry": "0.1"}), encoding="utf-8")
     rebuilt = build_reference_data()  # what pycountry makes: the database and two documents
     assert rebuilt.reason == "pycountry changed" and rebuilt.rows == first.rows
-    assert _rewritten(written) == {reference_db_path().name, "iso_639-3.json", "iso_3166-2.json"}
+    from_pycountry = {reference_db_path().name, "iso_639-3.json", "iso_3166-2.json"}
+    assert _rewritten(written) == from_pycountry
     assert rebuilt.pages == 2 and build_reference_data().reason == "current"
 
     written = _written()
@@ -39,6 +40,15 @@ def test_built_once_then_rebuilt_only_when_an_input_or_a_file_changes(tmp_path, 
     rebuilt = build_reference_data()
     assert rebuilt.reason == "json.html is missing" and (rebuilt.rows, rebuilt.pages) == ({}, 1)
     assert (pages_dir() / "json.html").is_file() and _rewritten(written) == {"json.html"}
+
+    written = _written()
+    (pages_dir() / "json.html").unlink()
+    (pages_dir() / "re.html").unlink()
+    recorded = json.loads(fingerprint.read_text(encoding="utf-8"))
+    fingerprint.write_text(json.dumps({**recorded, "pycountry": "0.1"}), encoding="utf-8")
+    rebuilt = build_reference_data()  # each cause said, and what each makes built
+    assert rebuilt.reason == "json.html and 1 more are missing; pycountry changed"
+    assert _rewritten(written) == {"json.html", "re.html", *from_pycountry}
 
     reference_db_path().write_bytes(b"")  # emptied (a failed copy, a slip in a shell)
     rebuilt = build_reference_data()
@@ -83,6 +93,33 @@ def _written() -> dict[str, tuple[int, int]]:
 def _rewritten(before: dict[str, tuple[int, int]]) -> set[str]:
     """The files of ``before`` a build has replaced since."""
     return {name for name, file in _written().items() if before.get(name) != file}
+
+
+def test_a_build_that_cannot_write_says_where_in_one_line(tmp_path) -> None:
+    """``build-data`` on a var folder that is a file (or any OSError): the path and the reason,
+    exit 1, no traceback."""
+    import os
+
+    from forked_cli import run_workbook
+
+    blocked = tmp_path / "var"
+    blocked.write_text("a file", encoding="utf-8")
+    done = run_workbook(("build-data",), env={**os.environ, "WORKBOOK_VAR_DIR": str(blocked)})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == f"workbook: cannot build the reference data: {blocked}: File exists\n"
+
+
+def test_a_page_is_the_same_bytes_in_every_process() -> None:
+    """No memory address in a rendered page, however pydoc spaces it (``&nbsp;at&nbsp;0x…`` in
+    difflib's page): a page rendered again by ``get_page`` is the page ``build-data`` wrote."""
+    import re
+
+    from helpers.tooling.pages import render_page
+
+    for module in ("difflib", "http.client"):
+        page = render_page(module)
+        assert "at&nbsp;0x…" in page or "at 0x…" in page, module
+        assert not re.search(r"at(?: |&nbsp;)0x[0-9a-f]", page), module
 
 
 def test_first_builds_at_the_same_time_never_give_a_reader_half_a_database(tmp_path) -> None:

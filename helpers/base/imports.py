@@ -27,9 +27,11 @@ def import_jsonschema() -> None:
       an annotation (Validation §7.2);
     - nbformat validates notebooks with no format checker at all (``nbformat/json_compat.py``).
 
-    Afterwards the backend can be imported again by whoever wants it, and a jsonschema this
-    process imported before is left as it was. Call it before nbformat or jsonschema is
-    imported.
+    What does change is jsonschema's own format checking in this process: its
+    :class:`jsonschema.FormatChecker` checks no ``iri`` and ``iri-reference`` for the rest of
+    it (they pass, as any format without a checker does). The backend can be imported again by
+    whoever wants it afterwards, and a jsonschema this process imported before is left as it
+    was. Call it before nbformat or jsonschema is imported.
     """
     if "jsonschema" in sys.modules:
         return

@@ -52,7 +52,17 @@ def build_data(args: argparse.Namespace) -> int:
     from helpers.tooling.pages import pages_dir
     from helpers.tooling.reference_data import build_reference_data
 
-    done = build_reference_data(force=args.force)
+    try:
+        done = build_reference_data(force=args.force)
+    except OSError as exc:  # var/ unwritable, a folder where a file goes, the disk full
+        path = exc.filename2 or exc.filename  # os.replace: the file it could not put in place
+        where = f"{path}: " if path else ""
+        print(
+            f"workbook: cannot build the reference data: {for_terminal(where)}"
+            f"{for_terminal(exc.strerror or str(exc))}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if not done.built:
         print(f"reference data in {reference_db_path().parent} is current (--force rebuilds it)")
         return EXIT_OK

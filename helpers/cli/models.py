@@ -88,17 +88,27 @@ def profile_rows(default: str | None, check: bool, timeout_s: float) -> list[dic
     :func:`default_profile`), ``provider``, ``model``, ``endpoint``, ``usable`` (``ok`` or why
     not) and, with ``check``, ``reachable``."""
     from helpers.models.llm import ConfigError, resolve_model
-    from helpers.models.settings import PROFILE_NAME_RE, configured_profiles, load_env
+    from helpers.models.settings import (
+        PROFILE_NAME_RE,
+        configured_profiles,
+        load_env,
+        settings_prefix,
+    )
     from helpers.text.redaction import configured_secrets, endpoint_shown, redact
 
     secrets = configured_secrets()
     names = configured_profiles()
     chosen = (load_env().get("WORKBOOK_PROFILE") or "").strip()
-    if PROFILE_NAME_RE.fullmatch(chosen) and chosen.lower() not in {n.lower() for n in names}:
+    # one profile, however spelled: my_prof and my-prof read MY_PROF_… alike (settings_prefix)
+    if PROFILE_NAME_RE.fullmatch(chosen) and settings_prefix(chosen) not in {
+        settings_prefix(n) for n in names
+    }:
         names.append(chosen)  # not a name: default_profile's problem says so
     rows = []
     for name in names:
-        row: dict[str, Any] = {"profile": name, "default": name == default}
+        is_default = default is not None and settings_prefix(name) == settings_prefix(default)
+        # a key pasted as WORKBOOK_PROFILE is shown as the settings show it: redacted
+        row: dict[str, Any] = {"profile": redact(name, secrets), "default": is_default}
         try:
             config = resolve_model(name)
         except (ConfigError, ValueError) as exc:  # ValueError: a URL urllib cannot read

@@ -111,7 +111,8 @@ PAGE_MODULES: tuple[str, ...] = (
     "zoneinfo",
 )
 _PAGE_SET = frozenset(PAGE_MODULES)
-_ADDRESS_RE = re.compile(r" at 0x[0-9a-f]+")
+#: An object's memory address in a repr, " at 0x7f…" (pydoc's HTML spaces it "&nbsp;at&nbsp;").
+_ADDRESS_RE = re.compile(r"( |&nbsp;)at( |&nbsp;)0x[0-9a-f]+")
 _NAME_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 
 
@@ -232,7 +233,7 @@ def render_page(module_name: str) -> str:
     stdlib = sysconfig.get_paths()["stdlib"]
     page = page.replace("file:" + stdlib, "file:Lib").replace(stdlib, "Lib")
     # and memory addresses in object reprs: the same page on every run and every machine
-    page = _ADDRESS_RE.sub(" at 0x…", page)
+    page = _ADDRESS_RE.sub(r"\1at\g<2>0x…", page)
     return redact(page, configured_secrets())
 
 
