@@ -41,5 +41,5 @@ def import_jsonschema() -> None:
     try:
         import jsonschema  # noqa: F401
     finally:
-        if blocked and IRI_BACKEND in sys.modules and sys.modules[IRI_BACKEND] is None:
+        if blocked and sys.modules.get(IRI_BACKEND, IRI_BACKEND) is None:  # still the block
             del sys.modules[IRI_BACKEND]

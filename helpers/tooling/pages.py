@@ -162,6 +162,9 @@ def _unicode_url() -> str:
 
 
 ISO_CODES_URL = "https://salsa.debian.org/iso-codes-team/iso-codes/-/raw/main/data/"
+#: The documents copied from pycountry's data (a new pycountry makes them anew): file name, as
+#: iso-codes publishes it → pycountry's own file.
+PYCOUNTRY_DOCUMENTS = {"iso_639-3.json": "iso639-3.json", "iso_3166-2.json": "iso3166-2.json"}
 #: URL → how to build the document (once; then it is read from ``var/pages/``).
 DOCUMENTS: dict[str, tuple[str, Any]] = {
     _unicode_url(): ("UnicodeData.txt", _unicode_data),
@@ -169,14 +172,10 @@ DOCUMENTS: dict[str, tuple[str, Any]] = {
         "UnicodeData.txt",
         _unicode_data,
     ),
-    ISO_CODES_URL + "iso_639-3.json": (
-        "iso_639-3.json",
-        lambda: _pycountry_database("iso639-3.json"),
-    ),
-    ISO_CODES_URL + "iso_3166-2.json": (
-        "iso_3166-2.json",
-        lambda: _pycountry_database("iso3166-2.json"),
-    ),
+    **{
+        ISO_CODES_URL + name: (name, functools.partial(_pycountry_database, own))
+        for name, own in PYCOUNTRY_DOCUMENTS.items()
+    },
     "https://docs.python.org/3/reference/": ("reference.txt", _language_reference),
 }
 

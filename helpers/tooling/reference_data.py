@@ -27,16 +27,13 @@ from helpers.base.paths import reference_db_path, var_dir
 
 #: Where the fingerprint of the inputs of the last complete build is kept.
 FINGERPRINT_FILE = "reference-data.inputs.json"
-#: The documents of :mod:`helpers.tooling.pages` made from pycountry's data, as the database is.
-PYCOUNTRY_DOCUMENTS = ("iso_639-3.json", "iso_3166-2.json")
 
 
 @dataclass(frozen=True)
 class DataBuild:
     """What :func:`build_reference_data` did: ``built`` (``False``: the data was current),
     the row count per table (empty when the database was not built), the number of pages and
-    documents built, and
-    ``reason``, in words (``"pycountry changed"``, ``"forced"``, ``"current"``…)."""
+    documents built, and ``reason``, in words (``"pycountry changed"``, ``"forced"``, ``"current"``…)."""
 
     built: bool
     rows: dict[str, int]
@@ -79,9 +76,11 @@ def _file_digests() -> dict[str, str]:
 
 def _read_from(changed: list[str]) -> set[str]:
     """The names of the built files made from the ``changed`` inputs of :func:`data_inputs`:
-    ``pycountry`` makes the database and :data:`PYCOUNTRY_DOCUMENTS`, ``python`` (pydoc,
-    :mod:`unicodedata`, ``pydoc_data``) every other file; a change to ``builders``, or to an
-    input this version does not know, rebuilds them all."""
+    ``pycountry`` makes the database and :data:`helpers.tooling.pages.PYCOUNTRY_DOCUMENTS`,
+    ``python`` (pydoc, :mod:`unicodedata`, ``pydoc_data``) every other file; a change to
+    ``builders``, or to an input this version does not know, rebuilds them all."""
+    from helpers.tooling.pages import PYCOUNTRY_DOCUMENTS
+
     everything = {p.name for p in _built_files()}
     pycountry = {reference_db_path().name, *PYCOUNTRY_DOCUMENTS}
     made = {"pycountry": pycountry, "python": everything - pycountry}
